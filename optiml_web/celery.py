@@ -1,0 +1,19 @@
+"""The Celery app "optiml": configured from Django settings (CELERY_*), tasks autodiscovered.
+
+Start a worker with `celery -A optiml_web worker -Q gpu,celery`. Evaluations go to the
+`gpu` queue, so a GPU host runs a worker on `gpu` alone, one process per GPU, and CPU
+hosts take the rest.
+"""
+
+import os
+
+from celery import Celery
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "optiml_web.settings")
+
+app = Celery("optiml")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.conf.task_routes = {
+    "profiling.evaluate_candidate": {"queue": "gpu"},
+}
+app.autodiscover_tasks()

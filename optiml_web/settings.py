@@ -1,0 +1,137 @@
+"""Django settings, read from the environment (docker/.env.example lists every variable).
+
+The defaults are the embedded set-up: SQLite under var/, no Redis, DEBUG on, a secret
+key generated once into var/secret_key. Production sets DATABASE_URL, REDIS_URL,
+OPTIML_SECRET_KEY and OPTIML_DEBUG=false.
+"""
+
+from pathlib import Path
+
+from optiml_web.env import (
+    celery_broker,
+    channel_layers,
+    env_bool,
+    env_int,
+    env_secret,
+    env_str,
+    evaluator_setting,
+    parse_database_url,
+    secret_key,
+    sqlite_database,
+)
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(env_str("OPTIML_VAR_DIR", str(BASE_DIR / "var")))
+
+DEBUG = env_bool("OPTIML_DEBUG", True)
+SECRET_KEY = secret_key(debug=DEBUG, var_dir=VAR_DIR)
+ALLOWED_HOSTS = [h for h in env_str("OPTIML_ALLOWED_HOSTS", "127.0.0.1,localhost").split(",") if h]
+CSRF_TRUSTED_ORIGINS = [o for o in env_str("OPTIML_CSRF_TRUSTED_ORIGINS").split(",") if o]
+
+INSTALLED_APPS = [
+    # daphne first: its runserver serves ASGI (websockets) in place of Django's WSGI one.
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "channels",
+    "rest_framework",
+    "profiling",
+    "search",
+    "lineage",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+if not DEBUG:
+    # Serves `collectstatic` output from the ASGI process in production; under DEBUG,
+    # runserver serves static files itself and STATIC_ROOT need not exist.
+    MIDDLEWARE.insert(1, "whitenoise.middleware.WhiteNoiseMiddleware")
+
+ROOT_URLCONF = "optiml_web.urls"
+WSGI_APPLICATION = "optiml_web.wsgi.application"
+ASGI_APPLICATION = "optiml_web.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+_database_url = env_secret("DATABASE_URL")
+DATABASES = {
+    "default": (
+        parse_database_url(_database_url)
+        if _database_url
+        else sqlite_database(VAR_DIR / "db.sqlite3")
+    )
+}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = Path(env_str("OPTIML_STATIC_ROOT", str(VAR_DIR / "static")))
+
+REDIS_URL = env_secret("REDIS_URL") or ""
+CHANNEL_LAYERS = channel_layers(REDIS_URL)
+# Read by optiml_web/celery.py through config_from_object(namespace="CELERY").
+CELERY_BROKER_URL, CELERY_BROKER_TRANSPORT_OPTIONS = celery_broker(REDIS_URL, VAR_DIR)
+# Results live in Evaluation rows, so Celery keeps none.
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_RESULT_BACKEND = None
+# A GPU evaluation runs for minutes: take one message at a time and acknowledge it only
+# when done, so a worker that dies mid-run leaves the message for another. Running it
+# twice costs nothing: Evaluation rows are claimed in the database.
+CELERY_TASK_ACKS_LATE = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+
+# Where verdicts come from: "gate" (nvcc here, a GPU if there is one) or
+# "recorded:<path>" (verdicts measured earlier on a real GPU, for CI and demos).
+OPTIML_EVALUATOR = evaluator_setting(env_str("OPTIML_EVALUATOR", "gate"))
+OPTIML_WORKDIR = Path(env_str("OPTIML_WORKDIR", str(VAR_DIR / "work")))
+# A "running" evaluation whose worker went quiet for the gate's time limit plus this many
+# seconds is taken to be abandoned (worker killed) and may be claimed again. 300 s covers
+# nvcc on a large kernel and storing the verdict.
+OPTIML_CLAIM_GRACE_S = env_int("OPTIML_CLAIM_GRACE_S", 300)
+
+LOG_LEVEL = env_str("OPTIML_LOG_LEVEL", "INFO")
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
+    # Django's default config gives "django" a console handler of its own under DEBUG;
+    # replaced here so that each line (daphne's request log included) prints once.
+    "loggers": {"django": {"handlers": ["console"], "level": LOG_LEVEL, "propagate": False}},
+}

@@ -1,0 +1,56 @@
+import json
+
+from django.contrib import admin
+from django.utils.html import format_html
+
+from profiling.models import Candidate, Evaluation, Task
+
+
+@admin.register(Task)
+class TaskAdmin(admin.ModelAdmin):
+    list_display = ["name", "vendor_ms", "flops", "bytes", "updated"]
+    search_fields = ["name", "description"]
+    # Copied from the harness registry by `manage.py sync_tasks`; edits here would be
+    # overwritten at the next sync.
+    readonly_fields = [
+        "name", "description", "sizes", "vendor_ms", "vendor_what", "flops", "bytes",
+        "naive_candidate", "updated",
+    ]
+
+
+@admin.register(Candidate)
+class CandidateAdmin(admin.ModelAdmin):
+    list_display = ["short_hash", "label", "created"]
+    search_fields = ["content_hash", "label"]
+    list_filter = ["created"]
+    # The hash identifies source + plan: editing either would make the row lie.
+    readonly_fields = ["content_hash", "source", "plan", "created"]
+
+    @admin.display(description="hash", ordering="content_hash")
+    def short_hash(self, candidate: Candidate) -> str:
+        return candidate.content_hash[:12]
+
+
+@admin.register(Evaluation)
+class EvaluationAdmin(admin.ModelAdmin):
+    list_display = [
+        "id", "task", "candidate", "status", "guard", "median_ms", "spread_ms", "gpu",
+        "harness_version", "source", "finished_at",
+    ]
+    list_filter = ["status", "guard", "source", "gpu", "harness_version", "task"]
+    search_fields = ["candidate__content_hash", "candidate__label", "task__name", "message"]
+    list_select_related = ["task", "candidate"]
+    exclude = ["verdict"]
+    readonly_fields = [
+        "candidate", "task", "harness_version", "gpu", "status", "guard", "message", "stage",
+        "median_ms", "spread_ms", "source", "retryable", "claimed_at", "finished_at",
+        "verdict_json",
+    ]
+
+    # Measurements come from the gate only; the admin shows them and may delete them.
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    @admin.display(description="verdict")
+    def verdict_json(self, evaluation: Evaluation) -> str:
+        return format_html("<pre>{}</pre>", json.dumps(evaluation.verdict, indent=2))

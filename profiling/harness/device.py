@@ -1,0 +1,182 @@
+"""The only module that talks to the GPU (through pycuda). Imported by the worker alone.
+
+Every buffer is allocated with a canary region on both sides; outputs and scratch are
+poisoned before each launch. Launch plans are resolved into prepared calls once, with
+their limits checked against the device before anything runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import pycuda.driver as cuda
+
+from . import expr
+from .candidate import Candidate, CandidateError
+from .checks import CANARY_BYTE, GUARD_BYTES, POISON_BYTE
+
+L2_FLUSH_BYTES = 256 * 1024 * 1024  # > 4x the H200's 60 MB L2, as in GPU.md's method
+MAX_GRID = (2**31 - 1, 65535, 65535)
+
+
+class PlanError(ValueError):
+    """The plan does not fit the kernels or the device; `guard` says which check."""
+
+    def __init__(self, guard: str, message: str):
+        super().__init__(message)
+        self.guard = guard
+
+
+class Gpu:
+    def __init__(self) -> None:
+        cuda.init()
+        self.device = cuda.Device(0)
+        self.context = self.device.make_context()
+        self.stream = cuda.Stream()
+        self.name = self.device.name()
+        attr = cuda.device_attribute
+        self.max_shared_optin = self.device.get_attribute(attr.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
+        self.max_threads = self.device.get_attribute(attr.MAX_THREADS_PER_BLOCK)
+        self._flush = cuda.mem_alloc(L2_FLUSH_BYTES)
+        self._flush_count = 0
+
+    def environment(self) -> dict[str, str]:
+        driver = cuda.get_driver_version()
+        return {"gpu": self.name, "cuda": ".".join(map(str, cuda.get_version())),
+                "driver_api": f"{driver // 1000}.{driver % 1000 // 10}"}
+
+    def free_bytes(self) -> int:
+        return cuda.mem_get_info()[0]
+
+    def flush_l2(self) -> None:
+        """Overwrite more than the L2 holds, so the next run reads from DRAM."""
+        self._flush_count += 1
+        cuda.memset_d32_async(self._flush, self._flush_count, L2_FLUSH_BYTES // 4, self.stream)
+
+    def synchronize(self) -> None:
+        self.context.synchronize()
+
+    def close(self) -> None:
+        self.context.pop()
+
+
+class Buffer:
+    """A device buffer with canaries before and after the user's bytes."""
+
+    def __init__(self, name: str, dtype: np.dtype, shape: tuple[int, ...]):
+        self.name, self.dtype, self.shape = name, np.dtype(dtype), shape
+        self.nbytes = int(np.prod(shape, dtype=np.int64)) * self.dtype.itemsize
+        self.allocation = cuda.mem_alloc(self.nbytes + 2 * GUARD_BYTES)
+        self.base = int(self.allocation)
+        self.ptr = self.base + GUARD_BYTES
+        cuda.memset_d8(self.base, CANARY_BYTE, GUARD_BYTES)
+        cuda.memset_d8(self.ptr + self.nbytes, CANARY_BYTE, GUARD_BYTES)
+
+    def poison(self, stream: cuda.Stream | None = None) -> None:
+        if self.nbytes:
+            cuda.memset_d8_async(self.ptr, POISON_BYTE, self.nbytes, stream)
+
+    def upload(self, array: np.ndarray) -> None:
+        assert array.dtype == self.dtype and array.shape == self.shape, (array.dtype, array.shape)
+        if self.nbytes:
+            cuda.memcpy_htod(self.ptr, np.ascontiguousarray(array))
+
+    def download(self) -> np.ndarray:
+        out = np.empty(self.shape, dtype=self.dtype)
+        if self.nbytes:
+            cuda.memcpy_dtoh(out, self.ptr)
+        return out
+
+    def guards(self) -> tuple[np.ndarray, np.ndarray]:
+        before = np.empty(GUARD_BYTES, np.uint8)
+        after = np.empty(GUARD_BYTES, np.uint8)
+        cuda.memcpy_dtoh(before, self.base)
+        cuda.memcpy_dtoh(after, self.ptr + self.nbytes)
+        return before, after
+
+    def free(self) -> None:
+        self.allocation.free()
+
+
+@dataclass
+class ResolvedLaunch:
+    kernel: str
+    function: cuda.Function
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    shared: int
+    values: list
+
+
+def resolve_plan(gpu: Gpu, module: cuda.Module, candidate: Candidate, sizes: Mapping[str, int],
+                 buffers: Mapping[str, Buffer]) -> list[ResolvedLaunch]:
+    names = {**sizes, **candidate.tunables}
+    resolved = []
+    for index, launch in enumerate(candidate.launches):
+        where = f"launch {index} ({launch.kernel})"
+        try:
+            function = module.get_function(launch.kernel)
+        except cuda.LogicError:
+            raise PlanError("plan", f"{where}: the cubin has no extern \"C\" kernel "
+                                    f"named {launch.kernel!r}") from None
+        try:
+            grid = _dims(launch.grid, names)
+            block = _dims(launch.block, names)
+            shared = expr.evaluate_int(launch.shared_bytes, names)
+            formats, values = zip(*(_arg(a, names, buffers) for a in launch.args), strict=True) \
+                if launch.args else ((), ())
+        except (expr.ExpressionError, CandidateError) as error:
+            raise PlanError("plan", f"{where}: {error}") from None
+        _check_limits(gpu, function, where, grid, block, shared)
+        if shared > 48 * 1024:  # beyond 48 KB dynamic shared memory must be opted into
+            function.set_attribute(cuda.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, shared)
+        function.prepare("".join(formats))
+        resolved.append(ResolvedLaunch(launch.kernel, function, grid, block, shared, list(values)))
+    return resolved
+
+
+def launch_all(launches: list[ResolvedLaunch], stream: cuda.Stream) -> None:
+    for launch in launches:
+        launch.function.prepared_async_call(
+            launch.grid, launch.block, stream, *launch.values, shared_size=launch.shared)
+
+
+def _dims(dims: tuple, names: Mapping[str, int]) -> tuple[int, int, int]:
+    values = [expr.evaluate_int(d, names) for d in dims]
+    return tuple(values + [1] * (3 - len(values)))  # type: ignore[return-value]
+
+
+def _arg(arg, names: Mapping[str, int], buffers: Mapping[str, Buffer]) -> tuple[str, object]:
+    if isinstance(arg, float):
+        return "f", np.float32(arg)
+    if isinstance(arg, str) and arg in buffers:
+        return "P", buffers[arg].ptr
+    if isinstance(arg, str) and arg.startswith("f32:"):
+        return "f", np.float32(float(arg[4:]))
+    if isinstance(arg, str) and arg.startswith("i64:"):
+        return "q", np.int64(expr.evaluate_int(arg[4:], names))
+    value = expr.evaluate_int(arg[4:] if isinstance(arg, str) and arg.startswith("i32:") else arg,
+                              names)
+    if not -(2**31) <= value < 2**31:
+        raise CandidateError(f"argument {arg!r} = {value} does not fit in 32 bits; write 'i64:{arg}'")
+    return "i", np.int32(value)
+
+
+def _check_limits(gpu: Gpu, function: cuda.Function, where: str, grid, block, shared) -> None:
+    attr = cuda.function_attribute
+    threads = block[0] * block[1] * block[2]
+    if min(grid) < 1 or min(block) < 1:
+        raise PlanError("plan", f"{where}: grid {grid} and block {block} must be positive")
+    if any(g > m for g, m in zip(grid, MAX_GRID, strict=True)):
+        raise PlanError("resources", f"{where}: grid {grid} exceeds the limits {MAX_GRID}")
+    allowed = function.get_attribute(attr.MAX_THREADS_PER_BLOCK)
+    if threads > allowed:
+        registers = function.get_attribute(attr.NUM_REGS)
+        raise PlanError("resources", f"{where}: {threads} threads per block, but with {registers} "
+                                     f"registers per thread this kernel allows at most {allowed}")
+    static = function.get_attribute(attr.SHARED_SIZE_BYTES)
+    if shared < 0 or static + shared > gpu.max_shared_optin:
+        raise PlanError("resources", f"{where}: {static} B static + {shared} B dynamic shared "
+                                     f"memory exceeds the {gpu.max_shared_optin} B a block may have")

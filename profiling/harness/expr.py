@@ -1,0 +1,110 @@
+"""Safe arithmetic over named integers, for launch plans and tensor shapes.
+
+Plans come from users, so they are parsed with `ast` and only arithmetic on names and
+numbers is allowed: no attribute access, no calls but a fixed few, no subscripts.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import operator
+from collections.abc import Mapping
+
+Number = int | float
+
+
+class ExpressionError(ValueError):
+    """An expression that cannot be parsed or evaluated; the message says why."""
+
+
+_BINARY = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+    ast.Pow: operator.pow,
+}
+_UNARY = {ast.USub: operator.neg, ast.UAdd: operator.pos}
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+_FUNCTIONS = {"cdiv": _cdiv, "min": min, "max": max, "ceil": math.ceil, "floor": math.floor}
+_MAX_LENGTH = 400  # characters; a plan expression is a short formula, not a program
+
+
+def evaluate(expression: str | Number, names: Mapping[str, Number]) -> Number:
+    """Evaluate `expression` with `names` bound; numbers pass through unchanged."""
+    if isinstance(expression, bool):
+        raise ExpressionError(f"{expression!r} is a boolean, not a number")
+    if isinstance(expression, int | float):
+        return expression
+    if not isinstance(expression, str) or not expression.strip():
+        raise ExpressionError(f"expected a number or an expression, got {expression!r}")
+    if len(expression) > _MAX_LENGTH:
+        raise ExpressionError(f"expression longer than {_MAX_LENGTH} characters")
+    try:
+        tree = ast.parse(expression.strip(), mode="eval")
+    except SyntaxError as error:
+        raise ExpressionError(f"cannot parse {expression!r}: {error.msg}") from None
+    return _eval(tree.body, names, expression)
+
+
+def evaluate_int(expression: str | Number, names: Mapping[str, Number]) -> int:
+    value = evaluate(expression, names)
+    if isinstance(value, float):
+        if not value.is_integer():
+            raise ExpressionError(f"{expression!r} = {value}, which is not a whole number")
+        value = int(value)
+    return value
+
+
+def names_in(expression: str | Number) -> set[str]:
+    """The free names an expression uses (empty for a number)."""
+    if not isinstance(expression, str):
+        return set()
+    try:
+        tree = ast.parse(expression.strip(), mode="eval")
+    except SyntaxError as error:
+        raise ExpressionError(f"cannot parse {expression!r}: {error.msg}") from None
+    return {
+        node.id
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Name) and node.id not in _FUNCTIONS
+    }
+
+
+def _eval(node: ast.AST, names: Mapping[str, Number], source: str) -> Number:
+    if isinstance(node, ast.Constant) and isinstance(node.value, int | float):
+        if isinstance(node.value, bool):
+            raise ExpressionError(f"booleans are not allowed in {source!r}")
+        return node.value
+    if isinstance(node, ast.Name):
+        if node.id not in names:
+            known = ", ".join(sorted(names)) or "none"
+            raise ExpressionError(f"unknown name {node.id!r} in {source!r} (known: {known})")
+        return names[node.id]
+    if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
+        left, right = _eval(node.left, names, source), _eval(node.right, names, source)
+        if isinstance(node.op, ast.Pow) and abs(right) > 64:
+            raise ExpressionError(f"exponent {right} too large in {source!r}")
+        try:
+            return _BINARY[type(node.op)](left, right)
+        except ZeroDivisionError:
+            raise ExpressionError(f"division by zero in {source!r}") from None
+    if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
+        return _UNARY[type(node.op)](_eval(node.operand, names, source))
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in _FUNCTIONS
+        and not node.keywords
+    ):
+        args = [_eval(arg, names, source) for arg in node.args]
+        return _FUNCTIONS[node.func.id](*args)
+    raise ExpressionError(f"unsupported syntax {ast.dump(node)[:60]} in {source!r}")

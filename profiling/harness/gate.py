@@ -1,0 +1,245 @@
+"""The gate's front door: compile -> (on a GPU host) verify -> time -> profile.
+
+    from profiling.harness.gate import GateOptions, evaluate
+    verdict = evaluate("softmax", candidate, GateOptions())
+
+Compilation happens in this process (nvcc as a subprocess, no GPU needed). Everything
+that touches the GPU happens in a fresh subprocess per candidate (sandbox.py runs
+worker.py), killed with its process group at the time limit.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+from . import HARNESS_VERSION, expr, profile, tasks
+from .candidate import Candidate, CandidateError
+from .compile import compile_candidate, default_cache_dir
+from .policy import PolicyViolation
+from .sandbox import IsolatedResult, run_isolated
+from .spec import Task
+from .verdict import (
+    ERROR,
+    INCOMPLETE,
+    PASSED,
+    CheckRecord,
+    CompileReport,
+    Environment,
+    ProfileReport,
+    TimingReport,
+    Verdict,
+    rejected,
+)
+
+PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # the directory holding `profiling/`
+HARNESS_KERNELS = Path(__file__).with_name("kernels") / "refresh.cu"
+PROFILE_TIME_LIMIT_S = 300.0  # ncu replays each kernel once per metric pass
+
+
+@dataclass(frozen=True)
+class GateOptions:
+    levels: tuple[str, ...] = ("L0", "L1")
+    seeds: int = 5  # fresh inputs per seed, distributions alternating
+    warmup_runs: int = 3
+    timing_runs: int = 30
+    profile: bool = True
+    time_limit_s: float = 600.0  # whole GPU subprocess, wall clock
+    workdir: str | None = None  # requests, logs, .ncu-rep files; a temp dir if None
+    l1_sizes: dict[str, int] | None = None  # override the task's full size (tests)
+    seed: int | None = None  # fixed base seed (reproduce a failure); random if None
+    adversary: dict = field(default_factory=dict)  # test hooks that make the gate harder
+
+
+@lru_cache(maxsize=1)
+def gpu_name() -> str | None:
+    """The first GPU's name, or None on a host without one (or without pycuda)."""
+    if shutil.which("nvidia-smi") is None:
+        return None
+    try:
+        import pycuda.driver  # noqa: F401
+    except ImportError:
+        return None
+    out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
+                         capture_output=True, text=True, timeout=30)
+    names = out.stdout.strip().splitlines()
+    return names[0].strip() if out.returncode == 0 and names else None
+
+
+def evaluate(task_name: str, candidate: Candidate, options: GateOptions | None = None) -> Verdict:
+    """Judge one candidate. Raises only for an unknown task; a bad kernel is a verdict."""
+    options = options or GateOptions()
+    started = time.monotonic()
+    task = tasks.get(task_name)
+    verdict = _evaluate(task, candidate, options)
+    verdict.seconds = time.monotonic() - started
+    verdict.environment.harness_version = HARNESS_VERSION
+    return verdict
+
+
+def _evaluate(task: Task, candidate: Candidate, options: GateOptions) -> Verdict:
+    digest = candidate.content_hash()
+    try:
+        check_plan(task, candidate, options.l1_sizes or task.sizes)
+    except CandidateError as error:
+        return rejected(task.name, digest, "plan", str(error), "plan")
+    try:
+        report = compile_candidate(candidate)
+    except PolicyViolation as violation:
+        return rejected(task.name, digest, violation.guard, str(violation), "compile")
+    if not report.ok:
+        first = report.errors[0] if report.errors else None
+        where = f"line {first.line}: " if first and first.line else ""
+        return rejected(task.name, digest, "compile",
+                        f"{where}{first.message if first else 'nvcc failed'}", "compile",
+                        compile=report)
+    defined = {k.kernel for k in report.kernels}
+    for launch in candidate.launches:
+        if launch.kernel not in defined:
+            return rejected(task.name, digest, "plan",
+                            f"the plan launches {launch.kernel!r}, but the source defines "
+                            f"{', '.join(sorted(defined)) or 'no extern C kernel'}",
+                            "plan", compile=report)
+    gpu = gpu_name()
+    if gpu is None:
+        return Verdict(task=task.name, candidate_hash=digest, status=INCOMPLETE, stage="compile",
+                       compile=report, message="compiled and checked; running it needs a GPU "
+                       "host (an NVIDIA GPU with pycuda installed)")
+    return _run_on_gpu(task, candidate, digest, report, options)
+
+
+def check_plan(task: Task, candidate: Candidate, l1_sizes: dict[str, int]) -> None:
+    """Every name in the plan is a tensor, a scratch buffer, a size or a tunable."""
+    tensors = {t.name for t in task.all_tensors()} | {s.name for s in candidate.scratch}
+    clash = tensors & set(candidate.tunables) or set(candidate.tunables) & set(task.sizes)
+    if clash:
+        raise CandidateError(f"tunables may not reuse tensor or size names: {sorted(clash)}")
+    for sizes in (l1_sizes, *task.l0_sizes):
+        names = {**sizes, **candidate.tunables}
+        for index, launch in enumerate(candidate.launches):
+            where = f"launches[{index}] ({launch.kernel})"
+            try:
+                for dim in (*launch.grid, *launch.block, launch.shared_bytes):
+                    expr.evaluate(dim, names)
+                for arg in launch.args:
+                    if isinstance(arg, str) and arg not in tensors:
+                        if arg.startswith("f32:"):
+                            float(arg[4:])
+                        else:
+                            expr.evaluate(arg.split(":", 1)[1] if arg[:4] in ("i64:", "i32:")
+                                          else arg, names)
+            except (expr.ExpressionError, ValueError) as error:
+                raise CandidateError(f"{where} at sizes {sizes}: {error}") from None
+        for scratch in candidate.scratch:
+            try:
+                expr.evaluate_int(scratch.count, names)
+            except expr.ExpressionError as error:
+                raise CandidateError(f"scratch {scratch.name!r}: {error}") from None
+
+
+def _harness_cubin() -> str:
+    report = compile_candidate(Candidate(source=HARNESS_KERNELS.read_text(), launches=()))
+    if not report.ok or report.cubin_path is None:
+        raise RuntimeError(f"the harness's own kernels failed to compile: {report.log[-2000:]}")
+    return report.cubin_path
+
+
+def _child_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PACKAGE_ROOT), env.get("PYTHONPATH")]))
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def _run_on_gpu(task: Task, candidate: Candidate, digest: str, report: CompileReport,
+                options: GateOptions) -> Verdict:
+    workdir = Path(options.workdir or tempfile.mkdtemp(prefix="optiml-eval-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    request = {
+        "task": task.name, "candidate": candidate.to_dict(), "cubin": report.cubin_path,
+        "harness_cubin": _harness_cubin(),
+        "options": {"levels": list(options.levels), "seeds": options.seeds,
+                    "warmup_runs": options.warmup_runs, "timing_runs": options.timing_runs,
+                    "l1_sizes": options.l1_sizes, "seed": options.seed,
+                    "adversary": options.adversary},
+    }
+    request_path = workdir / f"request-{digest[:12]}.json"
+    request_path.write_text(json.dumps(request))
+    result = run_isolated([sys.executable, "-m", "profiling.harness.worker", str(request_path)],
+                          time_limit_s=options.time_limit_s, log_path=workdir / "worker.log",
+                          env=_child_env())
+    verdict = verdict_from_result(task.name, digest, report, result, options.time_limit_s)
+    if verdict.status == PASSED and options.profile:
+        verdict.profile = profile_candidate(task, candidate, report, request, workdir, digest)
+    verdict.stage = "done" if verdict.status == PASSED else verdict.stage
+    return verdict
+
+
+def verdict_from_result(task: str, digest: str, report: CompileReport, result: IsolatedResult,
+                        time_limit_s: float) -> Verdict:
+    final = result.last("result")
+    stage = result.last("stage") or {}
+    where = stage.get("stage", "start")
+    if stage.get("level"):
+        where += f" {stage['level']} sizes {stage.get('sizes')} seed {stage.get('seed')}"
+    common = {"compile": report}
+    if final is not None:
+        common.update(
+            correctness=[CheckRecord(**r) for r in final.get("correctness", [])],
+            timing=TimingReport(**final["timing"]) if final.get("timing") else None,
+            environment=Environment(**{k: v for k, v in final.get("environment", {}).items()
+                                       if k in Environment.__dataclass_fields__}),
+        )
+    if result.timed_out:
+        return rejected(task, digest, "timeout", f"still running after {time_limit_s:.0f} s "
+                        f"(during {where}); the process group was killed", where, **common)
+    if final is None:
+        death = result.died_by_signal or f"exit code {result.returncode}"
+        return rejected(task, digest, "crash", f"the evaluation process died ({death}) during "
+                        f"{where}: {result.log_tail[-600:].strip()}", where, **common)
+    if final["status"] == "passed":
+        return Verdict(task=task, candidate_hash=digest, status=PASSED, stage="timing", **common)
+    if final["status"] == "error":
+        return Verdict(task=task, candidate_hash=digest, status=ERROR, guard="internal",
+                       message=final.get("message", ""), stage=where, **common)
+    return rejected(task, digest, final["guard"], final.get("message", ""), where, **common)
+
+
+def profile_candidate(task: Task, candidate: Candidate, report: CompileReport, request: dict,
+                      workdir: Path, digest: str) -> ProfileReport:
+    """ncu over one launch of the plan; a profiling failure is noted, never a rejection."""
+    request = {**request, "options": {**request["options"], "mode": "profile"}}
+    request_path = workdir / f"profile-{digest[:12]}.json"
+    request_path.write_text(json.dumps(request))
+    report_path = workdir / f"{task.name}-{digest[:12]}.ncu-rep"
+    kernels = [launch.kernel for launch in candidate.launches]
+    target = [sys.executable, "-m", "profiling.harness.worker", str(request_path), "-1"]
+    result = run_isolated(profile.ncu_command(str(report_path), kernels, target),
+                          time_limit_s=PROFILE_TIME_LIMIT_S, log_path=workdir / "ncu.log",
+                          channel_arg=False, env=_child_env())
+    if result.timed_out or not report_path.exists():
+        return ProfileReport(metrics={}, per_kernel=[], bottleneck="unknown",
+                             evidence=[f"ncu produced no report: {result.log_tail[-400:].strip()}"])
+    imported = subprocess.run(profile.import_command(str(report_path)), capture_output=True,
+                              text=True, timeout=120)
+    try:
+        kernels_profiled = profile.parse_raw_csv(imported.stdout)
+    except ValueError as error:
+        return ProfileReport(metrics={}, per_kernel=[], bottleneck="unknown",
+                             evidence=[f"could not read the ncu report: {error}"],
+                             report_path=str(report_path))
+    metrics = profile.aggregate(kernels_profiled)
+    bottleneck, evidence = profile.classify(metrics)
+    return ProfileReport(metrics=metrics, per_kernel=[asdict(k) for k in kernels_profiled],
+                         bottleneck=bottleneck, evidence=evidence, report_path=str(report_path))
+
+
+__all__ = ["GateOptions", "evaluate", "gpu_name", "check_plan", "default_cache_dir"]

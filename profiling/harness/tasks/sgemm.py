@@ -1,0 +1,77 @@
+"""sgemm: C = A @ B, A (M, K), B (K, N), row-major fp32, 4096 cubed at L1.
+
+The check scales each element's allowed error by (|A| @ |B|), the sum of the magnitudes
+of the terms of its dot product, as rounding error analysis does (see
+_common.dot_product_allowance): |C - ref| <= (2 + sqrt(K)) * 2**-24 * (|A| @ |B|).
+
+At K = 4096 that is 3.9e-6 * (|A| @ |B|). A correct fp32 kernel, in any summation order,
+errs by about 4e-8 * (|A| @ |B|) on zero-mean data (normal or Student-t): a margin of
+~100x. TF32 (inputs rounded to 10 mantissa bits) errs by about 1e-5 * (|A| @ |B|) at
+K = 4096 for normal inputs, more for heavy-tailed ones, so it fails on most elements.
+Hence `math = "fp32"`: tensor-core TF32 is not an acceptable shortcut for this task.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from ..spec import Arrays, Mismatch, Sizes, Task, TensorSpec, VendorReference
+from ._common import check_within, dot_product_allowance, io_bytes
+
+A = TensorSpec("A", "float32", ("M", "K"))
+B = TensorSpec("B", "float32", ("K", "N"))
+C = TensorSpec("C", "float32", ("M", "N"))
+
+
+def reference(inputs: Arrays, sizes: Sizes) -> Arrays:
+    # float64 BLAS: at 4096 cubed ~1 s on 16 cores, and exact to ~1e-16 relative.
+    product = inputs["A"].astype(np.float64) @ inputs["B"].astype(np.float64)
+    return {"C": product.astype(np.float32)}
+
+
+def compare(outputs: Arrays, expected: Arrays, inputs: Arrays, sizes: Sizes) -> Mismatch | None:
+    # The magnitudes only scale the allowance, so fp32 BLAS is accurate enough for them
+    # (all terms positive: relative error ~1e-7).
+    magnitude = np.abs(inputs["A"]) @ np.abs(inputs["B"])
+    allowed = dot_product_allowance(magnitude.astype(np.float64), sizes["K"])
+    why = "(2 + sqrt(K)) * 2**-24 * (|A| @ |B|)"
+    return check_within("C", outputs["C"], expected["C"], allowed, why)
+
+
+TASK = Task(
+    name="sgemm",
+    description="C = A @ B, fp32 row-major, A M x K, B K x N",
+    sizes={"M": 4096, "N": 4096, "K": 4096},
+    l0_sizes=(
+        {"M": 1, "N": 1, "K": 1},
+        {"M": 17, "N": 33, "K": 65},
+        {"M": 128, "N": 64, "K": 31},
+        {"M": 3, "N": 257, "K": 1031},
+    ),
+    inputs=(A, B),
+    outputs=(C,),
+    reference=reference,
+    flops=lambda s: 2.0 * s["M"] * s["N"] * s["K"],  # one multiply and one add per term
+    bytes=io_bytes(A, B, C),
+    naive_source=(Path(__file__).with_name("naive") / "sgemm.cu").read_text(),
+    naive_plan={
+        "launches": [
+            {
+                "kernel": "sgemm_naive",
+                "grid": ["cdiv(N, TILE)", "cdiv(M, TILE)"],
+                "block": ["TILE", "TILE"],
+                "shared_bytes": 0,
+                "args": ["A", "B", "C", "M", "N", "K"],
+            }
+        ],
+        "scratch": [],
+        "tunables": {"TILE": 32},  # GPU.md's naive SGEMM: 32 x 32 blocks, 23.0 ms
+    },
+    compare=compare,
+    vendor=VendorReference(
+        time_ms=2.711, what="torch 2.11 matmul (cuBLAS SGEMM, TF32 off), 4096^3 fp32, on H200 (GPU.md)"
+    ),
+    math="fp32",
+)

@@ -1,0 +1,296 @@
+"""The child process: one candidate, one fresh CUDA context, a verdict on the channel.
+
+    python -m profiling.harness.worker request.json <channel fd>
+
+Run only by sandbox.run_isolated. Stages are announced on the channel as they start, so
+that if this process hangs or dies the parent can say where.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import sys
+import traceback
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+
+from . import HARNESS_VERSION, expr, tasks
+from .candidate import Candidate
+from .ceilings import ceilings_for, physics_floor_ms, summarize
+from .checks import GUARD_BYTES, GuardFailure, RunBuffers, check_run
+from .sandbox import Channel
+from .spec import Task
+from .verdict import CheckRecord, TimingReport
+
+SPOT_CHECKS = 3  # timed runs, chosen at random, whose outputs are verified
+
+
+class Rejection(Exception):
+    def __init__(self, guard: str, message: str):
+        super().__init__(message)
+        self.guard, self.message = guard, message
+
+
+def main(argv: list[str]) -> int:
+    request = json.loads(Path(argv[1]).read_text())
+    channel = Channel(int(argv[2]) if len(argv) > 2 else -1)
+    try:
+        import pycuda.driver as cuda  # noqa: F401  (fail early and clearly without pycuda)
+    except ImportError as error:
+        channel.send("result", status="error", guard="internal", message=f"pycuda: {error}")
+        return 1
+    session = Session(request, channel)
+    try:
+        session.run()
+        session.close()
+    except Rejection as rejection:
+        channel.send("result", status="rejected", guard=rejection.guard, message=rejection.message,
+                     **session.partial())
+        session.close()
+    except Exception as error:  # a CUDA fault surfaces as pycuda's exception on sync
+        guard, message = classify_exception(error)
+        channel.send("result", status="rejected" if guard != "internal" else "error",
+                     guard=guard, message=message, **session.partial(),
+                     traceback=traceback.format_exc()[-3000:] if guard == "internal" else "")
+    return 0
+
+
+def classify_exception(error: Exception) -> tuple[str, str]:
+    import pycuda.driver as cuda
+
+    from .device import PlanError
+
+    if isinstance(error, PlanError):
+        return error.guard, str(error)
+    if isinstance(error, cuda.MemoryError):
+        return "resources", f"device memory: {error}"
+    if isinstance(error, cuda.LaunchError | cuda.LogicError | cuda.RuntimeError | cuda.Error):
+        return "launch", f"{type(error).__name__}: {error}"
+    return "internal", f"{type(error).__name__}: {error}"
+
+
+class Session:
+    def __init__(self, request: dict, channel: Channel):
+        self.request, self.channel = request, channel
+        self.task: Task = tasks.get(request["task"])
+        self.candidate = Candidate.from_dict(request["candidate"])
+        self.options = request["options"]
+        self.l1_sizes = self.options.get("l1_sizes") or self.task.sizes
+        self.records: list[CheckRecord] = []
+        self.timing: TimingReport | None = None
+        self.environment: dict = {}
+        self.gpu = None
+        self.base_seed = int(self.options.get("seed") or secrets.randbits(31))
+        self.rng = np.random.default_rng(secrets.randbits(63))  # secret: picks spot checks
+
+    def partial(self) -> dict:
+        return {"correctness": [asdict(r) for r in self.records],
+                "timing": asdict(self.timing) if self.timing else None,
+                "environment": self.environment}
+
+    def close(self) -> None:
+        """Pop the context: pycuda aborts the process at exit if one is left current."""
+        if self.gpu is not None:
+            self.gpu.close()
+
+    def stage(self, name: str, **detail) -> None:
+        self.channel.send("stage", stage=name, **detail)
+
+    def run(self) -> None:
+        from . import device
+
+        self.stage("init")
+        self.gpu = device.Gpu()
+        self.environment = {**self.gpu.environment(), "harness_version": HARNESS_VERSION}
+        self.module = device.cuda.module_from_file(self.request["cubin"])
+        self.harness_module = device.cuda.module_from_file(self.request["harness_cubin"])
+        if self.options.get("mode") == "profile":
+            self.profile_once()
+            return
+        for level in self.options["levels"]:
+            shapes = list(self.task.l0_sizes) if level == "L0" else [self.l1_sizes]
+            for shape_index, sizes in enumerate(shapes):
+                for seed_index in range(self.options["seeds"]):
+                    self.check_once(level, shape_index, sizes, seed_index)
+        if self.options.get("timing_runs", 0) > 0:
+            self.time_runs()
+        self.channel.send("result", status="passed", guard=None, message="", **self.partial())
+
+    # -- buffers ---------------------------------------------------------------------
+    def allocate(self, sizes: dict) -> dict:
+        from . import device
+
+        names = {**sizes, **self.candidate.tunables}
+        specs = [(t.name, t.numpy_dtype(), t.resolve_shape(sizes)) for t in self.task.all_tensors()]
+        for s in self.candidate.scratch:
+            count = expr.evaluate_int(s.count, names)
+            specs.append((s.name, np.dtype(s.dtype), (count,)))
+        needed = sum(int(np.prod(shape, dtype=np.int64)) * dt.itemsize + 2 * GUARD_BYTES
+                     for _, dt, shape in specs)
+        free = self.gpu.free_bytes()
+        if needed > free:
+            raise Rejection("resources", f"needs {needed / 2**30:.2f} GiB of device memory at "
+                                         f"sizes {sizes}, but only {free / 2**30:.2f} GiB are free")
+        return {name: device.Buffer(name, dt, shape) for name, dt, shape in specs}
+
+    def make_inputs(self, sizes: dict, seed: int, distribution: str) -> dict[str, np.ndarray]:
+        rng = np.random.default_rng(seed)
+        return {t.name: t.make(rng, sizes, distribution) for t in self.task.inputs}
+
+    def reference(self, inputs: dict[str, np.ndarray], sizes: dict) -> dict[str, np.ndarray]:
+        # On copies, on the host: the candidate never shares memory with the reference.
+        outputs = self.task.reference({k: v.copy() for k, v in inputs.items()}, sizes)
+        return {t.name: np.asarray(outputs[t.name]).astype(t.numpy_dtype(), copy=False)
+                .reshape(t.resolve_shape(sizes)) for t in self.task.outputs}
+
+    def read_back(self, buffers: dict, inputs_before: dict, reference: dict) -> RunBuffers:
+        return RunBuffers(
+            inputs_before=inputs_before,
+            inputs_after={t.name: buffers[t.name].download() for t in self.task.inputs},
+            outputs={t.name: buffers[t.name].download() for t in self.task.outputs},
+            reference=reference,
+            guards={name: b.guards() for name, b in buffers.items()},
+        )
+
+    def check(self, run: RunBuffers, sizes: dict) -> tuple[GuardFailure | None, float, float]:
+        return check_run(run, self.task.tolerance_for, sizes, self.task.compare)
+
+    def poison_writable(self, buffers: dict) -> None:
+        writable = [t.name for t in self.task.outputs] + [s.name for s in self.candidate.scratch]
+        for name in writable:
+            buffers[name].poison(self.gpu.stream)
+
+    # -- correctness -------------------------------------------------------------------
+    def check_once(self, level: str, shape_index: int, sizes: dict, seed_index: int) -> None:
+        from . import device
+
+        distribution = self.task.distributions[seed_index % len(self.task.distributions)]
+        seed = self.base_seed * 1000 + shape_index * 100 + seed_index
+        self.stage("correctness", level=level, sizes=sizes, seed=seed)
+        inputs = self.make_inputs(sizes, seed, distribution)
+        reference = self.reference(inputs, sizes)
+        if self.options.get("adversary", {}).get("stale_reference"):
+            self.leave_reference_in_freed_memory(reference)
+        buffers = self.allocate(sizes)
+        try:
+            for t in self.task.inputs:
+                buffers[t.name].upload(inputs[t.name])
+            self.poison_writable(buffers)
+            launches = device.resolve_plan(self.gpu, self.module, self.candidate, sizes, buffers)
+            device.launch_all(launches, self.gpu.stream)
+            self.gpu.synchronize()
+            failure, max_abs, max_rel = self.check(self.read_back(buffers, inputs, reference), sizes)
+        finally:
+            for b in buffers.values():
+                b.free()
+        record = CheckRecord(level=level, sizes=dict(sizes), seed=seed, distribution=distribution,
+                             passed=failure is None, guard=failure.guard if failure else None,
+                             detail=failure.message if failure else "",
+                             max_abs_error=max_abs, max_rel_error=max_rel)
+        self.records.append(record)
+        if failure:
+            raise Rejection(failure.guard, f"{level} {sizes} seed {seed} ({distribution}): "
+                                           f"{failure.message}")
+
+    def leave_reference_in_freed_memory(self, reference: dict) -> None:
+        """Adversarial test hook: put the right answer where the outputs will be allocated,
+        as a GPU-side reference would leave it, so a kernel that writes nothing would pass
+        without the poison."""
+        from . import device
+
+        for name, values in reference.items():
+            buffer = device.Buffer(name, values.dtype, values.shape)
+            buffer.upload(values)
+            buffer.free()
+
+    # -- timing ------------------------------------------------------------------------
+    def refresh_inputs(self, buffers: dict, sizes: dict, seed: int) -> None:
+        names = dict(sizes)
+        for t in self.task.inputs:
+            b, n = buffers[t.name], np.uint64(int(np.prod(buffers[t.name].shape, dtype=np.int64)))
+            grid, block = (min(4096, max(1, -(-int(n) // 256))), 1, 1), (256, 1, 1)
+            if t.refresh == "normal" and t.dtype == "float32":
+                fn = self.harness_module.get_function("optiml_refresh_normal_f32")
+                fn(np.uintp(b.ptr), n, np.uint64(seed), grid=grid, block=block,
+                   stream=self.gpu.stream)
+            elif t.refresh.startswith("int:") and t.dtype == "int32":
+                _, lo, hi = t.refresh.split(":")
+                fn = self.harness_module.get_function("optiml_refresh_int32")
+                fn(np.uintp(b.ptr), n, np.uint64(seed),
+                   np.int32(expr.evaluate_int(lo, names)), np.int32(expr.evaluate_int(hi, names)),
+                   grid=grid, block=block, stream=self.gpu.stream)
+            else:
+                raise Rejection("internal", f"input {t.name}: no GPU refresh for {t.refresh!r}")
+
+    def time_runs(self) -> None:
+        from . import device
+
+        sizes = self.l1_sizes
+        warmup, runs = self.options["warmup_runs"], self.options["timing_runs"]
+        self.stage("timing", sizes=sizes, runs=runs)
+        spot = set(self.rng.choice(runs, size=min(SPOT_CHECKS, runs), replace=False).tolist())
+        buffers = self.allocate(sizes)
+        launches = device.resolve_plan(self.gpu, self.module, self.candidate, sizes, buffers)
+        start, stop = device.cuda.Event(), device.cuda.Event()
+        samples: list[float] = []
+        spot_failure: GuardFailure | None = None
+        for i in range(warmup + runs):
+            self.refresh_inputs(buffers, sizes, int(self.rng.integers(2**62)))
+            checked = i - warmup in spot
+            if checked:
+                self.gpu.synchronize()
+                inputs = {t.name: buffers[t.name].download() for t in self.task.inputs}
+            self.poison_writable(buffers)
+            self.gpu.flush_l2()
+            start.record(self.gpu.stream)
+            device.launch_all(launches, self.gpu.stream)
+            stop.record(self.gpu.stream)
+            stop.synchronize()
+            if i >= warmup:
+                samples.append(start.time_till(stop))
+            if checked and spot_failure is None:
+                run = self.read_back(buffers, inputs, self.reference(inputs, sizes))
+                spot_failure = self.check(run, sizes)[0]
+        self.finish_timing(samples, sizes, spot_failure)
+
+    def finish_timing(self, samples: list[float], sizes: dict, spot_failure) -> None:
+        stats = summarize(samples)
+        moved, flops = float(self.task.bytes(sizes)), float(self.task.flops(sizes))
+        ceilings = ceilings_for(self.gpu.name)
+        floor_ms, reason = (physics_floor_ms(moved, flops, self.task.math, ceilings)
+                            if ceilings else (0.0, f"no ceilings known for {self.gpu.name}"))
+        self.timing = TimingReport(
+            runs=stats.runs, median_ms=stats.median, mean_ms=stats.mean, stdev_ms=stats.stdev,
+            min_ms=stats.min, max_ms=stats.max, p10_ms=stats.p10, p90_ms=stats.p90,
+            floor_ms=floor_ms, floor_reason=reason, bytes=moved, flops=flops,
+            spot_checks=min(SPOT_CHECKS, len(samples)))
+        # The floor is checked before the spot checks are reported: a kernel that skips
+        # its work when timed is named for the impossible time, its clearest symptom.
+        if stats.median < floor_ms:
+            raise Rejection("physics_floor", f"median {stats.median:.4f} ms is below the "
+                                             f"{floor_ms:.4f} ms floor: {reason}")
+        if spot_failure is not None:
+            raise Rejection("timed_output", f"a timed run with fresh inputs was wrong: "
+                                            f"[{spot_failure.guard}] {spot_failure.message}")
+
+    # -- profiling ---------------------------------------------------------------------
+    def profile_once(self) -> None:
+        """One launch of the plan on fresh inputs, for ncu to observe."""
+        from . import device
+
+        sizes = self.l1_sizes
+        buffers = self.allocate(sizes)
+        launches = device.resolve_plan(self.gpu, self.module, self.candidate, sizes, buffers)
+        self.refresh_inputs(buffers, sizes, int(self.rng.integers(2**62)))
+        self.poison_writable(buffers)
+        self.gpu.synchronize()
+        device.launch_all(launches, self.gpu.stream)
+        self.gpu.synchronize()
+        self.channel.send("result", status="profiled", guard=None, message="", **self.partial())
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

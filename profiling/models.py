@@ -1,0 +1,102 @@
+"""What the gate has seen: tasks, candidates, and one Evaluation per (candidate, task,
+harness version, GPU).
+
+The rows are the truth; Celery messages may be lost or repeated. Writes go through
+profiling.services, reads through profiling.selectors.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+
+from profiling.harness.candidate import Candidate as HarnessCandidate
+
+
+class Candidate(models.Model):
+    """A CUDA source and its launch plan, identified by the harness's content hash."""
+
+    content_hash = models.CharField(max_length=64, unique=True)
+    source = models.TextField()
+    plan = models.JSONField()
+    label = models.CharField(max_length=200, blank=True)
+    created = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        short = self.content_hash[:12]
+        return f"{self.label} ({short})" if self.label else short
+
+    def to_harness(self) -> HarnessCandidate:
+        return HarnessCandidate.from_source_and_plan(self.source, self.plan)
+
+
+class Task(models.Model):
+    """A copy of a harness task's description, so that rows can point at it and the web
+    can show it; the harness registry stays the source (services.tasks_sync)."""
+
+    name = models.CharField(max_length=100, unique=True)
+    description = models.TextField(blank=True)
+    sizes = models.JSONField(default=dict)
+    vendor_ms = models.FloatField(null=True, blank=True)
+    vendor_what = models.CharField(max_length=200, blank=True)
+    flops = models.FloatField(default=0.0)
+    bytes = models.FloatField(default=0.0)
+    # The task's own first attempt, the baseline that speedups are measured against.
+    naive_candidate = models.ForeignKey(
+        Candidate, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    updated = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Evaluation(models.Model):
+    class Status(models.TextChoices):
+        RUNNING = "running"
+        PASSED = "passed"
+        REJECTED = "rejected"
+        # Compiled and checked, but not run: the worker had no GPU.
+        INCOMPLETE = "incomplete"
+        # The evaluator broke (no recording, harness crash), not a judgement of the kernel.
+        FAILED = "failed"
+
+    class Source(models.TextChoices):
+        GATE = "gate"
+        RECORDED = "recorded"
+
+    candidate = models.ForeignKey(Candidate, on_delete=models.CASCADE, related_name="evaluations")
+    # PROTECT: deleting a task must not silently delete what was measured against it.
+    task = models.ForeignKey(Task, on_delete=models.PROTECT, related_name="evaluations")
+    harness_version = models.CharField(max_length=40)
+    gpu = models.CharField(max_length=120)
+    status = models.CharField(max_length=12, choices=Status.choices)
+    guard = models.CharField(max_length=40, null=True, blank=True)
+    message = models.TextField(blank=True)
+    # Where it ended: "compile", "done", or a correctness run with its sizes and seed.
+    stage = models.TextField(blank=True)
+    verdict = models.JSONField(null=True, blank=True)
+    median_ms = models.FloatField(null=True, blank=True)
+    spread_ms = models.FloatField(null=True, blank=True)
+    # Blank while running: which evaluator answered is known only when it has.
+    source = models.CharField(max_length=10, choices=Source.choices, blank=True)
+    # A failure that may pass on a later try (a crashed worker, a missing tool) as opposed
+    # to one that will not (no recording of this candidate); only the first is reclaimed.
+    retryable = models.BooleanField(default=False)
+    claimed_at = models.DateTimeField()
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["candidate", "task", "harness_version", "gpu"],
+                name="evaluation_once_per_candidate_task_harness_gpu",
+            )
+        ]
+        indexes = [models.Index(fields=["task", "gpu", "status"])]
+
+    def __str__(self) -> str:
+        return f"{self.task.name} {self.candidate} on {self.gpu}: {self.status}"
+
+    @property
+    def finished(self) -> bool:
+        return self.status != self.Status.RUNNING

@@ -1,0 +1,229 @@
+"""Writes for the gate's side of the database: tasks, candidates, evaluations.
+
+An evaluation is claimed, run, then completed, each step its own short transaction, so
+that other workers see the claim while the (minutes-long) evaluation runs. Celery may
+deliver a message twice and two users may ask for the same kernel at once: the unique
+key (candidate, task, harness version, GPU) and conditional updates make sure the work
+is done once and each row written once.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from profiling import selectors
+from profiling.evaluators import Evaluator, EvaluatorError, get_evaluator
+from profiling.harness import HARNESS_VERSION
+from profiling.harness.candidate import Candidate as HarnessCandidate
+from profiling.harness.gate import GateOptions
+from profiling.harness.spec import Task as TaskSpec
+from profiling.harness.verdict import ERROR, INCOMPLETE, PASSED, REJECTED, Verdict
+from profiling.models import Candidate, Evaluation, Task
+from profiling.serialization import json_safe
+
+logger = logging.getLogger(__name__)
+
+Status = Evaluation.Status
+_VERDICT_STATUSES = {
+    PASSED: Status.PASSED,
+    REJECTED: Status.REJECTED,
+    INCOMPLETE: Status.INCOMPLETE,
+    # The harness failed (its bug or the host's): no judgement of the kernel, so the row
+    # is "failed" like any evaluator failure, keeps the verdict for its evidence, and may
+    # be tried again.
+    ERROR: Status.FAILED,
+}
+
+
+@transaction.atomic
+def tasks_sync() -> list[Task]:
+    """Upsert a Task row (and its naive Candidate) for every task the harness knows."""
+    from profiling.harness import tasks as task_registry
+
+    return [task_upsert(spec=spec) for spec in task_registry.all_tasks()]
+
+
+@transaction.atomic
+def task_upsert(*, spec: TaskSpec) -> Task:
+    naive = candidate_get_or_create(
+        source=spec.naive_source, plan=spec.naive_plan, label=f"{spec.name}: naive"
+    )
+    task, _ = Task.objects.update_or_create(
+        name=spec.name,
+        defaults={
+            "description": spec.description,
+            "sizes": dict(spec.sizes),
+            "vendor_ms": spec.vendor.time_ms if spec.vendor else None,
+            "vendor_what": spec.vendor.what if spec.vendor else "",
+            "flops": float(spec.flops(spec.sizes)),
+            "bytes": float(spec.bytes(spec.sizes)),
+            "naive_candidate": naive,
+        },
+    )
+    return task
+
+
+def task_get_or_sync(*, name: str) -> Task:
+    """The Task row; copied from the harness registry first if this database lacks it.
+
+    Raises profiling.harness.tasks.UnknownTask for a name the harness does not know.
+    """
+    task = Task.objects.filter(name=name).first()
+    if task is not None:
+        return task
+    from profiling.harness import tasks as task_registry
+
+    return task_upsert(spec=task_registry.get(name))
+
+
+@transaction.atomic
+def candidate_get_or_create(*, source: str, plan: dict, label: str = "") -> Candidate:
+    """The stored candidate with this source and plan. Raises CandidateError if malformed."""
+    parsed = HarnessCandidate.from_source_and_plan(source, plan)
+    candidate, created = Candidate.objects.get_or_create(
+        content_hash=parsed.content_hash(),
+        defaults={"source": parsed.source, "plan": parsed.plan_dict(), "label": label},
+    )
+    if not created and label and not candidate.label:
+        candidate.label = label
+        candidate.save(update_fields=["label"])
+    return candidate
+
+
+@transaction.atomic
+def evaluation_claim(
+    *, candidate: Candidate, task: Task, gpu: str, stale_after: timedelta
+) -> Evaluation | None:
+    """Take the right to evaluate: a new "running" row, or None if another process has it.
+
+    A "running" row claimed longer than `stale_after` ago belongs to a worker that died;
+    a failure marked retryable may be tried again. Both are reclaimed with a conditional
+    update whose count says whether we, or a process racing us, got there first.
+    """
+    now = timezone.now()
+    key = {"candidate": candidate, "task": task, "harness_version": HARNESS_VERSION, "gpu": gpu}
+    try:
+        # A savepoint, so that losing the race leaves the outer transaction usable.
+        with transaction.atomic():
+            return Evaluation.objects.create(**key, status=Status.RUNNING, claimed_at=now)
+    except IntegrityError:
+        pass
+    abandoned = Q(status=Status.RUNNING, claimed_at__lt=now - stale_after)
+    retryable = Q(status=Status.FAILED, retryable=True)
+    reclaimed = (
+        Evaluation.objects.filter(**key)
+        .filter(abandoned | retryable)
+        .update(
+            status=Status.RUNNING, claimed_at=now, finished_at=None, guard=None, message="",
+            stage="", verdict=None, median_ms=None, spread_ms=None, source="", retryable=False,
+        )
+    )
+    if reclaimed != 1:
+        return None
+    return Evaluation.objects.get(**key)
+
+
+@transaction.atomic
+def evaluation_complete(*, evaluation: Evaluation, verdict: Verdict, source: str) -> Evaluation:
+    """Store the verdict on a claimed row, in one write."""
+    timing = verdict.timing
+    status = _VERDICT_STATUSES[verdict.status]
+    return _evaluation_finish(
+        evaluation,
+        status=status,
+        guard=verdict.guard,
+        message=verdict.message,
+        stage=verdict.stage,
+        verdict=json_safe(verdict.to_dict()),
+        median_ms=timing.median_ms if timing else None,
+        spread_ms=timing.spread_ms if timing else None,
+        source=source,
+        retryable=status == Status.FAILED,
+    )
+
+
+@transaction.atomic
+def evaluation_fail(*, evaluation: Evaluation, message: str, retryable: bool) -> Evaluation:
+    """Record that no verdict could be had: a state, not a crash."""
+    return _evaluation_finish(
+        evaluation, status=Status.FAILED, message=message, retryable=retryable
+    )
+
+
+def _evaluation_finish(evaluation: Evaluation, **fields: object) -> Evaluation:
+    # Only the holder of this claim may write: if the row was reclaimed as abandoned
+    # meanwhile, the other worker's result stands and ours is dropped.
+    written = Evaluation.objects.filter(
+        pk=evaluation.pk, status=Status.RUNNING, claimed_at=evaluation.claimed_at
+    ).update(finished_at=timezone.now(), **fields)
+    if written != 1:
+        logger.warning("evaluation %s was reclaimed by another worker; result dropped", evaluation.pk)
+    return Evaluation.objects.get(pk=evaluation.pk)
+
+
+def evaluation_run(
+    *,
+    task_name: str,
+    candidate: Candidate,
+    options: GateOptions,
+    evaluator: Evaluator | None = None,
+) -> Evaluation:
+    """Claim, evaluate and complete; or the stored row if it is finished or being run.
+
+    Deliberately not one transaction: the claim must commit before the evaluation starts
+    so that a concurrent caller sees it and waits instead of repeating the work.
+    Raises UnknownTask for a task the harness does not know.
+    """
+    evaluator = evaluator or get_evaluator()
+    task = task_get_or_sync(name=task_name)
+    gpu = evaluator.gpu()
+    existing = selectors.evaluation_for(candidate=candidate, task=task, gpu=gpu)
+    if existing is not None and existing.finished and not existing.retryable:
+        return existing
+    stale_after = timedelta(seconds=options.time_limit_s + settings.OPTIML_CLAIM_GRACE_S)
+    evaluation = evaluation_claim(candidate=candidate, task=task, gpu=gpu, stale_after=stale_after)
+    if evaluation is None:
+        return selectors.evaluation_for(candidate=candidate, task=task, gpu=gpu)
+    try:
+        verdict, source = evaluator.evaluate(task_name, candidate.to_harness(), options)
+    except EvaluatorError as error:
+        return evaluation_fail(evaluation=evaluation, message=str(error), retryable=not error.permanent)
+    except Exception as error:
+        # The evaluator itself broke (our bug, or a tool missing on this host). Logged
+        # with its traceback, recorded as a retryable failure so the row is not stuck.
+        logger.exception("evaluator failed on candidate %s", candidate.content_hash)
+        message = f"evaluator error: {type(error).__name__}: {error}"
+        return evaluation_fail(evaluation=evaluation, message=message, retryable=True)
+    problem = _verdict_problem(verdict, task=task, candidate=candidate)
+    if problem:
+        return evaluation_fail(evaluation=evaluation, message=problem, retryable=False)
+    return evaluation_complete(evaluation=evaluation, verdict=verdict, source=source)
+
+
+def evaluation_run_naive(
+    *, task_name: str, options: GateOptions, evaluator: Evaluator | None = None
+) -> Evaluation | None:
+    """Evaluate the task's own naive kernel, the baseline for speedups (None if it has none)."""
+    task = task_get_or_sync(name=task_name)
+    if task.naive_candidate is None:
+        return None
+    return evaluation_run(
+        task_name=task_name, candidate=task.naive_candidate, options=options, evaluator=evaluator
+    )
+
+
+def _verdict_problem(verdict: Verdict, *, task: Task, candidate: Candidate) -> str:
+    if verdict.status not in _VERDICT_STATUSES:
+        return f"evaluator returned an unknown verdict status {verdict.status!r}"
+    if verdict.task != task.name or verdict.candidate_hash != candidate.content_hash:
+        return (
+            f"evaluator returned a verdict for {verdict.task!r} / {verdict.candidate_hash[:12]}, "
+            f"not for {task.name!r} / {candidate.content_hash[:12]}"
+        )
+    return ""

@@ -1,0 +1,116 @@
+"""Shared pieces for the Django side's tests: verdicts recorded (by hand, for the schema)
+in tests/fixtures/recorded/, served by the real RecordedEvaluator."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from profiling import services
+from profiling.evaluators import RecordedEvaluator
+from profiling.harness.candidate import Candidate as HarnessCandidate
+from profiling.harness.gate import GateOptions
+from profiling.models import Candidate, Task
+
+RECORDINGS = Path(__file__).resolve().parents[1] / "fixtures" / "recorded" / "schema-h200.json"
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """One recording in the fixture: the candidate it is of, and what it says."""
+
+    label: str
+    source: str
+    plan: dict
+    content_hash: str
+    status: str
+
+    def harness(self) -> HarnessCandidate:
+        return HarnessCandidate.from_source_and_plan(self.source, self.plan)
+
+
+def _recorded(label_start: str) -> Recorded:
+    for item in json.loads(RECORDINGS.read_text())["recorded"]:
+        if item["label"].startswith(label_start):
+            return Recorded(
+                label=item["label"],
+                source=item["candidate"]["source"],
+                plan=item["candidate"]["plan"],
+                content_hash=item["candidate_hash"],
+                status=item["verdict"]["status"],
+            )
+    raise LookupError(label_start)
+
+
+@pytest.fixture
+def fast() -> Recorded:
+    """A relu kernel recorded as passing in 0.512 ms."""
+    return _recorded("relu, grid-stride")
+
+
+@pytest.fixture
+def baseline() -> Recorded:
+    """A relu kernel recorded as passing in 0.614 ms: the stand-in for a naive kernel."""
+    return _recorded("relu, stand-in baseline")
+
+
+@pytest.fixture
+def leaky() -> Recorded:
+    """A relu kernel recorded as rejected by the wrong_values guard."""
+    return _recorded("relu, leaky by mistake")
+
+
+@pytest.fixture
+def options() -> GateOptions:
+    # Small and quick: these tests never reach a GPU, but options travel everywhere.
+    return GateOptions(seeds=2, profile=False, time_limit_s=60)
+
+
+class CountingEvaluator:
+    """The real RecordedEvaluator, counting how often it is asked for a verdict."""
+
+    def __init__(self, inner: RecordedEvaluator) -> None:
+        self.inner = inner
+        self.calls = 0
+
+    def gpu(self) -> str:
+        return self.inner.gpu()
+
+    def evaluate(self, task_name, candidate, options):
+        self.calls += 1
+        return self.inner.evaluate(task_name, candidate, options)
+
+
+@pytest.fixture
+def recorded() -> CountingEvaluator:
+    return CountingEvaluator(RecordedEvaluator(RECORDINGS))
+
+
+@pytest.fixture
+def use_recordings(settings) -> Path:
+    """Make get_evaluator() (the Celery task, the command) serve the fixture's verdicts."""
+    settings.OPTIML_EVALUATOR = f"recorded:{RECORDINGS}"
+    return RECORDINGS
+
+
+@pytest.fixture
+def relu_task(db) -> Task:
+    """The relu task row, as tasks_sync writes it from the harness registry."""
+    from profiling.harness import tasks as task_registry
+
+    return services.task_upsert(spec=task_registry.get("relu"))
+
+
+@pytest.fixture
+def store(db):
+    """store(recording) -> the Candidate row of a recorded kernel."""
+
+    def store(recording: Recorded) -> Candidate:
+        return services.candidate_get_or_create(
+            source=recording.source, plan=recording.plan, label=recording.label
+        )
+
+    return store
