@@ -61,9 +61,7 @@ def env_secret(
         try:
             return Path(path).read_text().strip()
         except OSError as error:
-            raise ImproperlyConfigured(
-                f"{name}_FILE={path!r} cannot be read: {error.strerror}"
-            ) from None
+            raise ImproperlyConfigured(f"{name}_FILE={path!r} cannot be read: {error.strerror}") from None
     return default
 
 

@@ -81,9 +81,7 @@ TEMPLATES = [
 _database_url = env_secret("DATABASE_URL")
 DATABASES = {
     "default": (
-        parse_database_url(_database_url)
-        if _database_url
-        else sqlite_database(VAR_DIR / "db.sqlite3")
+        parse_database_url(_database_url) if _database_url else sqlite_database(VAR_DIR / "db.sqlite3")
     )
 }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

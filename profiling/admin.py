@@ -13,8 +13,15 @@ class TaskAdmin(admin.ModelAdmin):
     # Copied from the harness registry by `manage.py sync_tasks`; edits here would be
     # overwritten at the next sync.
     readonly_fields = [
-        "name", "description", "sizes", "vendor_ms", "vendor_what", "flops", "bytes",
-        "naive_candidate", "updated",
+        "name",
+        "description",
+        "sizes",
+        "vendor_ms",
+        "vendor_what",
+        "flops",
+        "bytes",
+        "naive_candidate",
+        "updated",
     ]
 
 
@@ -34,16 +41,37 @@ class CandidateAdmin(admin.ModelAdmin):
 @admin.register(Evaluation)
 class EvaluationAdmin(admin.ModelAdmin):
     list_display = [
-        "id", "task", "candidate", "status", "guard", "median_ms", "spread_ms", "gpu",
-        "harness_version", "source", "finished_at",
+        "id",
+        "task",
+        "candidate",
+        "status",
+        "guard",
+        "median_ms",
+        "spread_ms",
+        "gpu",
+        "harness_version",
+        "source",
+        "finished_at",
     ]
     list_filter = ["status", "guard", "source", "gpu", "harness_version", "task"]
     search_fields = ["candidate__content_hash", "candidate__label", "task__name", "message"]
     list_select_related = ["task", "candidate"]
     exclude = ["verdict"]
     readonly_fields = [
-        "candidate", "task", "harness_version", "gpu", "status", "guard", "message", "stage",
-        "median_ms", "spread_ms", "source", "retryable", "claimed_at", "finished_at",
+        "candidate",
+        "task",
+        "harness_version",
+        "gpu",
+        "status",
+        "guard",
+        "message",
+        "stage",
+        "median_ms",
+        "spread_ms",
+        "source",
+        "retryable",
+        "claimed_at",
+        "finished_at",
         "verdict_json",
     ]
 

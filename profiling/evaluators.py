@@ -36,9 +36,7 @@ class EvaluatorError(Exception):
 class Evaluator(Protocol):
     def gpu(self) -> str: ...
 
-    def evaluate(
-        self, task_name: str, candidate: Candidate, options: GateOptions
-    ) -> tuple[Verdict, str]: ...
+    def evaluate(self, task_name: str, candidate: Candidate, options: GateOptions) -> tuple[Verdict, str]: ...
 
 
 class GateEvaluator:
@@ -56,9 +54,7 @@ class GateEvaluator:
             self._gpu = gate.gpu_name() or NO_GPU
         return self._gpu
 
-    def evaluate(
-        self, task_name: str, candidate: Candidate, options: GateOptions
-    ) -> tuple[Verdict, str]:
+    def evaluate(self, task_name: str, candidate: Candidate, options: GateOptions) -> tuple[Verdict, str]:
         from profiling.harness.tasks import UnknownTask
 
         if options.workdir is None and self.workdir:
@@ -105,9 +101,7 @@ class RecordedEvaluator:
     def gpu(self) -> str:
         return self._gpu
 
-    def evaluate(
-        self, task_name: str, candidate: Candidate, options: GateOptions
-    ) -> tuple[Verdict, str]:
+    def evaluate(self, task_name: str, candidate: Candidate, options: GateOptions) -> tuple[Verdict, str]:
         content_hash = candidate.content_hash()
         recorded = self._verdicts.get((task_name, content_hash))
         if recorded is None:
@@ -123,9 +117,7 @@ def _load_recordings(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text())
     except OSError as error:
-        raise EvaluatorError(
-            f"cannot read recordings {path}: {error.strerror}", permanent=True
-        ) from None
+        raise EvaluatorError(f"cannot read recordings {path}: {error.strerror}", permanent=True) from None
     except json.JSONDecodeError as error:
         raise EvaluatorError(f"recordings {path} are not JSON: {error}", permanent=True) from None
     if not isinstance(data, dict) or not isinstance(data.get("gpu"), str) or not data["gpu"]:

@@ -13,9 +13,7 @@ def evaluation_for(
 ) -> Evaluation | None:
     """The one evaluation stored under this key, finished or running."""
     return (
-        Evaluation.objects.filter(
-            candidate=candidate, task=task, gpu=gpu, harness_version=harness_version
-        )
+        Evaluation.objects.filter(candidate=candidate, task=task, gpu=gpu, harness_version=harness_version)
         .select_related("candidate", "task")
         .first()
     )
@@ -27,9 +25,7 @@ def naive_evaluation_for(
     """The stored evaluation of the task's own naive kernel on this GPU, if any."""
     if task.naive_candidate_id is None:
         return None
-    return evaluation_for(
-        candidate=task.naive_candidate, task=task, gpu=gpu, harness_version=harness_version
-    )
+    return evaluation_for(candidate=task.naive_candidate, task=task, gpu=gpu, harness_version=harness_version)
 
 
 def naive_ms_for(*, task: Task, gpu: str) -> float | None:

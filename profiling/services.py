@@ -98,7 +98,7 @@ def candidate_get_or_create(*, source: str, plan: dict, label: str = "") -> Cand
 
 @transaction.atomic
 def evaluation_claim(
-    *, candidate: Candidate, task: Task, gpu: str, stale_after: timedelta
+    *, candidate: Candidate, task: Task, gpu: str, stale_after: timedelta | None = None
 ) -> Evaluation | None:
     """Take the right to evaluate: a new "running" row, or None if another process has it.
 
@@ -106,6 +106,8 @@ def evaluation_claim(
     a failure marked retryable may be tried again. Both are reclaimed with a conditional
     update whose count says whether we, or a process racing us, got there first.
     """
+    if stale_after is None:
+        stale_after = _stale_after(GateOptions())
     now = timezone.now()
     key = {"candidate": candidate, "task": task, "harness_version": HARNESS_VERSION, "gpu": gpu}
     try:
@@ -120,8 +122,17 @@ def evaluation_claim(
         Evaluation.objects.filter(**key)
         .filter(abandoned | retryable)
         .update(
-            status=Status.RUNNING, claimed_at=now, finished_at=None, guard=None, message="",
-            stage="", verdict=None, median_ms=None, spread_ms=None, source="", retryable=False,
+            status=Status.RUNNING,
+            claimed_at=now,
+            finished_at=None,
+            guard=None,
+            message="",
+            stage="",
+            verdict=None,
+            median_ms=None,
+            spread_ms=None,
+            source="",
+            retryable=False,
         )
     )
     if reclaimed != 1:
@@ -151,9 +162,7 @@ def evaluation_complete(*, evaluation: Evaluation, verdict: Verdict, source: str
 @transaction.atomic
 def evaluation_fail(*, evaluation: Evaluation, message: str, retryable: bool) -> Evaluation:
     """Record that no verdict could be had: a state, not a crash."""
-    return _evaluation_finish(
-        evaluation, status=Status.FAILED, message=message, retryable=retryable
-    )
+    return _evaluation_finish(evaluation, status=Status.FAILED, message=message, retryable=retryable)
 
 
 def _evaluation_finish(evaluation: Evaluation, **fields: object) -> Evaluation:
@@ -186,8 +195,7 @@ def evaluation_run(
     existing = selectors.evaluation_for(candidate=candidate, task=task, gpu=gpu)
     if existing is not None and existing.finished and not existing.retryable:
         return existing
-    stale_after = timedelta(seconds=options.time_limit_s + settings.OPTIML_CLAIM_GRACE_S)
-    evaluation = evaluation_claim(candidate=candidate, task=task, gpu=gpu, stale_after=stale_after)
+    evaluation = evaluation_claim(candidate=candidate, task=task, gpu=gpu, stale_after=_stale_after(options))
     if evaluation is None:
         return selectors.evaluation_for(candidate=candidate, task=task, gpu=gpu)
     try:
@@ -216,6 +224,11 @@ def evaluation_run_naive(
     return evaluation_run(
         task_name=task_name, candidate=task.naive_candidate, options=options, evaluator=evaluator
     )
+
+
+def _stale_after(options: GateOptions) -> timedelta:
+    """How long a claim may go unfinished before its worker is taken to be dead."""
+    return timedelta(seconds=options.time_limit_s + settings.OPTIML_CLAIM_GRACE_S)
 
 
 def _verdict_problem(verdict: Verdict, *, task: Task, candidate: Candidate) -> str:

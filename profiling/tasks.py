@@ -32,11 +32,15 @@ def evaluate_candidate(self, candidate_id: int, task_name: str, options: dict) -
         # Deleted after it was queued: nothing to evaluate and nowhere to record it.
         logger.warning("candidate %s no longer exists; evaluation dropped", candidate_id)
         return None
-    evaluation = services.evaluation_run(
-        task_name=task_name, candidate=candidate, options=options_from_dict(options)
-    )
+    gate_options = options_from_dict(options)
+    evaluation = services.evaluation_run(task_name=task_name, candidate=candidate, options=gate_options)
     if evaluation.status == Evaluation.Status.FAILED and evaluation.retryable:
         raise self.retry(countdown=RETRY_DELAY_S)
+    if evaluation.status == Evaluation.Status.RUNNING:
+        # Another worker holds the claim. If it died (this may be its message, delivered
+        # again), nobody else will finish the job: look again once the claim can be
+        # taken over. If it finishes first, the retry finds the row done and stops.
+        raise self.retry(countdown=gate_options.time_limit_s + settings.OPTIML_CLAIM_GRACE_S)
     return evaluation.pk
 
 

@@ -144,7 +144,12 @@ _CHUNK = 1 << 22  # elements per slice: bounds each temporary at ~32 MB
 
 
 def _diagnose(name: str, out: np.ndarray, ref: np.ndarray, tol: Tolerance) -> GuardFailure | None:
-    out64, ref64 = out.astype(np.float64), ref.astype(np.float64)
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        return _diagnose_values(name, out.astype(np.float64), ref.astype(np.float64), tol)
+
+
+def _diagnose_values(name: str, out64: np.ndarray, ref64: np.ndarray, tol: Tolerance
+                     ) -> GuardFailure | None:
     ref_nan, out_nan = np.isnan(ref64), np.isnan(out64)
     ref_inf, out_inf = np.isinf(ref64), np.isinf(out64)
     stray = (out_nan & ~ref_nan) | (out_inf & ~ref_inf)
@@ -169,7 +174,7 @@ def _diagnose(name: str, out: np.ndarray, ref: np.ndarray, tol: Tolerance) -> Gu
     first = _first(bad)
     return GuardFailure(
         "wrong_values",
-        f"{int(bad.sum())} of {out.size} elements of '{name}' are outside atol={tol.atol:g}, "
+        f"{int(bad.sum())} of {out64.size} elements of '{name}' are outside atol={tol.atol:g}, "
         f"rtol={tol.rtol:g} (max abs error {max_abs:.3g}; first at {first}: "
         f"{out64[first]!r} vs {ref64[first]!r})",
         max_abs_error=max_abs, max_rel_error=max_rel,

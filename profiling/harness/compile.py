@@ -29,6 +29,10 @@ MAX_LOG_CHARS = 32_000
 SOURCE_NAME = "kernel.cu"
 
 
+class CompilerUnavailable(RuntimeError):
+    """This host cannot compile at all: a fact about the host, not about the candidate."""
+
+
 def default_cache_dir() -> Path:
     root = os.environ.get("OPTIML_CACHE_DIR") or os.path.join(
         os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "optiml"
@@ -72,7 +76,7 @@ def compile_candidate(candidate: Candidate, cache_dir: Path | None = None) -> Co
     if cached is not None:
         return cached
     if shutil.which("nvcc") is None:
-        return CompileReport(ok=False, errors=[CompileError(None, "nvcc is not installed on this host")])
+        raise CompilerUnavailable("nvcc is not installed on this host, so nothing can be compiled")
 
     cache_dir.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()

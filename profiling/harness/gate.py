@@ -23,7 +23,7 @@ from pathlib import Path
 
 from . import HARNESS_VERSION, expr, profile, tasks
 from .candidate import Candidate, CandidateError
-from .compile import compile_candidate, default_cache_dir
+from .compile import CompilerUnavailable, compile_candidate, default_cache_dir
 from .policy import PolicyViolation
 from .sandbox import IsolatedResult, run_isolated
 from .spec import Task
@@ -95,6 +95,9 @@ def _evaluate(task: Task, candidate: Candidate, options: GateOptions) -> Verdict
         report = compile_candidate(candidate)
     except PolicyViolation as violation:
         return rejected(task.name, digest, violation.guard, str(violation), "compile")
+    except CompilerUnavailable as error:
+        return Verdict(task=task.name, candidate_hash=digest, status=ERROR, stage="compile",
+                       message=str(error))
     if not report.ok:
         first = report.errors[0] if report.errors else None
         where = f"line {first.line}: " if first and first.line else ""

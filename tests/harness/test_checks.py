@@ -4,8 +4,15 @@ import numpy as np
 import pytest
 
 from profiling.harness.checks import (
-    CANARY_BYTE, GUARD_BYTES, RunBuffers, check_canaries, check_input_unchanged, check_run,
-    check_written, compare_values, poison_like,
+    CANARY_BYTE,
+    GUARD_BYTES,
+    RunBuffers,
+    check_canaries,
+    check_input_unchanged,
+    check_run,
+    check_written,
+    compare_values,
+    poison_like,
 )
 from profiling.harness.spec import Tolerance
 
@@ -18,9 +25,13 @@ def clean_guards():
 
 def run_of(out, ref, inputs_after=None, guards=None):
     x = np.arange(ref.size, dtype=np.float32).reshape(ref.shape)
-    return RunBuffers(inputs_before={"x": x}, inputs_after={"x": inputs_after if inputs_after is not None else x.copy()},
-                      outputs={"y": out}, reference={"y": ref},
-                      guards=guards or {"x": clean_guards(), "y": clean_guards()})
+    return RunBuffers(
+        inputs_before={"x": x},
+        inputs_after={"x": inputs_after if inputs_after is not None else x.copy()},
+        outputs={"y": out},
+        reference={"y": ref},
+        guards=guards or {"x": clean_guards(), "y": clean_guards()},
+    )
 
 
 def test_a_fully_written_correct_output_passes_every_guard():

@@ -1,6 +1,7 @@
 """nvcc for sm_90 on a machine without a GPU: resources, cache, errors with lines, policy."""
 
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -20,10 +21,14 @@ RELU = """extern "C" __global__ void relu(const float* x, float* y, int n) {
 
 
 def candidate(source=RELU, options=(), tunables=None):
-    return Candidate.from_dict({"source": source, "compile_options": list(options),
-                                "tunables": tunables or {"BLOCK": 256},
-                                "launches": [{"kernel": "relu", "grid": [1], "block": [1],
-                                              "args": ["x", "y", "n"]}]})
+    return Candidate.from_dict(
+        {
+            "source": source,
+            "compile_options": list(options),
+            "tunables": tunables or {"BLOCK": 256},
+            "launches": [{"kernel": "relu", "grid": [1], "block": [1], "args": ["x", "y", "n"]}],
+        }
+    )
 
 
 @needs_nvcc
@@ -33,7 +38,7 @@ def test_it_compiles_a_cubin_and_reads_each_kernels_resources(tmp_path):
     (relu,) = report.kernels
     assert relu.kernel == "relu" and relu.registers > 0
     assert relu.shared_static_bytes == 256 * 4  # BLOCK arrived as -DBLOCK=256
-    assert open(report.cubin_path, "rb").read(4) == b"\x7fELF"
+    assert Path(report.cubin_path).read_bytes()[:4] == b"\x7fELF"
 
 
 @needs_nvcc
@@ -85,13 +90,16 @@ ptxas info    : Used 10 registers, used 0 barriers
     assert (relu.kernel, relu.registers, relu.shared_static_bytes) == ("relu", 10, 0)
 
 
-@pytest.mark.parametrize("source, fragment", [
-    ('#include "/etc/passwd"\n' + RELU, "only toolkit headers"),
-    ("#include </etc/passwd>\n" + RELU, "only toolkit headers"),
-    ("#include <../../etc/passwd>\n" + RELU, "only toolkit headers"),
-    ("__global__ void c(){}\n" + RELU.replace("if (i < n)", "c<<<1,1>>>(); if (i < n)"), "<<<"),
-    ("#line 1 \"x\"\n" + RELU, "#line"),
-])
+@pytest.mark.parametrize(
+    "source, fragment",
+    [
+        ('#include "/etc/passwd"\n' + RELU, "only toolkit headers"),
+        ("#include </etc/passwd>\n" + RELU, "only toolkit headers"),
+        ("#include <../../etc/passwd>\n" + RELU, "only toolkit headers"),
+        ("__global__ void c(){}\n" + RELU.replace("if (i < n)", "c<<<1,1>>>(); if (i < n)"), "<<<"),
+        ('#line 1 "x"\n' + RELU, "#line"),
+    ],
+)
 def test_sources_that_reach_outside_the_kernel_are_refused_before_nvcc(tmp_path, source, fragment):
     with pytest.raises(PolicyViolation) as caught:
         compile_candidate(candidate(source), cache_dir=tmp_path)
@@ -104,8 +112,9 @@ def test_a_launch_inside_a_comment_is_not_a_violation(tmp_path):
     check_source("// launch as kernel<<<grid, block>>>\n/* or <<<x>>> */\n#include <cuda_fp16.h>\n" + RELU)
 
 
-@pytest.mark.parametrize("option", ["-rdc=true", "-I/etc", "-o/tmp/x", "--keep", "-lcudadevrt",
-                                    "-DX=$(whoami)", "-ccbin=/bin/sh"])
+@pytest.mark.parametrize(
+    "option", ["-rdc=true", "-I/etc", "-o/tmp/x", "--keep", "-lcudadevrt", "-DX=$(whoami)", "-ccbin=/bin/sh"]
+)
 def test_compiler_options_outside_the_allow_list_are_refused(tmp_path, option):
     with pytest.raises(PolicyViolation) as caught:
         compile_candidate(candidate(options=[option]), cache_dir=tmp_path)

@@ -10,8 +10,9 @@ from profiling.harness.__main__ import main as cli
 from profiling.harness.candidate import Candidate, CandidateError
 from profiling.harness.gate import GateOptions, evaluate, gpu_name
 
-pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None or gpu_name() is not None,
-                                reason="for hosts with nvcc and no GPU")
+pytestmark = pytest.mark.skipif(
+    shutil.which("nvcc") is None or gpu_name() is not None, reason="for hosts with nvcc and no GPU"
+)
 
 
 def naive(name):
@@ -61,8 +62,13 @@ def test_malformed_candidates_say_which_field_is_wrong():
     with pytest.raises(CandidateError, match=r"launches\[0\].kernel"):
         Candidate.from_dict({"source": "x", "launches": [{"kernel": "1bad", "grid": [1], "block": [1]}]})
     with pytest.raises(CandidateError, match="tunable"):
-        Candidate.from_dict({"source": "x", "tunables": {"B": "big"},
-                             "launches": [{"kernel": "k", "grid": [1], "block": [1]}]})
+        Candidate.from_dict(
+            {
+                "source": "x",
+                "tunables": {"B": "big"},
+                "launches": [{"kernel": "k", "grid": [1], "block": [1]}],
+            }
+        )
 
 
 def test_the_content_hash_ignores_json_layout_but_not_content():
@@ -91,3 +97,11 @@ def test_the_command_line_writes_the_verdict_as_json(tmp_path, capsys):
     data = json.loads(out.read_text())
     assert data["status"] == "incomplete" and data["compile"]["ok"]
     assert "needs a GPU host" in capsys.readouterr().out
+
+
+def test_a_host_without_nvcc_is_an_error_of_the_host_not_a_rejection(monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))  # nothing to find: no nvcc, no nvidia-smi
+    monkeypatch.setenv("OPTIML_CACHE_DIR", str(tmp_path / "cache"))
+    verdict = evaluate("relu", naive("relu"))
+    assert verdict.status == "error" and verdict.guard is None
+    assert "nvcc is not installed" in verdict.message

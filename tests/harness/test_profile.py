@@ -25,30 +25,46 @@ def test_it_reads_the_metrics_of_a_real_h200_profile():
 
 
 def test_the_naive_relu_on_the_h200_is_latency_bound_with_dram_half_used():
-    metrics = profile.aggregate(profile.parse_raw_csv(
-        (FIXTURES / "h200-relu-naive-raw.csv").read_text()))
+    metrics = profile.aggregate(profile.parse_raw_csv((FIXTURES / "h200-relu-naive-raw.csv").read_text()))
     bottleneck, evidence = profile.classify(metrics)
     assert bottleneck == "latency"
     assert any("DRAM 55.2%" in line for line in evidence)
 
 
 def test_several_launches_add_their_counts_and_weight_their_rates_by_time():
-    a = profile.KernelProfile("a", {"duration_ns": 300.0, "dram_read_bytes": 10.0,
-                                    "sol_dram_pct": 90.0, "registers_per_thread": 32})
-    b = profile.KernelProfile("b", {"duration_ns": 100.0, "dram_read_bytes": 5.0,
-                                    "sol_dram_pct": 10.0, "registers_per_thread": 64})
+    a = profile.KernelProfile(
+        "a", {"duration_ns": 300.0, "dram_read_bytes": 10.0, "sol_dram_pct": 90.0, "registers_per_thread": 32}
+    )
+    b = profile.KernelProfile(
+        "b", {"duration_ns": 100.0, "dram_read_bytes": 5.0, "sol_dram_pct": 10.0, "registers_per_thread": 64}
+    )
     merged = profile.aggregate([a, b])
     assert merged["duration_ns"] == 400 and merged["dram_read_bytes"] == 15
     assert merged["sol_dram_pct"] == pytest.approx(70.0)
     assert merged["registers_per_thread"] == 64
 
 
-@pytest.mark.parametrize("metrics, expected", [
-    ({"sol_sm_pct": 20, "sol_memory_pct": 85, "sol_dram_pct": 85, "achieved_occupancy_pct": 80}, "memory"),
-    ({"sol_sm_pct": 88, "sol_memory_pct": 30, "sol_dram_pct": 5, "achieved_occupancy_pct": 50}, "compute"),
-    ({"sol_sm_pct": 20, "sol_memory_pct": 25, "sol_dram_pct": 20, "achieved_occupancy_pct": 12}, "occupancy"),
-    ({"sol_sm_pct": 20, "sol_memory_pct": 25, "sol_dram_pct": 20, "achieved_occupancy_pct": 70}, "latency"),
-])
+@pytest.mark.parametrize(
+    "metrics, expected",
+    [
+        (
+            {"sol_sm_pct": 20, "sol_memory_pct": 85, "sol_dram_pct": 85, "achieved_occupancy_pct": 80},
+            "memory",
+        ),
+        (
+            {"sol_sm_pct": 88, "sol_memory_pct": 30, "sol_dram_pct": 5, "achieved_occupancy_pct": 50},
+            "compute",
+        ),
+        (
+            {"sol_sm_pct": 20, "sol_memory_pct": 25, "sol_dram_pct": 20, "achieved_occupancy_pct": 12},
+            "occupancy",
+        ),
+        (
+            {"sol_sm_pct": 20, "sol_memory_pct": 25, "sol_dram_pct": 20, "achieved_occupancy_pct": 70},
+            "latency",
+        ),
+    ],
+)
 def test_the_bottleneck_follows_the_busier_unit_then_occupancy(metrics, expected):
     bottleneck, evidence = profile.classify(metrics)
     assert bottleneck == expected
@@ -61,8 +77,10 @@ def test_a_csv_without_kernel_rows_is_an_error_not_an_empty_profile():
 
 
 def test_units_are_normalised_to_bytes_and_nanoseconds():
-    text = ('"ID","Kernel Name","dram__bytes_read.sum","gpu__time_duration.sum"\n'
-            '"","","Mbyte","usecond"\n'
-            '"0","k","1.5","2.25"\n')
+    text = (
+        '"ID","Kernel Name","dram__bytes_read.sum","gpu__time_duration.sum"\n'
+        '"","","Mbyte","usecond"\n'
+        '"0","k","1.5","2.25"\n'
+    )
     (k,) = profile.parse_raw_csv(text)
     assert k.metrics["dram_read_bytes"] == 1.5e6 and k.metrics["duration_ns"] == 2250

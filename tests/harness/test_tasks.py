@@ -360,17 +360,20 @@ def test_reduce_sum_accepts_a_sequential_fp32_sum_and_rejects_fp16_accumulation(
 
 
 @pytest.mark.parametrize("distribution", DISTRIBUTIONS)
-def test_sgemm_accepts_fp32_in_any_order_and_rejects_tf32(distribution):
-    task, sizes = tasks.get("sgemm"), {"M": 24, "N": 40, "K": 4096}
+@pytest.mark.parametrize("k", [1031, 4096])
+def test_sgemm_accepts_fp32_in_any_order_and_rejects_tf32(distribution, k):
+    task, sizes = tasks.get("sgemm"), {"M": 48, "N": 64, "K": k}
     inputs = make_inputs(task, sizes, distribution)
     a, b = inputs["A"], inputs["B"]
     expected = task.reference(inputs, sizes)
     sequential = sequential_fp32_sum(a[:, :, None] * b[None, :, :], axis=1)
     for fp32 in (sequential, a @ b):
         assert task.compare({"C": fp32}, expected, inputs, sizes) is None
+    # TF32 exceeds the allowance on a few percent of the elements at K = 4096 (normal
+    # data), most of them at smaller K: one is enough to reject, and L1 has 1.7e7.
     tf32 = (round_to_tf32(a).astype(np.float64) @ round_to_tf32(b)).astype(np.float32)
     mismatch = task.compare({"C": tf32}, expected, inputs, sizes)
-    assert mismatch is not None and mismatch.bad_elements > tf32.size // 4
+    assert mismatch is not None and mismatch.bad_elements >= 5
 
 
 @pytest.mark.parametrize("distribution", DISTRIBUTIONS)

@@ -38,9 +38,7 @@ def test_the_evaluation_list_shows_status_guard_and_median(admin_client, some_ev
 def test_the_evaluation_page_shows_the_verdict_read_only(admin_client, some_evaluations):
     rejected = some_evaluations[1]
 
-    page = admin_client.get(
-        reverse("admin:profiling_evaluation_change", args=[rejected.pk])
-    ).content.decode()
+    page = admin_client.get(reverse("admin:profiling_evaluation_change", args=[rejected.pk])).content.decode()
 
     assert "497 of 1000 elements differ" in page
     assert 'name="verdict"' not in page

@@ -81,17 +81,31 @@ BAD_INPUTS = {
     ),
     "a plan with a malformed field, naming it": (
         lambda tmp, k, p: [
-            "--task", "relu", k, "--plan",
-            write(tmp, "p.json", json.dumps(
-                {"launches": [{"kernel": "relu_grid_stride", "grid": [], "block": [256]}]}
-            )),
+            "--task",
+            "relu",
+            k,
+            "--plan",
+            write(
+                tmp,
+                "p.json",
+                json.dumps({"launches": [{"kernel": "relu_grid_stride", "grid": [], "block": [256]}]}),
+            ),
         ],
         r"launches\[0\]\.grid must be 1 to 3 expressions",
     ),
     "a plan with an unknown field, naming it": (
-        lambda tmp, k, p: ["--task", "relu", k, "--plan",
-                           write(tmp, "p.json", '{"launches": [], "threads": 4}')],
+        lambda tmp, k, p: [
+            "--task",
+            "relu",
+            k,
+            "--plan",
+            write(tmp, "p.json", '{"launches": [], "threads": 4}'),
+        ],
         r"unknown candidate fields: threads",
+    ),
+    "a number of timed runs that is not positive": (
+        lambda tmp, k, p: ["--task", "relu", k, "--plan", p, "--runs", "0"],
+        r"--runs: 0 is not a positive integer",
     ),
     "a --json path in a folder that does not exist": (
         lambda tmp, k, p: ["--task", "relu", k, "--plan", p, "--json", str(tmp / "no" / "v.json")],
@@ -119,7 +133,11 @@ def test_on_the_command_line_bad_input_prints_one_line_and_no_traceback(tmp_path
 
     finished = subprocess.run(
         [sys.executable, "manage.py", "evaluate", "--task", "softmaxx", str(kernel)],
-        cwd=REPO, env=environment, capture_output=True, text=True, timeout=120,
+        cwd=REPO,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
     assert finished.returncode == 1
@@ -133,8 +151,9 @@ def test_a_passing_kernel_prints_the_report_and_writes_the_verdict_with_speedups
 ):
     verdict_path = tmp_path / "verdict.json"
 
-    out, _ = evaluate("--task", "relu", str(kernel), "--plan", str(plan), "--no-naive",
-                      "--json", str(verdict_path))
+    out, _ = evaluate(
+        "--task", "relu", str(kernel), "--plan", str(plan), "--no-naive", "--json", str(verdict_path)
+    )
 
     assert "Verdict: PASSED" in out
     assert "Timing: 0.5121 ms" in out
@@ -156,14 +175,11 @@ def test_the_naive_kernel_is_evaluated_first_and_becomes_the_baseline(
     relu_task.save()
     verdict_path = tmp_path / "verdict.json"
 
-    out, err = evaluate("--task", "relu", str(kernel), "--plan", str(plan),
-                        "--json", str(verdict_path))
+    out, err = evaluate("--task", "relu", str(kernel), "--plan", str(plan), "--json", str(verdict_path))
 
     assert "Evaluating the naive relu kernel first" in err
     assert "1.20x the naive kernel (0.6144 ms)" in out
-    assert json.loads(verdict_path.read_text())["speedups"]["vs_naive"] == pytest.approx(
-        0.6144 / 0.5121
-    )
+    assert json.loads(verdict_path.read_text())["speedups"]["vs_naive"] == pytest.approx(0.6144 / 0.5121)
     assert Evaluation.objects.filter(status="passed").count() == 2
 
 
@@ -183,8 +199,9 @@ def test_a_rejected_kernel_prints_why_and_exits_with_status_2(tmp_path, leaky, u
     out = StringIO()
 
     with pytest.raises(CommandError, match="rejected by the 'wrong_values' guard") as caught:
-        call_command("evaluate", "--task", "relu", kernel, "--plan", plan, "--no-naive",
-                     stdout=out, stderr=StringIO())
+        call_command(
+            "evaluate", "--task", "relu", kernel, "--plan", plan, "--no-naive", stdout=out, stderr=StringIO()
+        )
 
     assert caught.value.returncode == 2
     assert "Verdict: REJECTED by guard 'wrong_values'" in out.getvalue()

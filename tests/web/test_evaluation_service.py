@@ -36,9 +36,7 @@ def test_it_stores_a_recorded_passing_verdict_with_its_time(relu_task, store, fa
     assert evaluation.finished_at is not None
 
 
-def test_a_repeated_call_does_no_work_twice_and_writes_one_row(
-    relu_task, store, fast, recorded, options
-):
+def test_a_repeated_call_does_no_work_twice_and_writes_one_row(relu_task, store, fast, recorded, options):
     candidate = store(fast)
     first = services.evaluation_run(
         task_name="relu", candidate=candidate, options=options, evaluator=recorded
@@ -129,15 +127,15 @@ def test_an_evaluator_that_crashes_leaves_a_failed_row_that_a_later_call_retries
     assert Evaluation.objects.count() == 1
 
 
-def test_a_verdict_for_another_candidate_is_refused(
-    relu_task, store, fast, leaky, recorded, options
-):
+def test_a_verdict_for_another_candidate_is_refused(relu_task, store, fast, leaky, recorded, options):
     class MixedUpEvaluator(RecordedEvaluator):
         def evaluate(self, task_name, candidate, options):
             return super().evaluate(task_name, leaky.harness(), options)
 
     evaluation = services.evaluation_run(
-        task_name="relu", candidate=store(fast), options=options,
+        task_name="relu",
+        candidate=store(fast),
+        options=options,
         evaluator=MixedUpEvaluator(recorded.inner.path),
     )
 
@@ -166,9 +164,7 @@ def test_the_same_kernel_on_another_gpu_is_another_evaluation(relu_task, store, 
     h200 = services.evaluation_claim(
         candidate=candidate, task=relu_task, gpu="NVIDIA H200", stale_after=STALE_AFTER
     )
-    none = services.evaluation_claim(
-        candidate=candidate, task=relu_task, gpu="none", stale_after=STALE_AFTER
-    )
+    none = services.evaluation_claim(candidate=candidate, task=relu_task, gpu="none", stale_after=STALE_AFTER)
 
     assert h200 is not None and none is not None
     assert Evaluation.objects.count() == 2
@@ -198,9 +194,7 @@ def test_a_late_result_from_an_abandoned_claim_does_not_overwrite_the_new_one(
     )
     Evaluation.objects.filter(pk=dead.pk).update(claimed_at=timezone.now() - timedelta(hours=1))
     dead.refresh_from_db()
-    services.evaluation_claim(
-        candidate=candidate, task=relu_task, gpu="NVIDIA H200", stale_after=STALE_AFTER
-    )
+    services.evaluation_claim(candidate=candidate, task=relu_task, gpu="NVIDIA H200", stale_after=STALE_AFTER)
     verdict, source = recorded.evaluate("relu", fast.harness(), options)
 
     after = services.evaluation_complete(evaluation=dead, verdict=verdict, source=source)
@@ -217,8 +211,7 @@ def test_the_naive_baseline_is_the_stored_evaluation_of_the_tasks_naive_kernel(
     assert selectors.naive_ms_for(task=relu_task, gpu="NVIDIA H200") is None
 
     services.evaluation_run_naive(task_name="relu", options=options, evaluator=recorded)
-    services.evaluation_run(task_name="relu", candidate=store(fast), options=options,
-                            evaluator=recorded)
+    services.evaluation_run(task_name="relu", candidate=store(fast), options=options, evaluator=recorded)
 
     naive = selectors.naive_evaluation_for(task=relu_task, gpu="NVIDIA H200")
     assert naive.candidate.content_hash == baseline.content_hash

@@ -20,7 +20,11 @@ WITHOUT_DJANGO = (
 
 def run_python(code: str, **environment: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120,
+        [sys.executable, "-c", code],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
         env={**os.environ, **environment},
     )
 

@@ -48,7 +48,7 @@ def compare(outputs: Arrays, expected: Arrays, inputs: Arrays, sizes: Sizes) -> 
     magnitude = _correlate(np.abs(inputs["x"]), np.abs(inputs["w"]), np.float32)
     magnitude += np.abs(inputs["bias"])[None, :, None, None]
     allowed = dot_product_allowance(magnitude.astype(np.float64), 9 * sizes["C"])
-    why = "(2 + sqrt(9 C)) * 2**-24 * (|x| conv |w| + |bias|)"
+    why = "(2 + 5 sqrt(9 C)) * 2**-24 * (|x| conv |w| + |bias|)"
     return check_within("y", outputs["y"], expected["y"], allowed, why)
 
 

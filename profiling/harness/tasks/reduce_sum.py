@@ -8,7 +8,8 @@ An fp16 accumulator (u = 2**-11, largest value 65504) stops absorbing small term
 the running sum grows and is off by orders of magnitude more.
 
 The price: zero-mean data sums to ~sqrt(n) while sum|x| grows like n, so at L1 the
-allowance (~64 for normal data) would not notice a kernel that skipped a few elements. The L0 sizes catch such indexing bugs: at n = 1000 the allowance is ~0.01.
+allowance (~64 for normal data) would not notice a kernel that skipped a few elements.
+The L0 sizes catch such indexing bugs: at n = 1000 the allowance is ~0.001.
 """
 
 from __future__ import annotations

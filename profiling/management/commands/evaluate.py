@@ -46,21 +46,26 @@ class Command(BaseCommand):
         parser.add_argument("--task", required=True, help="task name (see sync_tasks)")
         parser.add_argument("--plan", help="launch plan JSON; default: the task's naive plan")
         parser.add_argument("--json", dest="json_path", help="also write the verdict here")
-        parser.add_argument("--seeds", type=positive_int, default=GateOptions.seeds,
-                            help="correctness runs with fresh random inputs")
+        parser.add_argument(
+            "--seeds",
+            type=positive_int,
+            default=GateOptions.seeds,
+            help="correctness runs with fresh random inputs",
+        )
+        parser.add_argument(
+            "--runs",
+            type=positive_int,
+            default=GateOptions.timing_runs,
+            help="timed runs; the median of them is the kernel's time",
+        )
         parser.add_argument("--no-profile", action="store_true", help="skip Nsight Compute")
-        parser.add_argument("--no-naive", action="store_true",
-                            help="do not evaluate the task's naive kernel for a baseline")
+        parser.add_argument(
+            "--no-naive", action="store_true", help="do not evaluate the task's naive kernel for a baseline"
+        )
 
     def handle(self, *args: Any, **opts: Any) -> None:
-        spec = _task_spec(opts["task"])
-        source = _read_source(Path(opts["kernel"]))
-        plan = _read_plan(Path(opts["plan"])) if opts["plan"] else spec.naive_plan
-        _check_candidate(source, plan, opts["plan"] or f"the naive plan of {spec.name}")
-        json_path = Path(opts["json_path"]) if opts["json_path"] else None
-        if json_path is not None and not json_path.parent.is_dir():
-            raise CommandError(f"--json: folder {json_path.parent} does not exist")
-        options = GateOptions(seeds=opts["seeds"], profile=not opts["no_profile"])
+        spec, source, plan, json_path = _checked_inputs(opts)
+        options = GateOptions(seeds=opts["seeds"], timing_runs=opts["runs"], profile=not opts["no_profile"])
         try:
             evaluator = get_evaluator()
         except EvaluatorError as error:
@@ -74,23 +79,22 @@ class Command(BaseCommand):
         )
         if evaluation.status == Evaluation.Status.RUNNING:
             raise CommandError(
-                f"another worker has been evaluating this kernel since {evaluation.claimed_at:%H:%M:%S}"
+                f"another worker has been evaluating this kernel since {evaluation.claimed_at:%H:%M:%S} UTC"
                 "; run this again when it has finished"
             )
         if evaluation.verdict is None:
             raise CommandError(f"the evaluation failed: {evaluation.message}")
         verdict = verdict_from_json(evaluation.verdict)
         self.stdout.write(report.render(verdict, spec, naive_ms))
+        if evaluation.source == Evaluation.Source.RECORDED:
+            self.stdout.write("Source: recorded earlier on a real GPU and replayed; not measured now")
         if json_path is not None:
-            payload = {**json_safe(verdict.to_dict()),
-                       "speedups": report.speedups(verdict, spec, naive_ms)}
+            payload = {**json_safe(verdict.to_dict()), "speedups": report.speedups(verdict, spec, naive_ms)}
             _write_json_atomically(json_path, payload)
         if evaluation.status == Evaluation.Status.FAILED:
             raise CommandError(f"the evaluation failed: {evaluation.message}")
         if evaluation.status == Evaluation.Status.REJECTED:
-            raise CommandError(
-                f"rejected by the '{evaluation.guard}' guard", returncode=REJECTED_EXIT_STATUS
-            )
+            raise CommandError(f"rejected by the '{evaluation.guard}' guard", returncode=REJECTED_EXIT_STATUS)
 
     def _naive_ms(self, spec: TaskSpec, options: GateOptions, evaluator: Evaluator) -> float | None:
         """The naive kernel's time on this GPU, evaluating it first if it never was."""
@@ -101,13 +105,28 @@ class Command(BaseCommand):
             self.stderr.write(f"Evaluating the naive {spec.name} kernel first, as the baseline")
             # Its time is all the baseline needs: skip the profile.
             naive = services.evaluation_run_naive(
-                task_name=spec.name, options=dataclasses.replace(options, profile=False),
+                task_name=spec.name,
+                options=dataclasses.replace(options, profile=False),
                 evaluator=evaluator,
             )
         if naive is not None and naive.status != Evaluation.Status.PASSED:
-            self.stderr.write(f"No naive baseline: the naive kernel is {naive.status}"
-                              + (f" ({naive.message})" if naive.message else ""))
+            self.stderr.write(
+                f"No naive baseline: the naive kernel is {naive.status}"
+                + (f" ({naive.message})" if naive.message else "")
+            )
         return selectors.naive_ms_for(task=task, gpu=gpu)
+
+
+def _checked_inputs(opts: dict[str, Any]) -> tuple[TaskSpec, str, dict, Path | None]:
+    """The task, source, plan and --json path, each checked; CommandError on the first fault."""
+    spec = _task_spec(opts["task"])
+    source = _read_source(Path(opts["kernel"]))
+    plan = _read_plan(Path(opts["plan"])) if opts["plan"] else spec.naive_plan
+    _check_candidate(source, plan, opts["plan"] or f"the naive plan of {spec.name}")
+    json_path = Path(opts["json_path"]) if opts["json_path"] else None
+    if json_path is not None and not json_path.parent.is_dir():
+        raise CommandError(f"--json: folder {json_path.parent} does not exist")
+    return spec, source, plan, json_path
 
 
 def _task_spec(name: str) -> TaskSpec:
@@ -142,8 +161,7 @@ def _read_plan(path: Path) -> dict:
         raise CommandError(f"cannot read plan file {path}: {error.strerror}") from None
     except json.JSONDecodeError as error:
         raise CommandError(
-            f"plan file {path} is not valid JSON: line {error.lineno} column {error.colno}: "
-            f"{error.msg}"
+            f"plan file {path} is not valid JSON: line {error.lineno} column {error.colno}: {error.msg}"
         ) from None
     if not isinstance(plan, dict):
         raise CommandError(f"plan file {path} must hold a JSON object, not {type(plan).__name__}")
