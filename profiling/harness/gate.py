@@ -57,6 +57,10 @@ class GateOptions:
     l1_sizes: dict[str, int] | None = None  # override the task's full size (tests)
     seed: int | None = None  # fixed base seed (reproduce a failure); random if None
     adversary: dict = field(default_factory=dict)  # test hooks that make the gate harder
+    # With a fixed seed, a directory where inputs and reference outputs are kept for the
+    # next candidate of the same task (a search): see inputs.py.
+    input_cache: str | None = None
+    spot_checks: int = 3  # timed runs, chosen at random, whose outputs are verified
 
 
 @lru_cache(maxsize=1)
@@ -172,6 +176,8 @@ def _run_on_gpu(task: Task, candidate: Candidate, digest: str, report: CompileRe
         "options": {"levels": list(options.levels), "seeds": options.seeds,
                     "warmup_runs": options.warmup_runs, "timing_runs": options.timing_runs,
                     "l1_sizes": options.l1_sizes, "seed": options.seed,
+                    "input_cache": options.input_cache if options.seed is not None else None,
+                    "spot_checks": options.spot_checks,
                     "adversary": options.adversary},
     }
     request_path = workdir / f"request-{digest[:12]}.json"

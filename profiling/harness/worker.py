@@ -21,6 +21,7 @@ from . import HARNESS_VERSION, expr, tasks
 from .candidate import Candidate
 from .ceilings import ceilings_for, physics_floor_ms, summarize
 from .checks import GUARD_BYTES, GuardFailure, RunBuffers, check_run
+from .inputs import inputs_and_reference, reference_outputs
 from .sandbox import Channel
 from .spec import Task
 from .verdict import CheckRecord, TimingReport
@@ -83,7 +84,8 @@ class Session:
         self.timing: TimingReport | None = None
         self.environment: dict = {}
         self.gpu = None
-        self.base_seed = int(self.options.get("seed") or secrets.randbits(31))
+        seed = self.options.get("seed")
+        self.base_seed = int(seed) if seed is not None else secrets.randbits(31)
         self.rng = np.random.default_rng(secrets.randbits(63))  # secret: picks spot checks
 
     def partial(self) -> dict:
@@ -120,31 +122,30 @@ class Session:
         self.channel.send("result", status="passed", guard=None, message="", **self.partial())
 
     # -- buffers ---------------------------------------------------------------------
-    def allocate(self, sizes: dict) -> dict:
-        from . import device
-
+    def buffer_specs(self, sizes: dict) -> list[tuple[str, np.dtype, tuple[int, ...]]]:
         names = {**sizes, **self.candidate.tunables}
         specs = [(t.name, t.numpy_dtype(), t.resolve_shape(sizes)) for t in self.task.all_tensors()]
         for s in self.candidate.scratch:
-            count = expr.evaluate_int(s.count, names)
-            specs.append((s.name, np.dtype(s.dtype), (count,)))
+            specs.append((s.name, np.dtype(s.dtype), (expr.evaluate_int(s.count, names),)))
+        return specs
+
+    def require_memory(self, sizes: dict) -> None:
+        """Refuse sizes the GPU cannot hold before anything is generated on the host."""
         needed = sum(int(np.prod(shape, dtype=np.int64)) * dt.itemsize + 2 * GUARD_BYTES
-                     for _, dt, shape in specs)
+                     for _, dt, shape in self.buffer_specs(sizes))
         free = self.gpu.free_bytes()
         if needed > free:
             raise Rejection("resources", f"needs {needed / 2**30:.2f} GiB of device memory at "
                                          f"sizes {sizes}, but only {free / 2**30:.2f} GiB are free")
-        return {name: device.Buffer(name, dt, shape) for name, dt, shape in specs}
 
-    def make_inputs(self, sizes: dict, seed: int, distribution: str) -> dict[str, np.ndarray]:
-        rng = np.random.default_rng(seed)
-        return {t.name: t.make(rng, sizes, distribution) for t in self.task.inputs}
+    def allocate(self, sizes: dict) -> dict:
+        from . import device
+
+        self.require_memory(sizes)
+        return {name: device.Buffer(name, dt, shape) for name, dt, shape in self.buffer_specs(sizes)}
 
     def reference(self, inputs: dict[str, np.ndarray], sizes: dict) -> dict[str, np.ndarray]:
-        # On copies, on the host: the candidate never shares memory with the reference.
-        outputs = self.task.reference({k: v.copy() for k, v in inputs.items()}, sizes)
-        return {t.name: np.asarray(outputs[t.name]).astype(t.numpy_dtype(), copy=False)
-                .reshape(t.resolve_shape(sizes)) for t in self.task.outputs}
+        return reference_outputs(self.task, inputs, sizes)
 
     def read_back(self, buffers: dict, inputs_before: dict, reference: dict) -> RunBuffers:
         return RunBuffers(
@@ -170,8 +171,9 @@ class Session:
         distribution = self.task.distributions[seed_index % len(self.task.distributions)]
         seed = self.base_seed * 1000 + shape_index * 100 + seed_index
         self.stage("correctness", level=level, sizes=sizes, seed=seed)
-        inputs = self.make_inputs(sizes, seed, distribution)
-        reference = self.reference(inputs, sizes)
+        self.require_memory(sizes)
+        inputs, reference = inputs_and_reference(self.task, sizes, seed, distribution,
+                                                 self.options.get("input_cache"))
         if self.options.get("adversary", {}).get("stale_reference"):
             self.leave_reference_in_freed_memory(reference)
         buffers = self.allocate(sizes)
@@ -231,7 +233,8 @@ class Session:
         sizes = self.l1_sizes
         warmup, runs = self.options["warmup_runs"], self.options["timing_runs"]
         self.stage("timing", sizes=sizes, runs=runs)
-        spot = set(self.rng.choice(runs, size=min(SPOT_CHECKS, runs), replace=False).tolist())
+        checks = min(max(1, int(self.options.get("spot_checks", SPOT_CHECKS))), runs)
+        spot = set(self.rng.choice(runs, size=checks, replace=False).tolist())
         buffers = self.allocate(sizes)
         launches = device.resolve_plan(self.gpu, self.module, self.candidate, sizes, buffers)
         start, stop = device.cuda.Event(), device.cuda.Event()
@@ -266,7 +269,7 @@ class Session:
             runs=stats.runs, median_ms=stats.median, mean_ms=stats.mean, stdev_ms=stats.stdev,
             min_ms=stats.min, max_ms=stats.max, p10_ms=stats.p10, p90_ms=stats.p90,
             floor_ms=floor_ms, floor_reason=reason, bytes=moved, flops=flops,
-            spot_checks=min(SPOT_CHECKS, len(samples)))
+            spot_checks=min(max(1, int(self.options.get("spot_checks", SPOT_CHECKS))), len(samples)))
         # The floor is checked before the spot checks are reported: a kernel that skips
         # its work when timed is named for the impossible time, its clearest symptom.
         if stats.median < floor_ms:

@@ -1,0 +1,154 @@
+"""The shared vocabulary of the search: what is proposed, measured, diagnosed and scored.
+
+Everything here is plain, JSON-serialisable data (to_dict / from_dict), so a whole run
+can be stored, resumed after a restart, and replayed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol
+
+from profiling.harness.candidate import Candidate
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """One change to a parent kernel, materialised as a full candidate.
+
+    `source` says who proposed it, always: "root", "tunable", "rewrite:<name>",
+    "llm:<model>", "skill:<card id>". `families` name the optimisation kinds it belongs
+    to (see FAMILIES), which the judge matches against its diagnosis to score it.
+    """
+
+    source: str
+    title: str
+    rationale: str
+    candidate: Candidate
+    families: tuple[str, ...] = ()
+    diff: str = ""  # unified diff of source and plan against the parent
+    params: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["candidate"] = self.candidate.to_dict()
+        data["families"] = list(self.families)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Proposal:
+        return cls(**{**data, "candidate": Candidate.from_dict(data["candidate"]),
+                      "families": tuple(data.get("families", ()))})
+
+
+# Optimisation families a diagnosis can ask for and a proposal can belong to.
+FAMILIES = (
+    "vectorize",       # wider loads/stores (float4), fewer memory instructions
+    "coalesce",        # contiguous accesses across a warp
+    "grid_stride",     # fewer, longer-lived threads; amortised index math
+    "tile",            # reuse through shared memory or registers
+    "unroll",          # instruction-level parallelism, fewer branches
+    "occupancy",       # more warps resident: block size, registers, shared memory
+    "parallelism",     # more threads/blocks for the work (e.g. a block per row, not a thread)
+    "warp_reduce",     # shuffles instead of shared-memory trees
+    "restrict",        # const __restrict__: read-only cache, fewer reloads
+    "launch_bounds",   # register budget matched to the block size
+    "fast_math",       # cheaper transcendentals where the tolerance allows
+    "fusion",          # fewer launches, fewer round trips to DRAM
+)
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """What an evaluation says about one candidate, reduced from the gate's Verdict."""
+
+    status: str  # "passed", "rejected", "error"
+    guard: str | None = None
+    message: str = ""
+    time_ms: float | None = None
+    spread_ms: float | None = None
+    metrics: dict[str, float] = field(default_factory=dict)  # profile.METRICS keys
+    bottleneck: str | None = None  # memory | compute | latency | occupancy | unknown
+    registers: int | None = None  # the most any kernel of the plan uses
+    spill_bytes: int = 0
+    replayed: bool = False  # True when served from recorded measurements, not measured now
+    gpu: str = ""
+    verdict: dict[str, Any] = field(default_factory=dict)  # the full Verdict.to_dict()
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "passed"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Measurement:
+        return cls(**data)
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """The judge's reading of a measurement, in plain words with the numbers it used."""
+
+    bottleneck: str
+    summary: str
+    evidence: tuple[str, ...] = ()  # "DRAM throughput 55% < 80% of peak", ...
+    wants: tuple[str, ...] = ()  # FAMILIES the judge expects to help, best first
+    source: str = "rules"  # "rules" or "llm:<model>"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "evidence": list(self.evidence), "wants": list(self.wants)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Diagnosis:
+        return cls(**{**data, "evidence": tuple(data.get("evidence", ())),
+                      "wants": tuple(data.get("wants", ()))})
+
+
+@dataclass(frozen=True)
+class NodeContext:
+    """What a proposal source sees of the node it proposes children for."""
+
+    task: str
+    candidate: Candidate
+    measurement: Measurement | None
+    diagnosis: Diagnosis | None
+    tolerance_allows_fast_math: bool = False
+    history: tuple[str, ...] = ()  # titles of the proposals on the path from the root
+
+
+class ProposalSource(Protocol):
+    """Contract: `propose` returns proposals whose candidates differ from the parent's
+    (same content hash = no proposal), each with its source, rationale and diff. A
+    source never raises for a kernel it cannot change: it returns nothing."""
+
+    name: str
+
+    def propose(self, context: NodeContext) -> list[Proposal]: ...
+
+
+class Judge(Protocol):
+    """diagnose -> propose -> score. A failing judge (an LLM that times out) raises
+    JudgeError; the search then falls back to the rule judge and says so."""
+
+    name: str
+
+    def diagnose(self, context: NodeContext) -> Diagnosis: ...
+
+    def propose(self, context: NodeContext, diagnosis: Diagnosis) -> list[Proposal]: ...
+
+    def score(self, proposal: Proposal, diagnosis: Diagnosis) -> float: ...
+
+
+class JudgeError(RuntimeError):
+    """The judge could not answer (timeout, malformed reply, quota): a state, not a crash."""
+
+
+class Evaluator(Protocol):
+    """Measures candidates. `submit` may return before the work is done; `collect`
+    returns finished (candidate hash, Measurement) pairs as they arrive."""
+
+    def submit(self, task: str, candidate: Candidate) -> None: ...
+
+    def collect(self, timeout_s: float) -> list[tuple[str, Measurement]]: ...
