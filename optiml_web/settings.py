@@ -118,6 +118,17 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # "recorded:<path>" (verdicts measured earlier on a real GPU, for CI and demos).
 OPTIML_EVALUATOR = evaluator_setting(env_str("OPTIML_EVALUATOR", "gate"))
 OPTIML_WORKDIR = Path(env_str("OPTIML_WORKDIR", str(VAR_DIR / "work")))
+# Where a search's proposals come from, besides its judge: dotted paths of classes with
+# a no-argument constructor. The lineage app's skill source is added here, not imported
+# by search.
+OPTIML_PROPOSAL_SOURCES = [
+    path.strip()
+    for path in env_str(
+        "OPTIML_PROPOSAL_SOURCES",
+        "search.engine.sources.TunableSource,search.engine.rewrites.RewriteSource",
+    ).split(",")
+    if path.strip()
+]
 # A "running" evaluation whose worker went quiet for the gate's time limit plus this many
 # seconds is taken to be abandoned (worker killed) and may be claimed again. 300 s covers
 # nvcc on a large kernel and storing the verdict.

@@ -1,2 +1,94 @@
-# Runs, nodes and their events arrive with the search issue; the app is installed now so
-# that settings, URLs and migrations need no reshuffle then.
+"""Optimisation runs: the search's state, its nodes as rows, and an append-only event log.
+
+The database is the truth. `Run.state` holds the engine's whole serialised state (so a
+run resumes after a restart); `RunNode` mirrors each tree node as a flat row
+({id, parentId}, what the browser draws); `RunEvent` is the log a live view replays from
+its last sequence number. Writes go through search.services, reads through selectors.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+
+class Run(models.Model):
+    class Status(models.TextChoices):
+        RUNNING = "running"
+        PAUSED = "paused"
+        STOPPED = "stopped"  # by a person, before the budget was spent
+        FINISHED = "finished"  # the budget was spent
+        FAILED = "failed"
+
+    task = models.ForeignKey("profiling.Task", on_delete=models.PROTECT, related_name="runs")
+    root_candidate = models.ForeignKey("profiling.Candidate", on_delete=models.PROTECT, related_name="+")
+    judge = models.CharField(max_length=100)  # "rules" or "llm:<model>"
+    sources = models.JSONField(default=list)  # proposal source names, as configured
+    budget = models.PositiveIntegerField()  # evaluations
+    seed = models.BigIntegerField()
+    gate_options = models.JSONField(default=dict)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.RUNNING)
+    message = models.TextField(blank=True)
+    state = models.JSONField()  # search.engine Search.to_dict()
+    evaluated = models.PositiveIntegerField(default=0)
+    root_ms = models.FloatField(null=True, blank=True)
+    best_ms = models.FloatField(null=True, blank=True)
+    best_node = models.IntegerField(null=True, blank=True)
+    best_found_at = models.PositiveIntegerField(null=True, blank=True)  # evaluation index
+    gpu_seconds = models.FloatField(default=0.0)  # summed evaluation wall time on the GPU host
+    next_seq = models.PositiveBigIntegerField(default=1)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                   on_delete=models.SET_NULL, related_name="runs")
+    created = models.DateTimeField(auto_now_add=True)
+    updated = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"run {self.pk} on {self.task.name} ({self.status})"
+
+    @property
+    def speedup(self) -> float | None:
+        if self.root_ms and self.best_ms:
+            return self.root_ms / self.best_ms
+        return None
+
+
+class RunNode(models.Model):
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="nodes")
+    node_id = models.IntegerField()
+    parent_id = models.IntegerField(null=True, blank=True)
+    candidate = models.ForeignKey("profiling.Candidate", on_delete=models.PROTECT, related_name="+")
+    evaluation = models.ForeignKey("profiling.Evaluation", null=True, blank=True,
+                                   on_delete=models.SET_NULL, related_name="+")
+    state = models.CharField(max_length=10)  # pending | done
+    source = models.CharField(max_length=120)  # who proposed it: root, tunable, rewrite:x, llm:m
+    title = models.CharField(max_length=300)
+    rationale = models.TextField(blank=True)
+    diff = models.TextField(blank=True)
+    status = models.CharField(max_length=12, blank=True)  # the measurement's: passed, rejected...
+    guard = models.CharField(max_length=40, blank=True)
+    time_ms = models.FloatField(null=True, blank=True)
+    spread_ms = models.FloatField(null=True, blank=True)
+    reward = models.FloatField(null=True, blank=True)
+    visits = models.PositiveIntegerField(default=0)
+    value = models.FloatField(default=0.0)
+    prior = models.FloatField(default=0.0)
+    detail = models.JSONField(default=dict)  # measurement, diagnosis, deltas, reward terms
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["run", "node_id"], name="run_node_once")]
+        ordering = ["run", "node_id"]
+
+
+class RunEvent(models.Model):
+    """Append-only. `seq` counts from 1 per run with no gaps: written under the run's row
+    lock before anything is broadcast, so a client that missed some can ask for seq > n."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events")
+    seq = models.PositiveBigIntegerField()
+    kind = models.CharField(max_length=40)
+    data = models.JSONField(default=dict)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["run", "seq"], name="run_event_seq_once")]
+        ordering = ["run", "seq"]

@@ -1,0 +1,219 @@
+"""Command line for GPU hosts without Django: run a search, say why the best is faster.
+
+    python -m search.engine optimize --task relu --budget 30 --json relu-run.json
+    python -m search.engine optimize --task relu --budget 30 --record relu-rec.json   # on the GPU
+    python -m search.engine optimize --task relu --budget 30 --replay relu-rec.json   # anywhere
+
+Progress lines are printed as nodes finish; then the "why it is faster" account (root ->
+best, step by step) and a summary (best time against the starting kernel and the
+vendor library, evaluations, wall time, when the best was found). --json writes the
+trajectory: the summary, the account, the tree's rows and the full resumable state.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from profiling.harness import gate, tasks
+from profiling.harness.candidate import Candidate
+from profiling.harness.gate import GateOptions
+from profiling.harness.spec import Task
+
+from .evaluators import GateEvaluator, RecordingEvaluator, ReplayEvaluator
+from .explain import render_why, why_faster
+from .search import Search, SearchConfig, run_search
+from .types import Evaluator, Judge, ProposalSource
+
+# Fast-math intrinsics (__expf, ...) err by a few ulp; a task whose fp32 tolerance is at
+# least this relative error can afford them (fp32 ulp is 1.2e-7, so 1e-4 is ~800 ulp).
+FAST_MATH_RTOL = 1e-4
+
+Printer = Callable[[str], None]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m search.engine", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("optimize", help="search for a faster kernel for a task")
+    run.add_argument("--task", required=True, help="a task name (profiling.harness.tasks)")
+    run.add_argument("--from", dest="source", type=Path, help="start from this .cu file")
+    run.add_argument("--plan", type=Path, help="its launch plan (JSON); the task's naive plan if omitted")
+    run.add_argument("--budget", type=int, default=30, help="evaluations, the starting kernel's included")
+    run.add_argument("--judge", choices=("rules", "llm"), default="rules")
+    run.add_argument("--seed", type=int, default=0)
+    run.add_argument("--parallel", type=int, default=1, help="asks outstanding at once")
+    run.add_argument("--json", type=Path, help="write the trajectory (tree + summary) here")
+    run.add_argument("--record", type=Path, help="record every measurement here, for --replay")
+    run.add_argument("--replay", type=Path, help="serve recorded measurements instead of the gate")
+    run.add_argument("--seeds", type=int, default=GateOptions.seeds, help="correctness seeds")
+    run.add_argument("--runs", type=int, default=GateOptions.timing_runs, help="timed runs")
+    run.add_argument("--no-profile", action="store_true", help="skip Nsight Compute")
+    run.add_argument("--workdir", help="keep logs and .ncu-rep reports here")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return optimize(args)
+
+
+def optimize(args: argparse.Namespace, *, judge: Judge | None = None,
+             fallback_judge: Judge | None = None, sources: Sequence[ProposalSource] | None = None,
+             evaluator: Evaluator | None = None, out: Printer = print) -> int:
+    """Run one search as the arguments say; judge, sources and evaluator may be given
+    (tests do), otherwise they are built from the arguments."""
+    task = tasks.get(args.task)
+    if evaluator is None:
+        evaluator = _make_evaluator(args, out)
+        if evaluator is None:
+            return 2
+    if judge is None:
+        judge, fallback_judge = _make_judges(args.judge, out)
+    sources = _make_sources() if sources is None else sources
+    search = Search(task.name, _root_candidate(args, task), judge=judge, sources=sources,
+                    fallback_judge=fallback_judge, root_title=_root_title(args),
+                    config=SearchConfig(budget=args.budget, seed=args.seed),
+                    tolerance_allows_fast_math=fast_math_allowed(task))
+    started = time.monotonic()
+    try:
+        run_search(search, evaluator, budget=args.budget, parallel=args.parallel,
+                   on_event=_progress(search, args.budget, out))
+    finally:
+        close = getattr(evaluator, "close", None)
+        if close is not None:
+            close()
+    summary = run_summary(search, task, wall_s=time.monotonic() - started, budget=args.budget)
+    _report(search, summary, args.json, out)
+    return 0
+
+
+def _report(search: Search, summary: dict[str, Any], json_path: Path | None, out: Printer) -> None:
+    out("")
+    out(render_why(search.tree))
+    out("")
+    out(render_summary(summary))
+    if json_path:
+        json_path.write_text(json.dumps({"summary": summary, "why": why_faster(search.tree),
+                                         "rows": search.tree.rows(), "search": search.to_dict()},
+                                        indent=1))
+        out(f"trajectory written to {json_path}")
+
+
+def _make_evaluator(args: argparse.Namespace, out: Printer) -> Evaluator | None:
+    if args.replay:
+        evaluator: Evaluator = ReplayEvaluator(args.replay)
+        out(f"replaying measurements recorded on {evaluator.gpu} from {args.replay}")
+    else:
+        if gate.gpu_name() is None:
+            out("this host has no GPU (or no pycuda): the gate can compile but not run "
+                "kernels; use --replay recordings.json, or run on a GPU host")
+            return None
+        evaluator = GateEvaluator(GateOptions(seeds=args.seeds, timing_runs=args.runs,
+                                              profile=not args.no_profile, workdir=args.workdir))
+    return RecordingEvaluator(evaluator, args.record) if args.record else evaluator
+
+
+def _make_judges(choice: str, out: Printer) -> tuple[Judge, Judge]:
+    from .judges import LLMJudge, RuleJudge  # written alongside; imported late on purpose
+
+    rules = RuleJudge()
+    if choice == "rules":
+        return rules, rules
+    try:
+        return LLMJudge.from_env(), rules
+    except Exception as error:  # no endpoint, no key, a bad setting: say so, then go on
+        out(f"the LLM judge is unavailable ({type(error).__name__}: {error}); using the rule judge")
+        return rules, rules
+
+
+def _make_sources() -> list[ProposalSource]:
+    from .rewrites import RewriteSource
+    from .sources import TunableSource
+
+    return [TunableSource(), RewriteSource()]
+
+
+def _root_candidate(args: argparse.Namespace, task: Task) -> Candidate:
+    if args.source is None:
+        if args.plan is not None:
+            raise SystemExit("--plan needs --from (the kernel source it describes)")
+        return Candidate.from_source_and_plan(task.naive_source, task.naive_plan)
+    plan = json.loads(args.plan.read_text()) if args.plan else task.naive_plan
+    return Candidate.from_source_and_plan(args.source.read_text(), plan)
+
+
+def _root_title(args: argparse.Namespace) -> str:
+    return f"starting kernel {args.source.name}" if args.source else "naive kernel (the task's)"
+
+
+def fast_math_allowed(task: Task) -> bool:
+    floats = [t.dtype for t in task.outputs if t.dtype.startswith("float")]
+    return bool(floats) and all(task.tolerance_for(d).rtol >= FAST_MATH_RTOL for d in floats)
+
+
+def _progress(search: Search, budget: int, out: Printer) -> Callable[[str, dict[str, Any]], None]:
+    def on_event(kind: str, data: dict[str, Any]) -> None:
+        if kind == "best_improved":
+            speedup = data["speedup_vs_root"]
+            out(f"        new best: node {data['id']}"
+                + (f", {speedup:.2f}x the starting kernel" if speedup else ""))
+        if kind != "node_evaluated":
+            return
+        node = search.tree[data["id"]]
+        m = node.measurement
+        assert m is not None
+        where = f"node {node.id}" + (f" <- {node.parent}" if node.parent is not None else "")
+        if m.passed:
+            result = f"{m.time_ms:.4f} ± {m.spread_ms or 0:.4f} ms"
+        else:
+            result = f"{m.status}{f' ({m.guard})' if m.guard else ''}: {m.message[:80]}"
+        index = f"{node.evaluation:>3}/{budget}" if node.evaluation else " reused"
+        out(f"[{index}] {where} {node.proposal.source}: {node.proposal.title} -> {result}"
+            f"  reward {node.reward:+.3f}{'  (replayed)' if m.replayed else ''}")
+    return on_event
+
+
+def run_summary(search: Search, task: Task, *, wall_s: float, budget: int) -> dict[str, Any]:
+    summary = search.summary()
+    vendor = task.vendor
+    best_time = summary["best_time_ms"]
+    gpus = sorted({n.measurement.gpu for n in search.tree.nodes.values()
+                   if n.measurement is not None and n.measurement.gpu})
+    return {**summary, "gpu": ", ".join(gpus), "wall_s": wall_s, "budget": budget,
+            "exhausted": summary["evaluations"] < budget,  # nothing left to try
+            "vendor_time_ms": vendor.time_ms if vendor else None,
+            "vendor": vendor.what if vendor else None,
+            "speedup_vs_vendor": vendor.time_ms / best_time if vendor and best_time else None}
+
+
+def render_summary(summary: dict[str, Any]) -> str:
+    replayed = ", replayed" if summary["replayed"] else ""
+    lines = [f"Summary ({summary['task']} on {summary['gpu'] or 'no GPU'}{replayed}):"]
+    if summary["best_time_ms"] is None:
+        lines.append("  no candidate passed the gate")
+    else:
+        lines.append(f"  best: node {summary['best_id']}, {summary['best_time_ms']:.4f} ± "
+                     f"{summary['best_spread_ms'] or 0:.4f} ms")
+        lines.append(f"  vs the starting kernel: {summary['root_time_ms']:.4f} ms -> "
+                     f"{summary['speedup_vs_root']:.2f}x")
+        if summary["vendor_time_ms"]:
+            lines.append(f"  vs the vendor ({summary['vendor']}): {summary['vendor_time_ms']:.4f}"
+                         f" ms -> {summary['speedup_vs_vendor']:.2f}x")
+    found = summary["best_found_at_evaluation"]
+    lines.append(f"  candidates evaluated: {summary['evaluations']} ({summary['nodes']} in the tree)"
+                 + (f"; best found at evaluation {found}" if found else ""))
+    if summary["exhausted"]:
+        lines.append(f"  the proposals ran out before the budget of {summary['budget']} evaluations")
+    lines.append(f"  wall time: {summary['wall_s']:.1f} s")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

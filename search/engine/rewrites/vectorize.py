@@ -1,0 +1,221 @@
+"""vectorize_float4: four elements per thread through float4 loads and stores.
+
+For an elementwise kernel (one thread per element, or a grid-stride loop) whose work is
+straight-line code touching float pointers only as p[i], each thread handles elements
+4v .. 4v+3 with one 16-byte load per input and one 16-byte store per output: a quarter of
+the memory instructions. A scalar loop then handles the last n % 4 elements, so every n
+works (the L0 sizes include n = 1, 1000, 4099, 65537).
+
+float4 accesses need 16-byte alignment: the plan must pass the harness's own buffers,
+which sit 4096 bytes (a multiple of 256) into their allocations
+(profiling/harness/checks.py, GUARD_BYTES), and the kernel must not move the pointers.
+Distinct buffers per pointer keep each element's reads and writes in the same order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from tree_sitter import Node, Tree
+
+from profiling.harness.candidate import Candidate
+
+from ..types import NodeContext
+from .base import Rewritten, joined_reasons, task_of
+from .elementwise import IndexedBody, body_hazard, bound_expression, coverage_problem, find_indexed_body
+from .plan import GRID_CAP, aliasing_problem, float32_buffers, launches_of, pointer_arguments
+from .syntax import (
+    Edit,
+    Kernel,
+    assigned_identifiers,
+    find_kernels,
+    identifiers,
+    indent_at,
+    reblock,
+    splice,
+    text,
+    walk,
+)
+
+LANES = "xyzw"
+_HELPERS = ("vec_i", "vec_count", "vec_stride")
+
+
+@dataclass(frozen=True)
+class VectorSite:
+    shape: IndexedBody
+    accesses: tuple[Node, ...]  # every p[i] in the work
+    loaded: tuple[str, ...]  # pointers read: loaded as float4 before the four elements
+    stored: tuple[str, ...]  # pointers written: stored as float4 after them
+    grids: dict[int, str]  # launch index -> its new grid
+
+
+def _role(access: Node, statement: Node) -> str:
+    """"read", "write" (p[i] = ...), "update" (p[i] += ..., p[i]++) or "nested" (anything else)."""
+    parent = access.parent
+    if parent is not None and parent.type == "assignment_expression" and parent.child_by_field_name("left") == access:
+        if parent.parent != statement:
+            return "nested"
+        return "write" if parent.child_by_field_name("operator").type == "=" else "update"
+    if parent is not None and parent.type == "update_expression":
+        return "update" if parent.parent == statement else "nested"
+    return "read"
+
+
+def _is_access(node: Node, index: str, pointers: set[str]) -> bool:
+    base, indices = node.child_by_field_name("argument"), node.child_by_field_name("indices")
+    inner = indices.named_children if indices is not None else []
+    return (base is not None and base.type == "identifier" and text(base) in pointers
+            and len(inner) == 1 and inner[0].type == "identifier" and text(inner[0]) == index)
+
+
+def _accesses(shape: IndexedBody) -> tuple[list[Node], set[str], set[str]] | str:
+    """Every p[i] in the work with the pointers read and written, or why the work is not elementwise."""
+    floats = {p.name for p in shape.kernel.pointer_params() if p.base_type == "float"}
+    pointers = {p.name for p in shape.kernel.pointer_params()}
+    accesses, reads, writes = [], set(), set()
+    for statement in (s for s in shape.statements if s.type != "comment"):
+        where = f"{shape.kernel.name} line {statement.start_point.row + 1}"
+        if statement.type not in ("declaration", "expression_statement"):
+            return f"{where}: the work has a {statement.type.replace('_', ' ')}, not straight-line code"
+        for node in (n for n in walk(statement) if n.type == "subscript_expression"):
+            if not _is_access(node, shape.index, floats):
+                return f"{where}: {text(node)} is not <float pointer>[{shape.index}]"
+            role, name = _role(node, statement), text(node.child_by_field_name("argument"))
+            if role == "nested":
+                return f"{where}: {text(node)} is assigned inside a larger expression"
+            (writes if role == "write" else reads).add(name)
+            if role == "update":
+                writes.add(name)
+            accesses.append(node)
+        for node in identifiers(statement):
+            parent = node.parent
+            in_access = parent is not None and (parent.type == "subscript_argument_list" or (
+                parent.type == "subscript_expression" and parent.child_by_field_name("argument") == node))
+            if text(node) in (pointers | {shape.index}) and not in_access:
+                return f"{where}: {text(node)} is used other than in p[{shape.index}]"
+    return (accesses, reads, writes) if accesses else f"{shape.kernel.name}: the work touches no p[{shape.index}]"
+
+
+def _plan_problem(kernel: Kernel, pointers: set[str], candidate: Candidate, context: NodeContext) -> str | None:
+    aligned = float32_buffers(task_of(context), candidate)
+    for index, launch in launches_of(candidate, kernel.name):
+        problem = aliasing_problem(kernel, launch, index)
+        if problem:
+            return problem
+        for param, buffer in pointer_arguments(kernel, launch).items():
+            if param in pointers and buffer not in aligned:
+                return f"launches[{index}] passes {buffer!r} to {param}, not one of the harness's float32 buffers"
+    moved = pointers & assigned_identifiers(kernel.body)
+    return f"{kernel.name} moves the pointer {sorted(moved)[0]}, so its alignment is unknown" if moved else None
+
+
+def _names_problem(kernel: Kernel, pointers: set[str]) -> str | None:
+    taken = {text(n) for n in identifiers(kernel.definition)}
+    clash = (set(_HELPERS) | {f"{p}_f4" for p in pointers}) & taken
+    return f"{kernel.name} already uses the name {sorted(clash)[0]}" if clash else None
+
+
+def _grids(shape: IndexedBody, candidate: Candidate, context: NodeContext) -> dict[int, str] | str:
+    grids = {}
+    for index, launch in launches_of(candidate, shape.kernel.name):
+        bound = bound_expression(shape, launch, task_of(context), candidate)
+        block = str(launch.block[0]).strip()
+        if bound is None:
+            return f"cannot express the bound {text(shape.bound)!r} in the plan's sizes"
+        block = block if block.isidentifier() or block.isdigit() else f"({block})"
+        grid = f"cdiv({bound}, 4 * {block})"
+        grids[index] = _within(launch.grid[0], grid) if shape.form == "grid_stride" else grid
+    return grids
+
+
+def _within(old: str | int, grid: str) -> str:
+    """A grid-stride loop's grid, now needing a quarter of the threads: keep its cap."""
+    cap = f", {GRID_CAP})"
+    if isinstance(old, str) and old.startswith("min(") and old.endswith(cap):
+        return f"min({grid}{cap}"
+    return f"min({old}, {grid})"
+
+
+def vector_site(kernel: Kernel, candidate: Candidate, context: NodeContext) -> VectorSite | str:
+    shape = find_indexed_body(kernel)
+    if isinstance(shape, str):
+        return shape
+    found = _accesses(shape)
+    if isinstance(found, str):
+        return found
+    accesses, reads, writes = found
+    pointers = reads | writes
+    problem = (body_hazard(shape) or coverage_problem(shape, candidate, task_of(context))
+               or _plan_problem(kernel, pointers, candidate, context) or _names_problem(kernel, pointers))
+    if problem:
+        return problem
+    grids = _grids(shape, candidate, context)
+    if isinstance(grids, str):
+        return grids
+    return VectorSite(shape, tuple(accesses), tuple(sorted(reads)), tuple(sorted(writes)), grids)
+
+
+def render(source: bytes, site: VectorSite) -> str:
+    shape = site.shape
+    first, last = shape.statements[0], shape.statements[-1]
+    indent, inner = indent_at(source, shape.start), indent_at(source, shape.start) + "    "
+    kind, init, bound = shape.index_type, text(shape.init), text(shape.bound)
+    loads = [f"{inner}{'' if p in site.stored else 'const '}float4 {p}_f4 = "
+             f"reinterpret_cast<{'' if p in site.stored else 'const '}float4*>({p})[vec_i];" for p in site.loaded]
+    fresh = [f"{inner}float4 {p}_f4;" for p in site.stored if p not in site.loaded]
+    lanes = []
+    for number, lane in enumerate(LANES):
+        edits = [Edit(a.start_byte, a.end_byte, f"{text(a.child_by_field_name('argument'))}_f4.{lane}")
+                 for a in site.accesses]
+        lanes += [f"{inner}{{  // element 4 * vec_i + {number}", reblock(source, first, last, inner + "    ", edits),
+                  f"{inner}}}"]
+    stores = [f"{inner}reinterpret_cast<float4*>({p})[vec_i] = {p}_f4;" for p in site.stored]
+    return "\n".join([
+        "// vectorize_float4: elements 4 * vec_i .. 4 * vec_i + 3 through one float4 per pointer",
+        f"{indent}// (the harness's buffers are 256-byte aligned), then the last {bound} % 4 one by one.",
+        f"{indent}const {kind} vec_count = ({bound}) / 4;",
+        f"{indent}const {kind} vec_stride = ({kind})blockDim.x * gridDim.x;",
+        f"{indent}for ({kind} vec_i = {init}; vec_i < vec_count; vec_i += vec_stride) {{",
+        *loads, *fresh, *lanes, *stores,
+        f"{indent}}}",
+        f"{indent}for ({kind} {shape.index} = 4 * vec_count + {init}; {shape.index} < {bound}; "
+        f"{shape.index} += vec_stride) {{",
+        reblock(source, first, last, inner),
+        f"{indent}}}",
+    ])
+
+
+class VectorizeFloat4:
+    name = "vectorize_float4"
+    title = "float4 loads and stores, four elements per thread"
+    families = ("vectorize",)
+
+    def _sites(self, tree: Tree, candidate: Candidate, context: NodeContext) -> tuple[list[VectorSite], list[str]]:
+        sites, reasons = [], []
+        for kernel in find_kernels(tree):
+            site = vector_site(kernel, candidate, context)
+            (reasons if isinstance(site, str) else sites).append(site)
+        return sites, reasons
+
+    def precondition(self, tree: Tree, source: bytes, candidate: Candidate,
+                     context: NodeContext) -> str | None:
+        sites, reasons = self._sites(tree, candidate, context)
+        return None if sites else joined_reasons(reasons, "no extern \"C\" __global__ kernels")
+
+    def apply(self, tree: Tree, source: bytes, candidate: Candidate, context: NodeContext) -> Rewritten:
+        sites, _ = self._sites(tree, candidate, context)
+        edits = [Edit(site.shape.start, site.shape.end, render(source, site)) for site in sites]
+        plan: dict[str, Any] = candidate.plan_dict()
+        for site in sites:
+            for index, grid in site.grids.items():
+                plan["launches"][index]["grid"] = [grid]
+        kernels = ", ".join(site.shape.kernel.name for site in sites)
+        rationale = (
+            f"{kernels}: each thread loads and stores four consecutive floats as one float4, a quarter "
+            "of the memory instructions, and a scalar loop handles the last n % 4 elements. The work is "
+            "straight-line code touching each float pointer only at the element's index, the buffers are "
+            "the harness's (256-byte aligned) and distinct, and the grid becomes cdiv(n, 4 * block)."
+        )
+        return Rewritten(splice(source, edits), plan, rationale)

@@ -1,0 +1,321 @@
+"""Ask/tell Monte Carlo Tree Search over kernel variants (OptiML-X).
+
+    search = Search("relu", naive, judge=RuleJudge(), sources=[TunableSource()],
+                    fallback_judge=RuleJudge(), config=SearchConfig(seed=0))
+    for node_id, candidate in search.ask(4):          # hand these to any worker
+        evaluator.submit("relu", candidate)
+    for candidate_hash, measurement in evaluator.collect(timeout_s=60):
+        search.tell(candidate_hash, measurement)      # the run advances as results arrive
+
+The search owns the tree, the seeded RNG and the bookkeeping; the domain enters through
+the Judge and ProposalSource protocols (types.py). A failed candidate is a node whose
+measurement says so, with a fixed negative reward, never an exception. `to_dict()` holds
+the whole state (RNG included) as JSON-safe data; `Search.from_dict` resumes it exactly.
+`run_search` is the loop for one process (the CLI and tests); the web layer drives
+ask/tell itself from stored results.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from profiling.harness.candidate import Candidate
+
+from . import mcts
+from .reward import PROXY_WEIGHTS, Guardrails, ratios, reward
+from .tree import DONE, Node, Tree, Untried
+from .types import (
+    Diagnosis,
+    Evaluator,
+    Judge,
+    JudgeError,
+    Measurement,
+    NodeContext,
+    Proposal,
+    ProposalSource,
+)
+
+STATE_VERSION = 1
+EventSink = Callable[[str, dict[str, Any]], None]
+
+
+@dataclass(frozen=True)
+class SearchConfig:
+    """Budget, seed and the search's constants (their sources are in mcts.py and reward.py)."""
+
+    budget: int = 30  # evaluations, the root's included
+    seed: int = 0
+    c_puct: float = 1.25
+    c_puct_base: float = 19652.0
+    widening_c: float = 2.0
+    widening_alpha: float = 0.5
+    virtual_loss: float = 1.0
+    discount: float = 1.0
+    max_depth: int = 8  # nodes this deep are evaluated but not refined further
+    guardrails: Guardrails = field(default_factory=Guardrails)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SearchConfig:
+        return cls(**{**data, "guardrails": Guardrails(**data.get("guardrails", {}))})
+
+    def widening(self) -> dict[str, float]:
+        return {"widening_c": self.widening_c, "widening_alpha": self.widening_alpha,
+                "virtual_loss": self.virtual_loss}
+
+
+class Search:
+    """The tree, the RNG and the protocol objects that fill it; see the module docstring."""
+
+    def __init__(self, task: str, root: Candidate, *, judge: Judge,
+                 sources: Sequence[ProposalSource] = (), config: SearchConfig | None = None,
+                 fallback_judge: Judge | None = None, root_title: str = "starting kernel",
+                 tolerance_allows_fast_math: bool = False,
+                 known: dict[str, Measurement] | None = None) -> None:
+        self.task = task
+        self.config = config or SearchConfig()
+        self.judge = judge
+        self.fallback_judge = fallback_judge
+        self.sources = list(sources)
+        self.tolerance_allows_fast_math = tolerance_allows_fast_math
+        self.rng = np.random.default_rng(self.config.seed)
+        self.tree = Tree.with_root(Proposal(source="root", title=root_title,
+                                            rationale="the kernel the search starts from",
+                                            candidate=root))
+        self.evaluations = 0
+        # Measurements of kernels by content hash, from this run and any given as `known`
+        # (measured earlier for the same task and GPU): a kernel is never measured twice.
+        self.known: dict[str, Measurement] = dict(known or {})
+        self._issued: set[int] = set()  # pending nodes handed out since this object was made
+        self._events: list[tuple[str, dict[str, Any]]] = []
+
+    # -- ask / tell ------------------------------------------------------------------
+
+    def ask(self, n: int = 1) -> list[tuple[int, Candidate]]:
+        """Up to n (node id, candidate) pairs to evaluate. Pending nodes not yet handed out
+        by this object (after a restart, say) come first; then new children by select and
+        expand. Fewer than n (even none) when nothing more can be expanded until results
+        arrive."""
+        asked = [node for node in self.tree.pending() if node.id not in self._issued][:n]
+        while len(asked) < n:
+            node_id = mcts.select(self.tree, self.rng, c_puct=self.config.c_puct,
+                                  c_puct_base=self.config.c_puct_base, **self.config.widening())
+            if node_id is None:
+                break
+            child_id = mcts.expand(self.tree, node_id, **self.config.widening())
+            if child_id is None:
+                continue  # its untried proposals were all duplicates; select again
+            child = self.tree[child_id]
+            self._emit("node_added", child.row())
+            if child.candidate_hash in self.known:
+                self._complete(child, self.known[child.candidate_hash], reused=True)
+                continue
+            asked.append(child)
+        self._issued.update(node.id for node in asked)
+        return [(node.id, node.proposal.candidate) for node in asked]
+
+    def tell(self, candidate_hash: str, measurement: Measurement) -> int | None:
+        """Record a measurement; returns the node it completed, or None when no pending node
+        holds that kernel (a repeated or stale message changes nothing)."""
+        node_id = self.tree.find(candidate_hash)
+        if node_id is None or self.tree[node_id].done:
+            return None
+        self.evaluations += 1
+        self.known[candidate_hash] = measurement
+        self._complete(self.tree[node_id], measurement, reused=False)
+        return node_id
+
+    def pop_events(self) -> list[tuple[str, dict[str, Any]]]:
+        """Events since the last call: ("node_added" | "node_evaluated" | "best_improved", data)."""
+        events, self._events = self._events, []
+        return events
+
+    # -- what happens when a node is done -----------------------------------------------
+
+    def _complete(self, node: Node, measurement: Measurement, *, reused: bool) -> None:
+        node.state, node.measurement, node.reused = DONE, measurement, reused
+        node.evaluation = None if reused else self.evaluations
+        self._score(node)
+        if node.passed and node.depth < self.config.max_depth:
+            node.diagnosis, items = self._consult(node)
+            node.add_untried(items)
+        elif not node.passed:
+            node.diagnosis = _failure_diagnosis(measurement)
+        mcts.backpropagate(self.tree, node.id, node.reward, discount=self.config.discount)
+        self._emit("node_evaluated", {**node.row(), "reward_terms": dict(node.reward_terms)})
+        self._update_best(node)
+
+    def _score(self, node: Node) -> None:
+        root = self.tree.root
+        if node.parent is None:
+            node.reward, node.reward_terms = 0.0, {}
+            return
+        parent = self.tree[node.parent]
+        assert parent.measurement is not None and node.measurement is not None
+        node.reward, node.reward_terms = reward(parent.measurement, node.measurement,
+                                                weights=PROXY_WEIGHTS,
+                                                guardrails=self.config.guardrails)
+        node.deltas_vs_parent = ratios(parent.measurement, node.measurement)
+        if root.measurement is not None:
+            node.deltas_vs_root = ratios(root.measurement, node.measurement)
+
+    def _update_best(self, node: Node) -> None:
+        if not node.passed or node.measurement is None or node.measurement.time_ms is None:
+            return
+        best = self.tree.best
+        if best is not None and best.measurement.time_ms <= node.measurement.time_ms:
+            return
+        self.tree.best_id = node.id
+        root_time = self.tree.root.measurement.time_ms if self.tree.root.passed else None
+        self._emit("best_improved", {
+            "id": node.id, "time_ms": node.measurement.time_ms, "evaluation": node.evaluation,
+            "speedup_vs_root": root_time / node.measurement.time_ms if root_time else None})
+
+    def _context(self, node: Node, diagnosis: Diagnosis | None = None) -> NodeContext:
+        return NodeContext(task=self.task, candidate=node.proposal.candidate,
+                           measurement=node.measurement, diagnosis=diagnosis,
+                           tolerance_allows_fast_math=self.tolerance_allows_fast_math,
+                           history=tuple(n.proposal.title for n in self.tree.path(node.id)[1:]))
+
+    def _consult(self, node: Node) -> tuple[Diagnosis, list[Untried]]:
+        """Diagnose, gather proposals from the judge and every source, drop kernels already
+        in the tree, score the rest. A JudgeError hands the node to the fallback judge."""
+        try:
+            return self._consult_with(self.judge, node)
+        except JudgeError as error:
+            node.judge_error = f"{self.judge.name}: {error}"
+            if self.fallback_judge is None:
+                return self._consult_without_judge(node, error)
+            diagnosis, items = self._consult_with(self.fallback_judge, node)
+            note = (f" [the {self.judge.name} judge failed ({error}); this diagnosis and the "
+                    f"priors are the {self.fallback_judge.name} judge's]")
+            return dataclasses.replace(diagnosis, summary=diagnosis.summary + note), items
+
+    def _consult_with(self, judge: Judge, node: Node) -> tuple[Diagnosis, list[Untried]]:
+        diagnosis = judge.diagnose(self._context(node))
+        proposals = self._gather(node, judge.propose(self._context(node, diagnosis), diagnosis),
+                                 diagnosis)
+        return diagnosis, [Untried(prior=float(judge.score(p, diagnosis)), proposal=p,
+                                   candidate_hash=h) for h, p in proposals]
+
+    def _consult_without_judge(self, node: Node, error: JudgeError) -> tuple[Diagnosis, list[Untried]]:
+        m = node.measurement
+        diagnosis = Diagnosis(bottleneck=(m.bottleneck if m else None) or "unknown",
+                              summary=f"the {self.judge.name} judge failed ({error}) and no "
+                              "fallback judge is configured: proposals are unranked",
+                              source="none")
+        return diagnosis, [Untried(prior=1.0, proposal=p, candidate_hash=h)
+                           for h, p in self._gather(node, [], diagnosis)]
+
+    def _gather(self, node: Node, judged: list[Proposal],
+                diagnosis: Diagnosis) -> list[tuple[str, Proposal]]:
+        """The judge's proposals, then each source's, without kernels already in the tree
+        (or proposed twice here)."""
+        context = self._context(node, diagnosis)
+        proposals = [*judged, *(p for source in self.sources for p in source.propose(context))]
+        seen: set[str] = set()
+        kept = []
+        for proposal in proposals:
+            digest = proposal.candidate.content_hash()
+            if digest in seen or self.tree.find(digest) is not None:
+                node.dropped_duplicates += 1
+                continue
+            seen.add(digest)
+            kept.append((digest, proposal))
+        return kept
+
+    def _emit(self, kind: str, data: dict[str, Any]) -> None:
+        self._events.append((kind, data))
+
+    # -- state ---------------------------------------------------------------------------
+
+    def summary(self) -> dict[str, Any]:
+        root, best = self.tree.root, self.tree.best
+        root_time = root.measurement.time_ms if root.passed else None
+        best_time = best.measurement.time_ms if best is not None else None
+        return {
+            "task": self.task, "evaluations": self.evaluations, "nodes": len(self.tree),
+            "root_time_ms": root_time, "best_id": self.tree.best_id, "best_time_ms": best_time,
+            "best_spread_ms": best.measurement.spread_ms if best is not None else None,
+            "speedup_vs_root": root_time / best_time if root_time and best_time else None,
+            "best_found_at_evaluation": best.evaluation if best is not None else None,
+            "replayed": any(n.measurement.replayed for n in self.tree.nodes.values()
+                            if n.measurement is not None),
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "version": STATE_VERSION, "task": self.task, "config": self.config.to_dict(),
+            "judge": self.judge.name, "fallback_judge": getattr(self.fallback_judge, "name", None),
+            "sources": [source.name for source in self.sources],
+            "tolerance_allows_fast_math": self.tolerance_allows_fast_math,
+            "rng": self.rng.bit_generator.state, "evaluations": self.evaluations,
+            "known": {h: m.to_dict() for h, m in self.known.items()
+                      if self.tree.find(h) is None},  # the tree's own are in its nodes
+            "tree": self.tree.to_dict(),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], judge: Judge, sources: Sequence[ProposalSource] = (),
+                  *, fallback_judge: Judge | None = None) -> Search:
+        if data.get("version") != STATE_VERSION:
+            raise ValueError(f"search state version {data.get('version')!r}; expected {STATE_VERSION}")
+        search = cls.__new__(cls)
+        search.task = data["task"]
+        search.config = SearchConfig.from_dict(data["config"])
+        search.judge, search.fallback_judge, search.sources = judge, fallback_judge, list(sources)
+        search.tolerance_allows_fast_math = data["tolerance_allows_fast_math"]
+        search.rng = np.random.default_rng()
+        search.rng.bit_generator.state = data["rng"]
+        search.evaluations = data["evaluations"]
+        search.tree = Tree.from_dict(data["tree"])
+        search.known = {h: Measurement.from_dict(m) for h, m in data["known"].items()}
+        search.known.update({n.candidate_hash: n.measurement for n in search.tree.nodes.values()
+                             if n.measurement is not None})
+        search._issued, search._events = set(), []
+        return search
+
+
+def run_search(search: Search, evaluator: Evaluator, *, budget: int | None = None,
+               on_event: EventSink | None = None, parallel: int = 1,
+               collect_timeout_s: float = 1.0) -> Search:
+    """Ask up to `parallel` candidates, submit them, collect, tell; until the search has
+    made `budget` evaluations in all (those before a resume count; default
+    config.budget) or the tree has nothing left to try. Every result in flight is
+    collected before returning, so the state it leaves has nothing half-done."""
+    target = search.config.budget if budget is None else budget
+    in_flight: set[str] = set()
+    while True:
+        room = min(parallel - len(in_flight), target - search.evaluations - len(in_flight))
+        for _, candidate in search.ask(room) if room > 0 else []:
+            evaluator.submit(search.task, candidate)
+            in_flight.add(candidate.content_hash())
+        _deliver(search, on_event)
+        if not in_flight:
+            return search
+        for candidate_hash, measurement in evaluator.collect(collect_timeout_s):
+            if candidate_hash in in_flight:
+                in_flight.discard(candidate_hash)
+                search.tell(candidate_hash, measurement)
+        _deliver(search, on_event)
+
+
+def _deliver(search: Search, on_event: EventSink | None) -> None:
+    for kind, data in search.pop_events():
+        if on_event is not None:
+            on_event(kind, data)
+
+
+def _failure_diagnosis(measurement: Measurement) -> Diagnosis:
+    guard = f" by the {measurement.guard} guard" if measurement.guard else ""
+    what = "rejected" if measurement.status == "rejected" else "not measured"
+    return Diagnosis(bottleneck="failed", summary=f"{what}{guard}: {measurement.message}".strip(),
+                     evidence=(measurement.message,) if measurement.message else (),
+                     source="gate")

@@ -1,0 +1,217 @@
+"""Writes for optimisation runs: create, step, drive, pause/resume/stop.
+
+A run's truth is its rows: `Run.state` is the engine's serialised Search; each step
+loads it under a row lock, asks for candidates, evaluates them through the gate's
+services (one Evaluation per kernel, task, harness and GPU: a kernel seen before costs
+nothing), tells the engine, mirrors the changed nodes and appends events, and saves.
+A worker that dies mid-step loses only that step's uncommitted work.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+from collections.abc import Callable
+
+from django.conf import settings
+from django.db import transaction
+
+from profiling import services as gate_services
+from profiling.evaluators import Evaluator, get_evaluator, options_from_dict, options_to_dict
+from profiling.harness import tasks as task_registry
+from profiling.harness.candidate import Candidate as HarnessCandidate
+from profiling.harness.gate import GateOptions
+from profiling.models import Evaluation
+from profiling.serialization import json_safe
+from search.engine.evaluators import measurement_from_verdict
+from search.engine.search import Search, SearchConfig
+from search.engine.types import Measurement
+from search.models import Run, RunEvent, RunNode
+
+EventSink = Callable[[RunEvent], None]
+
+
+class RunError(ValueError):
+    """A run cannot be created or moved as asked; the message says why."""
+
+
+def judges_for(choice: str):
+    """(judge, fallback) for "rules" or "llm"; the rule judge always stands behind an LLM."""
+    from search.engine.judges import LLMJudge, RuleJudge
+
+    rules = RuleJudge()
+    if choice == "rules":
+        return rules, rules
+    if choice == "llm":
+        return LLMJudge.from_env(), rules
+    raise RunError(f"unknown judge {choice!r}: use 'rules' or 'llm'")
+
+
+def configured_sources() -> list:
+    """Proposal sources named in settings (dotted paths), e.g. a skill-card source that
+    the lineage app provides: search never imports lineage itself."""
+    sources = []
+    for path in settings.OPTIML_PROPOSAL_SOURCES:
+        module_name, _, class_name = path.rpartition(".")
+        sources.append(getattr(importlib.import_module(module_name), class_name)())
+    return sources
+
+
+def _search_for(run: Run) -> Search:
+    judge, fallback = judges_for(run.judge.split(":")[0])
+    return Search.from_dict(run.state, judge, configured_sources(), fallback_judge=fallback)
+
+
+@transaction.atomic
+def run_create(*, task_name: str, source: str, plan: dict, budget: int, judge: str = "rules",
+               seed: int = 0, gate_options: GateOptions | None = None, user=None) -> Run:
+    spec = task_registry.get(task_name)  # UnknownTask names the known ones
+    if budget < 1:
+        raise RunError("the budget must be at least one evaluation")
+    root = HarnessCandidate.from_source_and_plan(source, plan)  # CandidateError says which field
+    judge_obj, fallback = judges_for(judge)
+    search = Search(task_name, root, judge=judge_obj, sources=configured_sources(),
+                    fallback_judge=fallback, config=SearchConfig(budget=budget, seed=seed),
+                    tolerance_allows_fast_math=_fast_math_allowed(spec))
+    # A fixed seed for the gate's inputs lets the run reuse them between candidates.
+    options = dataclasses.replace(gate_options or GateOptions(), seed=seed)
+    run = Run.objects.create(
+        task=gate_services.task_get_or_sync(name=task_name),
+        root_candidate=gate_services.candidate_get_or_create(source=source, plan=plan),
+        judge=judge_obj.name, sources=[s.name for s in search.sources], budget=budget, seed=seed,
+        gate_options=options_to_dict(options), state=json_safe(search.to_dict()), created_by=user)
+    _append(run, "run_created", {"task": task_name, "budget": budget, "judge": judge_obj.name})
+    run.save()
+    return run
+
+
+def _fast_math_allowed(spec) -> bool:
+    # Fast math trades about 2 ulp on transcendentals; only loose fp32 tolerances absorb it.
+    tolerance = spec.tolerance_for("float32")
+    return tolerance.rtol >= 1e-3 or spec.compare is not None and tolerance.rtol >= 1e-4
+
+
+def run_step(*, run_id: int, evaluator: Evaluator | None = None, parallel: int = 1,
+             on_event: EventSink | None = None) -> Run:
+    """One round of ask -> evaluate -> tell. Returns the run as it stands after it."""
+    evaluator = evaluator or get_evaluator()
+    with transaction.atomic():
+        run = Run.objects.select_for_update().get(pk=run_id)
+        if run.status != Run.Status.RUNNING:
+            return run
+        search = _search_for(run)
+        asked = search.ask(max(1, min(parallel, run.budget - search.evaluations)))
+        new_events = _record_nodes(run, search, [node_id for node_id, _ in asked])
+        if not asked and not search.tree.pending():  # every proposal tried: nothing left
+            run.status = Run.Status.FINISHED
+            new_events.append(_append(run, "run_finished", {**search.summary(), "exhausted": True}))
+        _save(run, search)
+    options = options_from_dict(run.gate_options)
+    # A kernel another worker is still evaluating is told on a later step, not now.
+    measured = [m for m in (_measure(run, c, options, evaluator) for _, c in asked) if m is not None]
+    with transaction.atomic():
+        run = Run.objects.select_for_update().get(pk=run_id)
+        search = _search_for(run)
+        touched = []
+        for candidate_hash, measurement, evaluation in measured:
+            node_id = search.tell(candidate_hash, measurement)
+            if node_id is not None:  # None: told before (a repeated step), nothing changes
+                touched.append(node_id)
+                RunNode.objects.filter(run=run, node_id=node_id).update(evaluation=evaluation)
+                run.gpu_seconds += (evaluation.verdict or {}).get("seconds", 0.0)
+        new_events += _record_nodes(run, search, _with_ancestors(search, touched))
+        if run.status == Run.Status.RUNNING and search.evaluations >= run.budget:
+            run.status = Run.Status.FINISHED
+            new_events.append(_append(run, "run_finished", search.summary()))
+        _save(run, search)
+    for event in new_events if on_event else ():
+        on_event(event)
+    return run
+
+
+def _measure(run: Run, candidate: HarnessCandidate, options: GateOptions, evaluator: Evaluator
+             ) -> tuple[str, Measurement, Evaluation] | None:
+    row = gate_services.candidate_get_or_create(source=candidate.source, plan=candidate.plan_dict())
+    evaluation = gate_services.evaluation_run(task_name=run.task.name, candidate=row,
+                                              options=options, evaluator=evaluator)
+    if evaluation.status == Evaluation.Status.RUNNING:
+        return None
+    if evaluation.verdict:
+        measurement = measurement_from_verdict(evaluation.verdict,
+                                               replayed=evaluation.source == Evaluation.Source.RECORDED)
+    else:  # the evaluator failed: a state the search records, not a crash
+        measurement = Measurement(status="error", message=evaluation.message or evaluation.status)
+    return candidate.content_hash(), measurement, evaluation
+
+
+def _with_ancestors(search: Search, node_ids: list[int]) -> list[int]:
+    """Backpropagation changed every node on each path to the root."""
+    return sorted({node.id for node_id in node_ids for node in search.tree.path(node_id)})
+
+
+def _record_nodes(run: Run, search: Search, node_ids: list[int]) -> list[RunEvent]:
+    for node_id in node_ids:
+        _upsert_node(run, search.tree[node_id])
+    return [_append(run, kind, data) for kind, data in search.pop_events()]
+
+
+def _upsert_node(run: Run, node) -> None:
+    m = node.measurement
+    proposal = node.proposal
+    candidate = gate_services.candidate_get_or_create(
+        source=proposal.candidate.source, plan=proposal.candidate.plan_dict())
+    detail = json_safe({
+        "measurement": m.to_dict() if m else None,
+        "diagnosis": node.diagnosis.to_dict() if node.diagnosis else None,
+        "judge_error": node.judge_error, "reward_terms": node.reward_terms,
+        "deltas_vs_parent": node.deltas_vs_parent, "deltas_vs_root": node.deltas_vs_root,
+        "families": list(proposal.families), "params": proposal.params,
+        "evaluation_index": node.evaluation, "reused": node.reused,
+    })
+    RunNode.objects.update_or_create(run=run, node_id=node.id, defaults={
+        "parent_id": node.parent, "candidate": candidate, "state": node.state,
+        "source": proposal.source, "title": proposal.title[:300], "rationale": proposal.rationale,
+        "diff": proposal.diff, "status": m.status if m else "", "guard": (m.guard or "") if m else "",
+        "time_ms": m.time_ms if m else None, "spread_ms": m.spread_ms if m else None,
+        "reward": node.reward if node.done else None, "visits": node.visits, "value": node.value,
+        "prior": node.prior, "detail": detail,
+    })
+
+
+def _append(run: Run, kind: str, data: dict) -> RunEvent:
+    """Append under the run's row lock (held by the caller): seq has no gaps or repeats."""
+    event = RunEvent.objects.create(run=run, seq=run.next_seq, kind=kind, data=json_safe(data))
+    run.next_seq += 1
+    return event
+
+
+def _save(run: Run, search: Search) -> None:
+    summary = search.summary()
+    run.state = json_safe(search.to_dict())
+    run.evaluated = search.evaluations
+    run.root_ms, run.best_ms = summary["root_time_ms"], summary["best_time_ms"]
+    run.best_node, run.best_found_at = summary["best_id"], summary["best_found_at_evaluation"]
+    run.save()
+
+
+def run_drive(*, run_id: int, evaluator: Evaluator | None = None, parallel: int = 1,
+              on_event: EventSink | None = None) -> Run:
+    """Step until the budget is spent, or someone pauses or stops the run."""
+    run = Run.objects.get(pk=run_id)
+    while run.status == Run.Status.RUNNING:
+        run = run_step(run_id=run_id, evaluator=evaluator, parallel=parallel, on_event=on_event)
+    return run
+
+
+@transaction.atomic
+def run_set_status(*, run_id: int, status: str) -> Run:
+    """Pause, resume or stop. A finished or failed run stays as it is."""
+    allowed = {Run.Status.PAUSED: {Run.Status.RUNNING}, Run.Status.RUNNING: {Run.Status.PAUSED},
+               Run.Status.STOPPED: {Run.Status.RUNNING, Run.Status.PAUSED}}
+    run = Run.objects.select_for_update().get(pk=run_id)
+    if status not in allowed or run.status not in allowed[status]:
+        raise RunError(f"a {run.status} run cannot become {status}")
+    run.status = status
+    _append(run, "run_status", {"status": status})
+    run.save()
+    return run
