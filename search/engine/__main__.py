@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -55,6 +56,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--seeds", type=int, default=GateOptions.seeds, help="correctness seeds")
     run.add_argument("--runs", type=int, default=GateOptions.timing_runs, help="timed runs")
     run.add_argument("--no-profile", action="store_true", help="skip Nsight Compute")
+    run.add_argument("--spot-checks", type=int, default=GateOptions.spot_checks,
+                     help="timed runs (of the 30) whose outputs are verified")
     run.add_argument("--workdir", help="keep logs and .ncu-rep reports here")
     return parser
 
@@ -115,17 +118,24 @@ def _make_evaluator(args: argparse.Namespace, out: Printer) -> Evaluator | None:
             out("this host has no GPU (or no pycuda): the gate can compile but not run "
                 "kernels; use --replay recordings.json, or run on a GPU host")
             return None
-        evaluator = GateEvaluator(GateOptions(seeds=args.seeds, timing_runs=args.runs,
-                                              profile=not args.no_profile, workdir=args.workdir))
+        # One fixed input seed for the whole search, kept on disk between candidates: the
+        # host builds each 1 GB input and its reference once, not once per candidate.
+        workdir = Path(args.workdir or tempfile.mkdtemp(prefix="optiml-search-"))
+        evaluator = GateEvaluator(GateOptions(
+            seeds=args.seeds, timing_runs=args.runs, profile=not args.no_profile,
+            workdir=str(workdir), seed=args.seed, input_cache=str(workdir / "inputs"),
+            spot_checks=args.spot_checks))
     return RecordingEvaluator(evaluator, args.record) if args.record else evaluator
 
 
 def _make_judges(choice: str, out: Printer) -> tuple[Judge, Judge]:
-    from .judges import LLMJudge, RuleJudge  # written alongside; imported late on purpose
+    from .judges import RuleJudge  # the LLM judge (and openai) only when asked for
 
     rules = RuleJudge()
     if choice == "rules":
         return rules, rules
+    from .judges import LLMJudge
+
     try:
         return LLMJudge.from_env(), rules
     except Exception as error:  # no endpoint, no key, a bad setting: say so, then go on

@@ -82,8 +82,8 @@ def candidate_diff(parent: Candidate, child: Candidate) -> str:
     """Unified diff of the source and of the plan JSON, child against parent."""
     parts = []
     if parent.source != child.source:
-        parts += difflib.unified_diff(parent.source.splitlines(keepends=True), child.source.splitlines(keepends=True),
-                                      "a/kernel.cu", "b/kernel.cu")
+        parts += difflib.unified_diff(parent.source.splitlines(keepends=True),
+                                      child.source.splitlines(keepends=True), "a/kernel.cu", "b/kernel.cu")
     before, after = (json.dumps(c.plan_dict(), indent=2, sort_keys=True) + "\n" for c in (parent, child))
     if before != after:
         parts += difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
@@ -109,13 +109,12 @@ def launch_limits_problem(task: Task, candidate: Candidate) -> str | None:
     return None
 
 
-def _in_block_dims(candidate: Candidate, name: str) -> bool:
-    return any(name in expr.names_in(d) for launch in candidate.launches for d in launch.block)
-
-
-def _smallest_block(candidate: Candidate, sizes: dict[str, int]) -> int:
+def _smallest_block_using(candidate: Candidate, name: str, sizes: dict[str, int]) -> int | None:
+    """The fewest threads of any block whose size the tunable sets (None: it sets none)."""
     names = {**sizes, **candidate.tunables}
-    return min(math.prod(expr.evaluate_int(d, names) for d in launch.block) for launch in candidate.launches)
+    blocks = [math.prod(expr.evaluate_int(d, names) for d in launch.block) for launch in candidate.launches
+              if any(name in expr.names_in(d) for d in launch.block)]
+    return min(blocks) if blocks else None
 
 
 def neighbour_problem(task: Task, child: Candidate, name: str) -> str | None:
@@ -123,8 +122,9 @@ def neighbour_problem(task: Task, child: Candidate, name: str) -> str | None:
     try:
         check_plan(task, child, task.sizes)
         problem = launch_limits_problem(task, child)
-        if problem is None and _in_block_dims(child, name) and _smallest_block(child, task.sizes) < WARP_SIZE:
-            problem = f"a block of fewer than {WARP_SIZE} threads leaves lanes of every warp idle"
+        smallest = _smallest_block_using(child, name, task.sizes)
+        if problem is None and smallest is not None and smallest < WARP_SIZE:
+            problem = f"a block of {smallest} threads leaves lanes of every warp idle"
         return problem
     except (CandidateError, expr.ExpressionError) as error:
         return str(error)
@@ -138,7 +138,8 @@ def resident_warps(registers: int, threads: int) -> int:
     return blocks * warps
 
 
-def register_cap(measurement: Measurement | None, threads: int, *, low_occupancy_pct: float = 50.0) -> int | None:
+def register_cap(measurement: Measurement | None, threads: int, *,
+                 low_occupancy_pct: float = 50.0) -> int | None:
     """The largest --maxrregcount that lets one more block fit on an SM, when registers
     are what limits occupancy, nothing spills yet and achieved occupancy is low.
 
@@ -205,15 +206,18 @@ class TunableSource:
             child = replace(parent, compile_options=(*parent.compile_options, FAST_MATH))
             proposals.append(Proposal(
                 source="flags", title="--use_fast_math",
-                rationale="The task's tolerance admits approximate math: fast intrinsics for expf, logf, "
-                          "sinf and friends, approximate division and square root, denormals flushed to zero.",
+                rationale="The task's tolerance admits approximate math: fast intrinsics for expf, "
+                          "logf, sinf and friends, approximate division and square root, denormals "
+                          "flushed to zero.",
                 candidate=child, families=("fast_math",), diff=candidate_diff(parent, child),
                 params={"flag": FAST_MATH}))
-        threads = max(math.prod(expr.evaluate_int(d, {**task.sizes, **parent.tunables}) for d in launch.block)
-                      for launch in parent.launches)
-        cap = register_cap(context.measurement, threads)
-        if cap is not None and context.measurement is not None:
-            proposals.append(self._register_proposal(parent, cap, threads, context.measurement))
+        if context.measurement is not None:
+            names = {**task.sizes, **parent.tunables}
+            threads = max(math.prod(expr.evaluate_int(d, names) for d in launch.block)
+                          for launch in parent.launches)
+            cap = register_cap(context.measurement, threads)
+            if cap is not None:
+                proposals.append(self._register_proposal(parent, cap, threads, context.measurement))
         return proposals
 
     @staticmethod

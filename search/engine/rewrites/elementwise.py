@@ -36,6 +36,7 @@ from .syntax import (
     WIDE_INTEGER_TYPES,
     Kernel,
     declared_names,
+    defined_functions,
     is_global_index,
     is_product_of,
     named_statements,
@@ -73,7 +74,8 @@ def _index_declaration(statement: Node) -> tuple[str, str, Node] | None:
     declarators = statement.children_by_field_name("declarator")
     if kind is None or text(kind) not in WIDE_INTEGER_TYPES or len(declarators) != 1:
         return None
-    name, value = declarators[0].child_by_field_name("declarator"), declarators[0].child_by_field_name("value")
+    name = declarators[0].child_by_field_name("declarator")
+    value = declarators[0].child_by_field_name("value")
     if name is None or value is None or name.type != "identifier" or not is_global_index(value):
         return None
     if any(c.type in ("type_qualifier", "storage_class_specifier") for c in statement.named_children):
@@ -85,7 +87,9 @@ def _comparison(node: Node | None, index: str, wanted: str) -> Node | None:
     """The bound in `index <wanted> bound`, or None."""
     if node is None:
         return None
-    node = strip_parens(node.child_by_field_name("value") or node) if node.type == "condition_clause" else strip_parens(node)
+    if node.type == "condition_clause":
+        node = node.child_by_field_name("value") or node
+    node = strip_parens(node)
     if node.type != "binary_expression" or operator(node) != wanted:
         return None
     left, right = operands(node)
@@ -99,7 +103,8 @@ def _block_statements(node: Node) -> tuple[Node, ...]:
 
 def _is_bare_return(node: Node) -> bool:
     statements = [s for s in _block_statements(node) if s.type != "comment"]
-    return len(statements) == 1 and statements[0].type == "return_statement" and not statements[0].named_children
+    return (len(statements) == 1 and statements[0].type == "return_statement"
+            and not statements[0].named_children)
 
 
 def find_indexed_body(kernel: Kernel) -> IndexedBody | str:
@@ -131,6 +136,8 @@ def _guarded_body(kernel: Kernel, declaration: Node, check: Node, rest: tuple[No
     if (bound := _comparison(condition, index, "<")) is not None:
         if work:
             return f"{kernel.name}: statements follow the `if ({index} < ...)` block"
+        if all(s.type == "comment" for s in _block_statements(then)):
+            return f"{kernel.name}: the `if ({index} < ...)` block is empty"
         return IndexedBody(kernel, "guarded", index, index_type, init, bound, _block_statements(then),
                            declaration.start_byte, check.end_byte)
     if (bound := _comparison(condition, index, ">=")) is not None and _is_bare_return(then):
@@ -145,7 +152,7 @@ def _guarded_body(kernel: Kernel, declaration: Node, check: Node, rest: tuple[No
 def _grid_stride_loop(kernel: Kernel, loop: Node, last: bool) -> IndexedBody | None:
     init, update, body = (loop.child_by_field_name(f) for f in ("initializer", "update", "body"))
     declared = _index_declaration(init) if init is not None else None
-    if declared is None or update is None or body is None or not last:
+    if declared is None or update is None or body is None or not last or not named_statements(body):
         return None
     index, index_type, start = declared
     bound = _comparison(loop.child_by_field_name("condition"), index, "<")
@@ -156,7 +163,8 @@ def _grid_stride_loop(kernel: Kernel, loop: Node, last: bool) -> IndexedBody | N
         return None
     # The note grid_stride leaves above its loop goes with the loop when it is replaced.
     note = loop.prev_named_sibling
-    begin = note.start_byte if note is not None and text(note).startswith("// grid_stride:") else loop.start_byte
+    noted = note is not None and text(note).startswith("// grid_stride:")
+    begin = note.start_byte if noted and note is not None else loop.start_byte
     return IndexedBody(kernel, "grid_stride", index, index_type, start, bound, _block_statements(body),
                        begin, loop.end_byte)
 
@@ -172,19 +180,26 @@ def body_hazard(shape: IndexedBody) -> str | None:
     if any(n.type == "type_qualifier" and text(n) == "__shared__" for n in walk(shape.kernel.body)):
         return f"{name} uses __shared__ memory, which threads share across elements"
     inner = set().union(*(declared_names(s) for s in shape.statements))
+    root = shape.kernel.definition
+    while root.parent is not None:
+        root = root.parent
+    functions = defined_functions(root)
     for statement in shape.statements:
         for node in walk(statement):
-            hazard = _node_hazard(node, inner)
+            hazard = _node_hazard(node, inner, functions)
             if hazard:
                 return f"{name} line {node.start_point.row + 1}: {hazard}"
     return None
 
 
-def _node_hazard(node: Node, inner: set[str]) -> str | None:
+def _node_hazard(node: Node, inner: set[str], functions: set[str]) -> str | None:
     if node.type in ("return_statement", "goto_statement", "labeled_statement") or "asm" in node.type:
         return f"the work has a {node.type.replace('_', ' ')}"
-    if node.type == "call_expression" and (_call_name(node).startswith(_COLLECTIVE_PREFIXES) or "::" in _call_name(node)):
-        return f"the work calls {_call_name(node)}, which depends on which threads run together"
+    name = _call_name(node) if node.type == "call_expression" else ""
+    if name.startswith(_COLLECTIVE_PREFIXES) or "::" in name:
+        return f"the work calls {name}, which depends on which threads run together"
+    if name in functions:
+        return f"the work calls {name}, defined in this file, whose effects are not analysed"
     if node.type == "identifier" and text(node) in THREAD_BUILTINS:
         return f"the work reads {text(node)}, whose meaning a thread looping over elements would change"
     if node.type == "storage_class_specifier" and text(node) == "static":
@@ -193,7 +208,7 @@ def _node_hazard(node: Node, inner: set[str]) -> str | None:
         target = node.child_by_field_name("left" if node.type == "assignment_expression" else "argument")
         target = strip_parens(target) if target is not None else None
         if target is not None and target.type == "identifier" and text(target) not in inner:
-            return f"the work changes {text(target)}, declared outside it, so elements would not be independent"
+            return f"the work changes {text(target)}, declared outside it: elements would not be independent"
     return None
 
 
@@ -214,7 +229,7 @@ def coverage_problem(shape: IndexedBody, candidate: Candidate, task: Task) -> st
             return problem or f"launches[{index}] is not one-dimensional"
         bound = bound_expression(shape, launch, task, candidate)
         if bound is None:
-            return f"cannot express the bound {text(shape.bound)!r} in the plan's sizes to check launches[{index}]"
+            return f"cannot express the bound {text(shape.bound)!r} in the plan's sizes (launches[{index}])"
         if shape.form == "grid_stride":
             continue  # a grid-stride loop covers every element whatever the grid
         for sizes in size_points(task):

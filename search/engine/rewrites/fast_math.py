@@ -40,7 +40,8 @@ def _float_names(kernel: Kernel) -> set[str]:
     for declaration in (n for n in walk(kernel.body) if n.type == "declaration"):
         kind = declaration.child_by_field_name("type")
         if kind is not None and text(kind) in _FLOAT_TYPES:
-            names |= {name for d in declaration.children_by_field_name("declarator") if (name := _scalar_name(d))}
+            declarators = declaration.children_by_field_name("declarator")
+            names |= {name for d in declarators if (name := _scalar_name(d))}
     return names
 
 
@@ -67,19 +68,20 @@ def fast_math_uses(tree: Tree) -> list[str]:
     for kernel in find_kernels(tree):
         floats = _float_names(kernel)
         for node in walk(kernel.body):
-            if node.type == "call_expression" and (f := node.child_by_field_name("function")) is not None and (
-                    text(f) in FAST_FUNCTIONS):
-                counts[text(f)] = counts.get(text(f), 0) + 1
-            elif node.type in ("binary_expression", "assignment_expression") and operator(node) in ("/", "/=") and (
-                    any(_is_float(side, floats) for side in operands_of(node))):
+            function = node.child_by_field_name("function") if node.type == "call_expression" else None
+            if function is not None and text(function) in FAST_FUNCTIONS:
+                counts[text(function)] = counts.get(text(function), 0) + 1
+            elif operator(node) in ("/", "/=") and any(_is_float(side, floats) for side in operands_of(node)):
                 counts["float division"] = counts.get("float division", 0) + 1
     return [f"{name} ({count})" for name, count in sorted(counts.items())]
 
 
 def operands_of(node: Node) -> tuple[Node, ...]:
-    if node.type == "binary_expression":
-        return operands(node)
-    return tuple(n for n in (node.child_by_field_name("left"), node.child_by_field_name("right")) if n is not None)
+    """The two sides of a binary expression or an assignment (none for anything else)."""
+    if node.type not in ("binary_expression", "assignment_expression"):
+        return ()
+    sides = (node.child_by_field_name("left"), node.child_by_field_name("right"))
+    return tuple(n for n in sides if n is not None)
 
 
 class FastMath:

@@ -54,7 +54,8 @@ class GridStride:
     title = "Grid-stride loop over a grid of 132 SMs x 16 blocks"
     families = ("grid_stride",)
 
-    def _sites(self, tree: Tree, candidate: Candidate, context: NodeContext) -> tuple[list[IndexedBody], list[str]]:
+    def _sites(self, tree: Tree, candidate: Candidate,
+               context: NodeContext) -> tuple[list[IndexedBody], list[str]]:
         task = task_of(context)
         sites, reasons = [], []
         for kernel in find_kernels(tree):
@@ -62,9 +63,9 @@ class GridStride:
             if isinstance(shape, str):
                 reasons.append(shape)
                 continue
-            problem = (f"{kernel.name} is already a grid-stride loop" if shape.form == "grid_stride" else None) \
-                or body_hazard(shape) or coverage_problem(shape, candidate, task) or self._gain_problem(
-                    shape, candidate, task.sizes)
+            already = f"{kernel.name} is already a grid-stride loop" if shape.form == "grid_stride" else None
+            problem = already or body_hazard(shape) or coverage_problem(shape, candidate, task) or (
+                self._gain_problem(shape, candidate, task.sizes))
             if problem:
                 reasons.append(problem)
             else:
@@ -75,7 +76,8 @@ class GridStride:
     def _gain_problem(shape: IndexedBody, candidate: Candidate, l1_sizes: dict[str, int]) -> str | None:
         """A grid already within the cap at the timed (L1) sizes would not change at all."""
         names = {**l1_sizes, **candidate.tunables}
-        grids = [expr.evaluate_int(launch.grid[0], names) for _, launch in launches_of(candidate, shape.kernel.name)]
+        launches = launches_of(candidate, shape.kernel.name)
+        grids = [expr.evaluate_int(launch.grid[0], names) for _, launch in launches]
         if max(grids) <= H200_SMS * BLOCKS_PER_SM:
             return (f"{shape.kernel.name} launches {max(grids)} blocks at the L1 sizes, within the cap of "
                     f"{H200_SMS} x {BLOCKS_PER_SM}: a grid-stride loop would change nothing there")

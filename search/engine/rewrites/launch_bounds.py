@@ -2,8 +2,9 @@
 
 Told the largest block a kernel runs with, ptxas plans its register allocation for that
 size: it caps registers so that such a block always fits, and weighs unrolling and
-scheduling against that budget (CUDA C++ Programming Guide, "Launch Bounds"). N is written with the tunable's name
-(`__launch_bounds__(BLOCK)`), which the compiler receives as -DBLOCK=..., so the bound
+scheduling against that budget (CUDA C++ Programming Guide, "Launch Bounds"). N is
+written with the tunable's name (`__launch_bounds__(BLOCK)`), which the compiler
+receives as -DBLOCK=..., so the bound
 follows the plan when the block size is tuned. A launch with more threads than N would
 fail, so N must be exactly what every launch of the kernel uses.
 """
@@ -20,7 +21,7 @@ from profiling.harness.candidate import Candidate
 from ..types import NodeContext
 from .base import Rewritten, joined_reasons
 from .plan import launches_of
-from .syntax import Edit, Kernel, find_kernels, splice
+from .syntax import Edit, Kernel, find_kernels, prototyped, splice
 
 MAX_THREADS_PER_BLOCK = 1024  # every compute capability since 2.0 (CUDA C++ Programming Guide)
 WARP_SIZE = 32  # below one warp there is no register budget worth matching
@@ -32,7 +33,7 @@ def _block_expression(dims: tuple[str | int, ...]) -> str | None:
     every dimension is a number or a plain name (plan-only syntax like cdiv is not C)."""
     parts = []
     for dim in dims:
-        if isinstance(dim, int) or (isinstance(dim, str) and (_NAME.fullmatch(dim.strip()) or dim.strip().isdigit())):
+        if isinstance(dim, int) or _NAME.fullmatch(dim.strip()) or dim.strip().isdigit():
             parts.append(str(dim).strip())
         else:
             return None
@@ -50,7 +51,8 @@ def _kernel_bound(kernel: Kernel, candidate: Candidate) -> tuple[str, int] | str
     if None in expressions:
         return f"{kernel.name}: a block size is not a number or a tunable name"
     if len(expressions) > 1:
-        return f"{kernel.name} is launched with different block sizes ({', '.join(sorted(map(str, expressions)))})"
+        listed = ", ".join(sorted(map(str, expressions)))
+        return f"{kernel.name} is launched with different block sizes ({listed})"
     expression = expressions.pop() or ""
     if not expr.names_in(expression) <= set(candidate.tunables):
         return f"{kernel.name}: block size {expression} depends on the task's sizes, not only on tunables"
@@ -69,6 +71,8 @@ class LaunchBounds:
         sites, reasons = [], []
         for kernel in find_kernels(tree):
             bound = _kernel_bound(kernel, candidate)
+            if prototyped(tree, kernel.name):
+                bound = f"{kernel.name} is also declared separately, and both would need the bound"
             if isinstance(bound, str):
                 reasons.append(bound)
             else:
@@ -84,7 +88,8 @@ class LaunchBounds:
         sites, _ = self._sites(tree, candidate)
         edits = [Edit(kernel.declarator.start_byte, kernel.declarator.start_byte,
                       f"__launch_bounds__({expression}) ") for kernel, expression, _ in sites]
-        described = ", ".join(f"{kernel.name} ({expression} = {threads} threads)" for kernel, expression, threads in sites)
+        described = ", ".join(f"{kernel.name} ({expression} = {threads} threads)"
+                              for kernel, expression, threads in sites)
         rationale = (f"Every launch of {described} uses that block size, so ptxas is told it and plans "
                      "its register budget for exactly that block size; the bound is written with the "
                      "tunable's name, so it follows the plan when the block size is tuned.")

@@ -16,7 +16,19 @@ from profiling.harness.candidate import Candidate
 from ..types import NodeContext
 from .base import Rewritten, joined_reasons, task_of
 from .plan import aliasing_problem, argument_problem, launches_of
-from .syntax import Edit, Kernel, Param, declared_name, find_kernels, identifiers, operator, splice, text
+from .syntax import (
+    Edit,
+    Kernel,
+    Param,
+    declared_name,
+    defined_functions,
+    find_kernels,
+    identifiers,
+    operator,
+    prototyped,
+    splice,
+    text,
+)
 
 # Read-only load intrinsics that take a `const T*` (CUDA C++ Programming Guide, "Read-Only
 # Data Cache Load Function", "Load Functions Using Cache Hints").
@@ -75,7 +87,8 @@ def _pointer_use(node: Node, functions: set[str]) -> Use:
         if parent is None:
             return "escape", "is used outside any expression"
         kind, where = parent.type, f"line {_line(parent)}"
-        if kind == "parenthesized_expression" or (kind == "binary_expression" and operator(parent) in ("+", "-")):
+        arithmetic = kind == "binary_expression" and operator(parent) in ("+", "-")
+        if kind == "parenthesized_expression" or arithmetic:
             current = parent
             continue
         if kind == "binary_expression" and operator(parent) in _COMPARISONS:
@@ -86,8 +99,8 @@ def _pointer_use(node: Node, functions: set[str]) -> Use:
             return _access(parent, functions)
         if kind == "field_expression" and operator(parent) == "->":
             return _access(parent, functions)
-        if kind == "update_expression" or (kind == "assignment_expression" and operator(parent) in ("+=", "-=")
-                                           and parent.child_by_field_name("left") == current):
+        moved = kind == "assignment_expression" and operator(parent) in ("+=", "-=")
+        if kind == "update_expression" or (moved and parent.child_by_field_name("left") == current):
             return "read", ""  # the pointer itself moves; what it points to is untouched
         if kind == "init_declarator" and parent.child_by_field_name("value") == current:
             return "alias", declared_name(parent)
@@ -150,18 +163,6 @@ def read_only_problem(kernel: Kernel, param: Param, functions: set[str]) -> str 
     return None
 
 
-def _defined_functions(tree: Tree) -> set[str]:
-    names = set()
-    for node in tree.root_node.named_children:
-        definitions = [node] if node.type == "function_definition" else [
-            n for n in node.named_children if n.type == "function_definition"]
-        for definition in definitions:
-            declarator = definition.child_by_field_name("declarator")
-            if declarator is not None:
-                names.add(declared_name(declarator))
-    return names
-
-
 class Restrict:
     name = "restrict"
     title = "const __restrict__ on read-only pointers"
@@ -170,12 +171,14 @@ class Restrict:
     def _sites(self, tree: Tree, candidate: Candidate, context: NodeContext
                ) -> tuple[list[tuple[Kernel, Param]], list[str]]:
         task_of(context)  # an unknown task raises here, before any analysis
-        functions = _defined_functions(tree)
+        functions = defined_functions(tree.root_node)
         sites, reasons = [], []
         for kernel in find_kernels(tree):
             launches = launches_of(candidate, kernel.name)
             plan_problem = next((p for i, launch in launches for p in (
                 argument_problem(kernel, launch, i), aliasing_problem(kernel, launch, i)) if p), None)
+            if prototyped(tree, kernel.name):
+                plan_problem = f"{kernel.name} is also declared separately, whose signature would differ"
             if not launches or plan_problem:
                 reasons.append(plan_problem or f"{kernel.name} is not launched by the plan")
                 continue

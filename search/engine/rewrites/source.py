@@ -8,6 +8,8 @@ not proposed, and the reason is kept (`refusals`) for tests and explanations.
 
 from __future__ import annotations
 
+from tree_sitter import Tree
+
 from profiling.harness import expr
 from profiling.harness.candidate import Candidate, CandidateError
 from profiling.harness.gate import check_plan
@@ -63,7 +65,7 @@ class RewriteSource:
                 proposals.append(result)
         return proposals, refused
 
-    def _try(self, rewrite: Rewrite, tree, source: bytes, context: NodeContext) -> Proposal | str:
+    def _try(self, rewrite: Rewrite, tree: Tree, source: bytes, context: NodeContext) -> Proposal | str:
         parent = context.candidate
         try:
             reason = rewrite.precondition(tree, source, parent, context)

@@ -59,7 +59,8 @@ def identifiers(node: Node) -> Iterator[Node]:
 def strip(node: Node) -> Node:
     """The expression under any parentheses and casts: `(long long)blockIdx.x` -> blockIdx.x."""
     while node.type in ("parenthesized_expression", "cast_expression"):
-        inner = node.child_by_field_name("value") if node.type == "cast_expression" else node.named_children[0]
+        cast = node.type == "cast_expression"
+        inner = node.child_by_field_name("value") if cast else node.named_children[0]
         if inner is None:
             break
         node = inner
@@ -133,6 +134,7 @@ class Param:
     pointer: Node | None  # the pointer_declarator, for a single-level pointer
     const: bool
     restrict: bool
+    volatile: bool = False
 
 
 @dataclass(frozen=True)
@@ -167,6 +169,15 @@ def find_kernels(tree: Tree) -> list[Kernel]:
     return kernels
 
 
+def prototyped(tree: Tree, name: str) -> bool:
+    """A separate declaration of the function exists; its signature must keep matching."""
+    for declaration in (n for n in walk(tree.root_node) if n.type == "declaration"):
+        for declarator in declaration.children_by_field_name("declarator"):
+            if declarator.type == "function_declarator" and declared_name(declarator) == name:
+                return True
+    return False
+
+
 def _kernel(definition: Node) -> Kernel | None:
     if definition.type != "function_definition":
         return None
@@ -182,7 +193,8 @@ def _kernel(definition: Node) -> Kernel | None:
         return None
     params = tuple(
         _param(position, node)
-        for position, node in enumerate(p for p in parameters.named_children if p.type == "parameter_declaration")
+        for position, node in enumerate(
+            p for p in parameters.named_children if p.type == "parameter_declaration")
     )
     return Kernel(name=text(name), definition=definition, declarator=declarator, body=body, params=params)
 
@@ -201,15 +213,30 @@ def _param(position: int, declaration: Node) -> Param:
     return Param(
         name=declared_name(declarator) if declarator is not None else "",
         position=position, declaration=declaration, base_type=text(base) if base else "",
-        pointer=pointer, const="const" in qualifiers, restrict=restrict,
+        pointer=pointer, const="const" in qualifiers, restrict=restrict, volatile="volatile" in qualifiers,
     )
+
+
+def defined_functions(root: Node) -> set[str]:
+    """Names of the functions this file defines (at the top level or inside extern "C")."""
+    names = set()
+    for node in root.named_children:
+        inner = node.child_by_field_name("body") if node.type == "linkage_specification" else None
+        candidates = [node] if inner is None else ([inner] if inner.type == "function_definition"
+                                                   else list(inner.named_children))
+        for definition in (c for c in candidates if c.type == "function_definition"):
+            declarator = definition.child_by_field_name("declarator")
+            if declarator is not None:
+                names.add(declared_name(declarator))
+    return names
 
 
 def declared_name(declarator: Node) -> str:
     """The identifier a (possibly nested) declarator introduces."""
     node: Node | None = declarator
     while node is not None and node.type != "identifier":
-        node = node.child_by_field_name("declarator") or (node.named_children[-1] if node.named_children else None)
+        inner = node.child_by_field_name("declarator")
+        node = inner if inner is not None else (node.named_children[-1] if node.named_children else None)
     return text(node) if node is not None else ""
 
 

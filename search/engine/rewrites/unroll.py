@@ -67,7 +67,8 @@ def _loop_parts(loop: Node, constants: dict[str, int]) -> tuple[str, int, str, i
         return "a for loop without initializer, condition or update"
     if init.type == "declaration" and len(init.children_by_field_name("declarator")) == 1:
         declarator = init.children_by_field_name("declarator")[0]
-        variable, start_node = declarator.child_by_field_name("declarator"), declarator.child_by_field_name("value")
+        variable = declarator.child_by_field_name("declarator")
+        start_node = declarator.child_by_field_name("value")
     elif init.type == "assignment_expression" and operator(init) == "=":
         variable, start_node = init.child_by_field_name("left"), init.child_by_field_name("right")
     else:
@@ -137,7 +138,8 @@ class Unroll:
     title = "#pragma unroll on constant-trip-count loops"
     families = ("unroll",)
 
-    def _sites(self, tree: Tree, source: bytes, candidate: Candidate) -> tuple[list[tuple[Node, int]], list[str]]:
+    def _sites(self, tree: Tree, source: bytes,
+               candidate: Candidate) -> tuple[list[tuple[Node, int]], list[str]]:
         constants = source_constants(tree, candidate)
         sites, reasons = [], []
         for kernel in find_kernels(tree):

@@ -32,6 +32,7 @@ from .syntax import (
     find_kernels,
     identifiers,
     indent_at,
+    operator,
     reblock,
     splice,
     text,
@@ -52,15 +53,22 @@ class VectorSite:
 
 
 def _role(access: Node, statement: Node) -> str:
-    """"read", "write" (p[i] = ...), "update" (p[i] += ..., p[i]++) or "nested" (anything else)."""
+    """"read", "write" (p[i] = ...), "update" (p[i] += ..., p[i]++), "nested" (an assignment
+    inside a larger expression) or "address" (&p[i], or a reference bound to it)."""
     parent = access.parent
-    if parent is not None and parent.type == "assignment_expression" and parent.child_by_field_name("left") == access:
+    if parent is None:
+        return "read"
+    if parent.type == "assignment_expression" and parent.child_by_field_name("left") == access:
         if parent.parent != statement:
             return "nested"
         return "write" if parent.child_by_field_name("operator").type == "=" else "update"
-    if parent is not None and parent.type == "update_expression":
+    if parent.type == "update_expression":
         return "update" if parent.parent == statement else "nested"
-    return "read"
+    # An address or a reference would reach the float4 copy, not memory: never vectorised.
+    if parent.type == "pointer_expression" and operator(parent) == "&":
+        return "address"
+    declarator = parent.child_by_field_name("declarator") if parent.type == "init_declarator" else None
+    return "address" if declarator is not None and declarator.type == "reference_declarator" else "read"
 
 
 def _is_access(node: Node, index: str, pointers: set[str]) -> bool:
@@ -70,35 +78,58 @@ def _is_access(node: Node, index: str, pointers: set[str]) -> bool:
             and len(inner) == 1 and inner[0].type == "identifier" and text(inner[0]) == index)
 
 
+_REFUSED_ROLES = {"nested": "is assigned inside a larger expression", "address": "has its address taken"}
+
+
+def _subscripts(statement: Node) -> list[Node]:
+    return [n for n in walk(statement) if n.type == "subscript_expression"]
+
+
+def _statement_problem(statement: Node, shape: IndexedBody, floats: set[str],
+                       pointers: set[str]) -> str | None:
+    """Why one statement of the work is not elementwise straight-line code, or None."""
+    where = f"{shape.kernel.name} line {statement.start_point.row + 1}"
+    if statement.type not in ("declaration", "expression_statement"):
+        return f"{where}: the work has a {statement.type.replace('_', ' ')}, not straight-line code"
+    for node in _subscripts(statement):
+        if not _is_access(node, shape.index, floats):
+            return f"{where}: {text(node)} is not <float pointer>[{shape.index}]"
+        role = _role(node, statement)
+        if role in _REFUSED_ROLES:
+            return f"{where}: {text(node)} {_REFUSED_ROLES[role]}"
+    for node in identifiers(statement):
+        parent = node.parent
+        in_access = parent is not None and (parent.type == "subscript_argument_list" or (
+            parent.type == "subscript_expression" and parent.child_by_field_name("argument") == node))
+        if text(node) in (pointers | {shape.index}) and not in_access:
+            return f"{where}: {text(node)} is used other than in p[{shape.index}]"
+    return None
+
+
 def _accesses(shape: IndexedBody) -> tuple[list[Node], set[str], set[str]] | str:
     """Every p[i] in the work with the pointers read and written, or why the work is not elementwise."""
-    floats = {p.name for p in shape.kernel.pointer_params() if p.base_type == "float"}
+    # volatile accesses must happen one by one, as written: not vectorised.
+    floats = {p.name for p in shape.kernel.pointer_params() if p.base_type == "float" and not p.volatile}
     pointers = {p.name for p in shape.kernel.pointer_params()}
     accesses, reads, writes = [], set(), set()
     for statement in (s for s in shape.statements if s.type != "comment"):
-        where = f"{shape.kernel.name} line {statement.start_point.row + 1}"
-        if statement.type not in ("declaration", "expression_statement"):
-            return f"{where}: the work has a {statement.type.replace('_', ' ')}, not straight-line code"
-        for node in (n for n in walk(statement) if n.type == "subscript_expression"):
-            if not _is_access(node, shape.index, floats):
-                return f"{where}: {text(node)} is not <float pointer>[{shape.index}]"
+        problem = _statement_problem(statement, shape, floats, pointers)
+        if problem:
+            return problem
+        for node in _subscripts(statement):
             role, name = _role(node, statement), text(node.child_by_field_name("argument"))
-            if role == "nested":
-                return f"{where}: {text(node)} is assigned inside a larger expression"
-            (writes if role == "write" else reads).add(name)
-            if role == "update":
+            if role in ("read", "update"):
+                reads.add(name)
+            if role in ("write", "update"):
                 writes.add(name)
             accesses.append(node)
-        for node in identifiers(statement):
-            parent = node.parent
-            in_access = parent is not None and (parent.type == "subscript_argument_list" or (
-                parent.type == "subscript_expression" and parent.child_by_field_name("argument") == node))
-            if text(node) in (pointers | {shape.index}) and not in_access:
-                return f"{where}: {text(node)} is used other than in p[{shape.index}]"
-    return (accesses, reads, writes) if accesses else f"{shape.kernel.name}: the work touches no p[{shape.index}]"
+    if not accesses:
+        return f"{shape.kernel.name}: the work touches no p[{shape.index}]"
+    return accesses, reads, writes
 
 
-def _plan_problem(kernel: Kernel, pointers: set[str], candidate: Candidate, context: NodeContext) -> str | None:
+def _plan_problem(kernel: Kernel, pointers: set[str], candidate: Candidate,
+                  context: NodeContext) -> str | None:
     aligned = float32_buffers(task_of(context), candidate)
     for index, launch in launches_of(candidate, kernel.name):
         problem = aliasing_problem(kernel, launch, index)
@@ -106,9 +137,9 @@ def _plan_problem(kernel: Kernel, pointers: set[str], candidate: Candidate, cont
             return problem
         for param, buffer in pointer_arguments(kernel, launch).items():
             if param in pointers and buffer not in aligned:
-                return f"launches[{index}] passes {buffer!r} to {param}, not one of the harness's float32 buffers"
-    moved = pointers & assigned_identifiers(kernel.body)
-    return f"{kernel.name} moves the pointer {sorted(moved)[0]}, so its alignment is unknown" if moved else None
+                return f"launches[{index}] passes {buffer!r} to {param}: not a float32 buffer of the harness"
+    moved = sorted(pointers & assigned_identifiers(kernel.body))
+    return f"{kernel.name} moves the pointer {moved[0]}, so its alignment is unknown" if moved else None
 
 
 def _names_problem(kernel: Kernel, pointers: set[str]) -> str | None:
@@ -162,15 +193,16 @@ def render(source: bytes, site: VectorSite) -> str:
     first, last = shape.statements[0], shape.statements[-1]
     indent, inner = indent_at(source, shape.start), indent_at(source, shape.start) + "    "
     kind, init, bound = shape.index_type, text(shape.init), text(shape.bound)
-    loads = [f"{inner}{'' if p in site.stored else 'const '}float4 {p}_f4 = "
-             f"reinterpret_cast<{'' if p in site.stored else 'const '}float4*>({p})[vec_i];" for p in site.loaded]
+    const = {p: "" if p in site.stored else "const " for p in site.loaded}
+    loads = [f"{inner}{const[p]}float4 {p}_f4 = reinterpret_cast<{const[p]}float4*>({p})[vec_i];"
+             for p in site.loaded]
     fresh = [f"{inner}float4 {p}_f4;" for p in site.stored if p not in site.loaded]
     lanes = []
     for number, lane in enumerate(LANES):
         edits = [Edit(a.start_byte, a.end_byte, f"{text(a.child_by_field_name('argument'))}_f4.{lane}")
                  for a in site.accesses]
-        lanes += [f"{inner}{{  // element 4 * vec_i + {number}", reblock(source, first, last, inner + "    ", edits),
-                  f"{inner}}}"]
+        lanes += [f"{inner}{{  // element 4 * vec_i + {number}",
+                  reblock(source, first, last, inner + "    ", edits), f"{inner}}}"]
     stores = [f"{inner}reinterpret_cast<float4*>({p})[vec_i] = {p}_f4;" for p in site.stored]
     return "\n".join([
         "// vectorize_float4: elements 4 * vec_i .. 4 * vec_i + 3 through one float4 per pointer",
@@ -192,7 +224,8 @@ class VectorizeFloat4:
     title = "float4 loads and stores, four elements per thread"
     families = ("vectorize",)
 
-    def _sites(self, tree: Tree, candidate: Candidate, context: NodeContext) -> tuple[list[VectorSite], list[str]]:
+    def _sites(self, tree: Tree, candidate: Candidate,
+               context: NodeContext) -> tuple[list[VectorSite], list[str]]:
         sites, reasons = [], []
         for kernel in find_kernels(tree):
             site = vector_site(kernel, candidate, context)

@@ -70,12 +70,15 @@ def _halved_block(node: Node | None) -> str | None:
     if (operator(node), integer_literal(right)) not in (("/", 2), (">>", 1)):
         return None
     left = strip_parens(left)
-    return "blockDim.x" if is_builtin(left, "blockDim") else (text(left) if left.type == "identifier" else None)
+    if is_builtin(left, "blockDim"):
+        return "blockDim.x"
+    return text(left) if left.type == "identifier" else None
 
 
 def _halves(update: Node, variable: str) -> bool:
     update = strip_parens(update)
-    if update.type != "assignment_expression" or text(update.child_by_field_name("left") or update) != variable:
+    target = update.child_by_field_name("left")
+    if update.type != "assignment_expression" or target is None or text(target) != variable:
         return False
     right = update.child_by_field_name("right")
     if operator(update) in (">>=", "/="):
@@ -101,7 +104,7 @@ def _is_element(node: Node | None, array: str, tid: str) -> bool:
 def _is_partner(node: Node | None, array: str, tid: str, variable: str) -> bool:
     """a[tid + s] (or a[s + tid])."""
     found = _subscript(node)
-    if found is None or found[0] != array or found[1].type != "binary_expression" or operator(found[1]) != "+":
+    if found is None or found[0] != array or operator(found[1]) != "+":
         return False
     return sorted(text(strip_parens(n)) for n in operands(found[1])) == sorted((tid, variable))
 
@@ -110,7 +113,8 @@ def _combine(statement: Node, tid: str, variable: str) -> tuple[str, str] | None
     """(array, op) when the statement is a[t] += a[t + s], a[t] = a[t] + a[t + s] or fmaxf."""
     if statement.type == "compound_statement" and len(named_statements(statement)) == 1:
         statement = named_statements(statement)[0]
-    assignment = statement.named_children[0] if statement.type == "expression_statement" else None
+    expression = statement.type == "expression_statement" and statement.named_children
+    assignment = statement.named_children[0] if expression else None
     if assignment is None or assignment.type != "assignment_expression":
         return None
     left, right = assignment.child_by_field_name("left"), assignment.child_by_field_name("right")
@@ -126,12 +130,12 @@ def _combine(statement: Node, tid: str, variable: str) -> tuple[str, str] | None
         first, second = operands(right)
         ok = _is_element(first, array, tid) and _is_partner(second, array, tid, variable)
         return (array, "+") if ok else None
-    arguments = right.child_by_field_name("arguments")
-    if right.type == "call_expression" and arguments is not None and text(right.child_by_field_name("function")) == "fmaxf":
-        args = arguments.named_children
-        ok = len(args) == 2 and _is_element(args[0], array, tid) and _is_partner(args[1], array, tid, variable)
-        return (array, "fmaxf") if ok else None
-    return None
+    function, arguments = right.child_by_field_name("function"), right.child_by_field_name("arguments")
+    if right.type != "call_expression" or function is None or arguments is None or text(function) != "fmaxf":
+        return None
+    args = arguments.named_children
+    ok = len(args) == 2 and _is_element(args[0], array, tid) and _is_partner(args[1], array, tid, variable)
+    return (array, "fmaxf") if ok else None
 
 
 def _thread_index(node: Node, kernel: Kernel) -> str | None:
@@ -142,8 +146,9 @@ def _thread_index(node: Node, kernel: Kernel) -> str | None:
     if node.type != "identifier" or text(node) in assigned_identifiers(kernel.body):
         return None
     for declarator in (n for n in walk(kernel.body) if n.type == "init_declarator"):
-        name, value = declarator.child_by_field_name("declarator"), declarator.child_by_field_name("value")
-        if name is not None and text(name) == text(node) and value is not None and is_builtin(value, "threadIdx"):
+        name, value = (declarator.child_by_field_name(f) for f in ("declarator", "value"))
+        same = name is not None and text(name) == text(node)
+        if same and value is not None and is_builtin(value, "threadIdx"):
             return text(node)
     return None
 
@@ -161,15 +166,18 @@ def _shared_array_type(kernel: Kernel, array: str) -> str | None:
 
 
 def _is_barrier(statement: Node) -> bool:
-    call = statement.named_children[0] if statement.type == "expression_statement" and statement.named_children else None
-    function = call.child_by_field_name("function") if call is not None and call.type == "call_expression" else None
+    if statement.type != "expression_statement" or not statement.named_children:
+        return False
+    call = statement.named_children[0]
+    function = call.child_by_field_name("function") if call.type == "call_expression" else None
     return function is not None and text(function) == "__syncthreads"
 
 
 def _loop_head(loop: Node) -> tuple[str, str] | str:
     """(s, what s starts at half of) for `for (int s = <block> / 2; s > 0; s >>= 1)`."""
     init, condition, update = (loop.child_by_field_name(f) for f in ("initializer", "condition", "update"))
-    declarators = init.children_by_field_name("declarator") if init is not None and init.type == "declaration" else []
+    is_declaration = init is not None and init.type == "declaration"
+    declarators = init.children_by_field_name("declarator") if init is not None and is_declaration else []
     half = _halved_block(declarators[0].child_by_field_name("value")) if len(declarators) == 1 else None
     if half is None:
         return "the loop does not start at half the block size"
@@ -194,15 +202,17 @@ def tree_loop(loop: Node, kernel: Kernel) -> tuple[TreeLoop, str] | str:
     if len(statements) != 2 or statements[0].type != "if_statement" or not _is_barrier(statements[1]):
         return f"its body is not `if (tid < {variable}) ...; __syncthreads();`"
     branch = statements[0]
-    check = strip_parens(branch.child_by_field_name("condition").child_by_field_name("value"))
+    clause = branch.child_by_field_name("condition")
+    value = clause.child_by_field_name("value") if clause is not None else None
+    check = strip_parens(value) if value is not None else branch
     then = branch.child_by_field_name("consequence")
-    if branch.child_by_field_name("alternative") is not None or then is None or check.type != "binary_expression" or (
-            operator(check) != "<" or text(operands(check)[1]) != variable):
+    if branch.child_by_field_name("alternative") is not None or then is None or operator(check) != "<" or (
+            check.type != "binary_expression" or text(operands(check)[1]) != variable):
         return f"its branch is not `if (tid < {variable})` without else"
     tid = _thread_index(operands(check)[0], kernel)
     combined = _combine(then, tid, variable) if tid is not None else None
     if combined is None:
-        return f"its step is not a[tid] += a[tid + {variable}] (or = a[tid] + ..., or fmaxf) on the thread index"
+        return f"its step is not a[tid] += a[tid + {variable}] (or = a[tid] + ..., or fmaxf) on threadIdx.x"
     array, op = combined
     element = _shared_array_type(kernel, array)
     if element not in SHUFFLE_TYPES or (op == "fmaxf" and element != "float"):
@@ -218,7 +228,8 @@ def _later_use_problem(kernel: Kernel, found: TreeLoop) -> str | None:
             continue
         access = _subscript(node.parent)
         if access is None or integer_literal(access[1]) != 0:
-            return f"{found.array} is used after the loop other than as {found.array}[0] (line {node.start_point.row + 1})"
+            line = node.start_point.row + 1
+            return f"{found.array} is used after the loop other than as {found.array}[0] (line {line})"
     clash = {"warp_value", "offset"} & {text(n) for n in identifiers(kernel.definition)}
     return f"{kernel.name} already uses the name {sorted(clash)[0]}" if clash else None
 
@@ -234,7 +245,7 @@ def block_problem(kernel: Kernel, candidate: Candidate, half: str) -> tuple[str 
             return None, f"launches[{index}] does not use a one-dimensional block of constant size"
         threads = expr.evaluate_int(block, candidate.tunables)
         if threads < MIN_BLOCK or threads & (threads - 1):
-            return None, f"launches[{index}] uses blocks of {threads} threads, not a power of two >= {MIN_BLOCK}"
+            return None, f"launches[{index}] uses blocks of {threads} threads, not a power of two >= 64"
         if half != "blockDim.x" and block != half:
             return None, f"the loop starts at {half} / 2 but launches[{index}] uses blocks of {block}"
     names = {str(launch.block[0]).strip() for _, launch in launches}
@@ -245,7 +256,8 @@ def block_problem(kernel: Kernel, candidate: Candidate, half: str) -> tuple[str 
 def _warp_tail(found: TreeLoop, indent: str) -> str:
     t, a = found.tid, found.array
     if found.op == "+":
-        first, step = f"{a}[{t}] + {a}[{t} + 32]", "warp_value += __shfl_down_sync(0xffffffffu, warp_value, offset);"
+        first = f"{a}[{t}] + {a}[{t} + 32]"
+        step = "warp_value += __shfl_down_sync(0xffffffffu, warp_value, offset);"
     else:
         first = f"fmaxf({a}[{t}], {a}[{t} + 32])"
         step = "warp_value = fmaxf(warp_value, __shfl_down_sync(0xffffffffu, warp_value, offset));"
@@ -264,14 +276,15 @@ class WarpShuffleReduce:
     title = "Warp shuffles for the last 32 partial results of a block reduction"
     families = ("warp_reduce",)
 
-    def _sites(self, tree: Tree, candidate: Candidate) -> tuple[list[tuple[Kernel, TreeLoop, str | None]], list[str]]:
+    def _sites(self, tree: Tree,
+               candidate: Candidate) -> tuple[list[tuple[Kernel, TreeLoop, str | None]], list[str]]:
         sites, reasons = [], []
         for kernel in find_kernels(tree):
             loops = [n for n in walk(kernel.body) if n.type == "for_statement"]
             found = [tree_loop(loop, kernel) for loop in loops]
             matches = [f for f in found if not isinstance(f, str)]
             if len(matches) != 1:
-                detail = "; ".join(f for f in found if isinstance(f, str)) or "no for loops"
+                detail = "; ".join(dict.fromkeys(f for f in found if isinstance(f, str))) or "no for loops"
                 reasons.append(f"{kernel.name}: no single textbook tree-reduction loop ({detail})")
                 continue
             loop, half = matches[0]
@@ -293,7 +306,8 @@ class WarpShuffleReduce:
         edits = []
         for kernel, found, tunable in sites:
             edits.append(Edit(found.condition.start_byte, found.condition.end_byte, f"{found.variable} > 32"))
-            edits.append(Edit(found.loop.end_byte, found.loop.end_byte, _warp_tail(found, indent_of(source, found.loop))))
+            tail = _warp_tail(found, indent_of(source, found.loop))
+            edits.append(Edit(found.loop.end_byte, found.loop.end_byte, tail))
             if tunable is not None:
                 first = kernel.body.named_children[0]
                 edits.append(Edit(first.start_byte, first.start_byte, (
