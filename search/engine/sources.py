@@ -9,8 +9,6 @@ registers, not the work, limit how many warps an SM can hold.
 
 from __future__ import annotations
 
-import difflib
-import json
 import math
 import re
 from dataclasses import dataclass, replace
@@ -19,6 +17,7 @@ from profiling.harness import expr, tasks
 from profiling.harness.candidate import Candidate, CandidateError
 from profiling.harness.gate import check_plan
 from profiling.harness.spec import Task
+from search.engine.diffs import candidate_diff
 
 from .types import Measurement, NodeContext, Proposal
 
@@ -76,19 +75,6 @@ _KINDS: tuple[tuple[re.Pattern[str], TunableKind], ...] = (
 def tunable_kind(name: str) -> TunableKind | None:
     """The range and meaning a tunable's name suggests, or None for names we do not know."""
     return next((kind for pattern, kind in _KINDS if pattern.fullmatch(name.upper())), None)
-
-
-def candidate_diff(parent: Candidate, child: Candidate) -> str:
-    """Unified diff of the source and of the plan JSON, child against parent."""
-    parts = []
-    if parent.source != child.source:
-        parts += difflib.unified_diff(parent.source.splitlines(keepends=True),
-                                      child.source.splitlines(keepends=True), "a/kernel.cu", "b/kernel.cu")
-    before, after = (json.dumps(c.plan_dict(), indent=2, sort_keys=True) + "\n" for c in (parent, child))
-    if before != after:
-        parts += difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
-                                      "a/plan.json", "b/plan.json")
-    return "".join(parts)
 
 
 def launch_limits_problem(task: Task, candidate: Candidate) -> str | None:

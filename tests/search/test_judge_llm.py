@@ -194,9 +194,9 @@ def test_proposals_are_materialised_with_their_source_diff_and_the_llms_prior(ll
     assert vectorized.candidate.source == VECTORIZED  # code fences stripped
     assert "+    if (i + 3 < n) {" in vectorized.diff
     assert "-        y[i] = fmaxf(x[i], 0.0f);" in vectorized.diff
-    assert '+    "cdiv(n, 4 * BLOCK)"' in vectorized.diff
+    assert '+        "cdiv(n, 4 * BLOCK)"' in vectorized.diff
     assert bigger.families == ("occupancy",) and bigger.params["ignored_families"] == ["magic"]
-    assert '-  "BLOCK": 256' in bigger.diff and "kernel.cu" not in bigger.diff
+    assert '-    "BLOCK": 256' in bigger.diff and "kernel.cu" not in bigger.diff
     assert judge.score(vectorized, diagnosis) == pytest.approx(0.8)  # its stated confidence
     assert judge.score(bigger, diagnosis) == pytest.approx(1 / 4)  # last of four, by rank
     stranger = Proposal("rewrite:x", "other", "r", context.candidate, families=("vectorize",))

@@ -9,8 +9,6 @@ out the judge raises JudgeError, and stays usable for the next call.
 
 from __future__ import annotations
 
-import difflib
-import json
 import os
 import time
 from collections.abc import Callable, Mapping
@@ -21,6 +19,7 @@ import openai
 
 from profiling.harness.candidate import Candidate, CandidateError
 
+from ..diffs import candidate_diff
 from ..types import FAMILIES, Diagnosis, JudgeError, NodeContext, Proposal
 from . import prompts
 from .prompts import MalformedReply
@@ -272,21 +271,6 @@ class LLMJudge:
         self.dropped.append({"title": title, "reason": reason})
         if self.transcript:  # the reply this came from: the UI shows it beside the reply
             self.transcript[-1].setdefault("dropped", []).append({"title": title, "reason": reason})
-
-
-def candidate_diff(parent: Candidate, child: Candidate) -> str:
-    """Unified diff of the source, then of the plan (as sorted, indented JSON)."""
-    def plan_lines(candidate: Candidate) -> list[str]:
-        return json.dumps(candidate.plan_dict(), indent=1, sort_keys=True).splitlines(keepends=True)
-
-    source = difflib.unified_diff(parent.source.splitlines(keepends=True),
-                                  child.source.splitlines(keepends=True), "a/kernel.cu", "b/kernel.cu")
-    plan = difflib.unified_diff(plan_lines(parent), plan_lines(child), "a/plan.json", "b/plan.json")
-    return "".join(_terminated(line) for line in [*source, *plan])
-
-
-def _terminated(line: str) -> str:
-    return line if line.endswith("\n") else line + "\n"
 
 
 def _prior(confidence: Any, rank: int, count: int) -> float:
