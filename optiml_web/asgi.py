@@ -1,4 +1,4 @@
-"""ASGI entry point: HTTP through Django; websockets routed by Channels (none yet)."""
+"""ASGI entry point: HTTP through Django; websockets (live run views) routed by Channels."""
 
 import os
 
@@ -12,7 +12,7 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
-websocket_urlpatterns: list = []  # the live run view adds its consumers here
+from search.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
     {

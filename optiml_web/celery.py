@@ -15,5 +15,7 @@ app = Celery("optiml")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.conf.task_routes = {
     "profiling.evaluate_candidate": {"queue": "gpu"},
+    # A run's search evaluates its candidates in-process, so it runs where the GPU is.
+    "search.drive_run": {"queue": "gpu"},
 }
 app.autodiscover_tasks()

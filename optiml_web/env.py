@@ -47,6 +47,19 @@ def env_int(name: str, default: int, *, environ: Mapping[str, str] = os.environ)
         raise ImproperlyConfigured(f"{name}={raw!r} is not an integer") from None
 
 
+def env_float(name: str, default: float, *, environ: Mapping[str, str] = os.environ) -> float:
+    raw = environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}={raw!r} is not a number") from None
+    if value < 0 or value != value:  # negative, or NaN
+        raise ImproperlyConfigured(f"{name}={raw!r} must be a number of at least 0")
+    return value
+
+
 def env_secret(
     name: str, default: str | None = None, *, environ: Mapping[str, str] = os.environ
 ) -> str | None:

@@ -11,6 +11,7 @@ from optiml_web.env import (
     celery_broker,
     channel_layers,
     env_bool,
+    env_float,
     env_int,
     env_secret,
     env_str,
@@ -39,6 +40,9 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "channels",
     "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "accounts",
     "profiling",
     "search",
     "lineage",
@@ -98,11 +102,45 @@ TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
 
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "login"
+# An exported trajectory carries every node's full verdict (tens of kB each); importing
+# one of a few hundred nodes must fit. Django's default (2.5 MB) does not.
+DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("OPTIML_MAX_UPLOAD_MB", 64) * 1024 * 1024
+
+REST_FRAMEWORK = {
+    # Pages and API share the browser's session; SessionAuthentication checks CSRF on writes.
+    "DEFAULT_AUTHENTICATION_CLASSES": ["rest_framework.authentication.SessionAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "OptiML Studio API",
+    "DESCRIPTION": "Runs, their search trees, node evidence, share links and live events.",
+    "VERSION": "0.1.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    # Swagger UI's files come from the sidecar package, not a CDN.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+}
+
 STATIC_URL = "static/"
 STATIC_ROOT = Path(env_str("OPTIML_STATIC_ROOT", str(VAR_DIR / "static")))
+# The browser bundle, built by `make frontend` (vite: frontend/ -> frontend/dist/).
+STATICFILES_DIRS = [BASE_DIR / "frontend" / "dist"]
 
 REDIS_URL = env_secret("REDIS_URL") or ""
 CHANNEL_LAYERS = channel_layers(REDIS_URL)
+# Live run views: seconds between looks at the database for new events. The embedded
+# default keeps channel groups in memory, which the worker (another process) cannot
+# reach, so the web process looks itself: one cheap query per watched run, shared by
+# all its viewers. With Redis the worker's group messages arrive, and 0 turns looking off.
+OPTIML_LIVE_POLL_S = env_float("OPTIML_LIVE_POLL_S", 0.0 if REDIS_URL else 0.1)
+# Events reaching a viewer within this many seconds go out in one websocket frame: a
+# burst of a run's events costs a browser at most 1 / OPTIML_LIVE_COALESCE_S frames a second.
+OPTIML_LIVE_COALESCE_S = env_float("OPTIML_LIVE_COALESCE_S", 0.2)
 # Read by optiml_web/celery.py through config_from_object(namespace="CELERY").
 CELERY_BROKER_URL, CELERY_BROKER_TRANSPORT_OPTIONS = celery_broker(REDIS_URL, VAR_DIR)
 # Results live in Evaluation rows, so Celery keeps none.

@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from search.models import Run, RunEvent, RunNode
+from search.models import Run, RunEvent, RunNode, ShareLink
 
 
 class RunNodeInline(admin.TabularInline):
@@ -12,12 +12,22 @@ class RunNodeInline(admin.TabularInline):
     show_change_link = True
 
 
+class ShareLinkInline(admin.TabularInline):
+    model = ShareLink
+    fields = ["created", "created_by", "revoked_at"]
+    readonly_fields = ["created", "created_by"]
+    extra = 0
+    can_delete = False
+
+
 @admin.register(Run)
 class RunAdmin(admin.ModelAdmin):
-    list_display = ["id", "task", "status", "judge", "evaluated", "budget", "root_ms", "best_ms", "created"]
-    list_filter = ["status", "task", "judge"]
+    list_display = ["id", "task", "status", "judge", "evaluated", "budget", "root_ms", "best_ms",
+                    "created_by", "team", "imported", "created"]
+    list_filter = ["status", "task", "judge", "imported", "team"]
+    search_fields = ["intent", "created_by__username"]
     readonly_fields = ["state", "next_seq", "created", "updated"]
-    inlines = [RunNodeInline]
+    inlines = [ShareLinkInline, RunNodeInline]
 
 
 @admin.register(RunNode)
@@ -33,3 +43,13 @@ class RunEventAdmin(admin.ModelAdmin):
     list_display = ["run", "seq", "kind", "created"]
     list_filter = ["kind"]
     readonly_fields = ["run", "seq", "kind", "data", "created"]
+
+
+@admin.register(ShareLink)
+class ShareLinkAdmin(admin.ModelAdmin):
+    """Tokens are never shown (only their hashes are stored); a link is revoked by setting
+    revoked_at."""
+
+    list_display = ["id", "run", "created_by", "created", "revoked_at"]
+    list_filter = ["revoked_at"]
+    readonly_fields = ["run", "token_hash", "created_by", "created"]

@@ -8,6 +8,8 @@ its last sequence number. Writes go through search.services, reads through selec
 
 from __future__ import annotations
 
+import hashlib
+
 from django.conf import settings
 from django.db import models
 
@@ -39,6 +41,11 @@ class Run(models.Model):
     next_seq = models.PositiveBigIntegerField(default=1)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
                                    on_delete=models.SET_NULL, related_name="runs")
+    # Visible to its creator and, when set, to every member of this team.
+    team = models.ForeignKey("accounts.Team", null=True, blank=True, on_delete=models.SET_NULL,
+                             related_name="runs")
+    intent = models.TextField(blank=True)  # what the user asked for, in words
+    imported = models.BooleanField(default=False)  # rebuilt from an exported trajectory: read-only
     created = models.DateTimeField(auto_now_add=True)
     updated = models.DateTimeField(auto_now=True)
 
@@ -50,6 +57,29 @@ class Run(models.Model):
         if self.root_ms and self.best_ms:
             return self.root_ms / self.best_ms
         return None
+
+
+class ShareLink(models.Model):
+    """A read-only link to a run. Only the token's SHA-256 is stored: the raw token is shown
+    once, when the link is made, and a leaked database does not open any run."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="shares")
+    token_hash = models.CharField(max_length=64, unique=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                   on_delete=models.SET_NULL, related_name="+")
+    created = models.DateTimeField(auto_now_add=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["run", "-created"]
+
+    @staticmethod
+    def digest(token: str) -> str:
+        return hashlib.sha256(token.encode()).hexdigest()
+
+    def __str__(self) -> str:
+        state = "revoked" if self.revoked_at else "open"
+        return f"share {self.pk} of run {self.run_id} ({state})"
 
 
 class RunNode(models.Model):

@@ -1,35 +1,128 @@
-"""Reads for optimisation runs."""
+"""Reads for optimisation runs: who may see which run, its nodes, events and summary."""
 
 from __future__ import annotations
 
-from search.models import Run, RunEvent, RunNode
+from django.db.models import Q, QuerySet
+
+from accounts.models import Membership
+from accounts.selectors import user_team_ids
+from search.engine.explain import why_faster
+from search.engine.tree import Tree
+from search.models import Run, RunEvent, RunNode, ShareLink
+
+
+def runs_visible_to(*, user) -> QuerySet[Run]:
+    """A run is visible to its creator and to every member of its team."""
+    if not user.is_authenticated:
+        return Run.objects.none()
+    return Run.objects.filter(Q(created_by=user) | Q(team_id__in=user_team_ids(user=user)))
+
+
+def run_list(*, user, task: str = "", status: str = "", mine: bool = False,
+             team: int | None = None) -> QuerySet[Run]:
+    runs = runs_visible_to(user=user).select_related("task", "created_by")
+    if task:
+        runs = runs.filter(task__name=task)
+    if status:
+        runs = runs.filter(status=status)
+    if mine:
+        runs = runs.filter(created_by=user)
+    if team is not None:
+        runs = runs.filter(team_id=team)
+    return runs.order_by("-created", "-pk")
+
+
+def run_visible(*, user, run_id: int) -> Run | None:
+    """The run if `user` may see it; None both when it does not exist and when it is not
+    theirs to see, so a stranger cannot tell the two apart."""
+    return runs_visible_to(user=user).select_related("task", "created_by").filter(pk=run_id).first()
+
+
+def run_controllable_by(*, run: Run, user) -> bool:
+    """Pausing, stopping and sharing: the creator, or an admin of the run's team. An
+    imported run is a record, not a search: nobody drives it."""
+    if run.imported or not user.is_authenticated:
+        return False
+    if run.created_by_id == user.pk:
+        return True
+    return run.team_id is not None and run.team_id in user_team_ids(user=user, role=Membership.Role.ADMIN)
+
+
+def share_open(*, token: str) -> ShareLink | None:
+    """The open share link with this token; None for an unknown or revoked one."""
+    if not token:
+        return None
+    return (ShareLink.objects.select_related("run__task", "run__created_by")
+            .filter(token_hash=ShareLink.digest(token), revoked_at__isnull=True).first())
+
+
+def run_for_share_token(*, token: str) -> Run | None:
+    """The run an open share link points at; None for an unknown or revoked token."""
+    link = share_open(token=token)
+    return link.run if link else None
+
+
+def share_list(*, run: Run) -> list[ShareLink]:
+    return list(ShareLink.objects.filter(run=run).select_related("created_by").order_by("-created"))
 
 
 def run_nodes(*, run: Run) -> list[RunNode]:
     return list(RunNode.objects.filter(run=run).order_by("node_id"))
 
 
-def run_events_after(*, run: Run, seq: int) -> list[RunEvent]:
-    """Everything a client that has seen up to `seq` missed, in order."""
-    return list(RunEvent.objects.filter(run=run, seq__gt=seq).order_by("seq"))
+def run_node(*, run: Run, node_id: int) -> RunNode | None:
+    return (RunNode.objects.select_related("candidate", "evaluation")
+            .filter(run=run, node_id=node_id).first())
+
+
+def run_events_after(*, run: Run | int, seq: int, limit: int | None = None) -> list[RunEvent]:
+    """Everything a client that has seen up to `seq` missed, in order (the first `limit`)."""
+    events = RunEvent.objects.filter(run=run, seq__gt=seq).order_by("seq")
+    return list(events[:limit] if limit else events)
+
+
+def run_last_seq(*, run_id: int) -> int:
+    """The sequence number of a run's latest event (0 for none, or no such run)."""
+    next_seq = Run.objects.filter(pk=run_id).values_list("next_seq", flat=True).first()
+    return (next_seq or 1) - 1
+
+
+def run_why(*, run: Run) -> list[dict]:
+    """search.engine.explain.why_faster over the stored tree: the steps root -> best."""
+    tree_data = (run.state or {}).get("tree")
+    return why_faster(Tree.from_dict(tree_data)) if tree_data else []
+
+
+def run_queue(*, run: Run) -> dict:
+    """Progress, and how many runs are ahead of this one on the GPU queue (runs still
+    running that were made earlier: each holds the GPU worker until it is done)."""
+    pending = RunNode.objects.filter(run=run, state="pending").count()
+    ahead = 0
+    if run.status == Run.Status.RUNNING:
+        ahead = Run.objects.filter(status=Run.Status.RUNNING, pk__lt=run.pk, imported=False).count()
+    return {"pending": pending, "evaluated": run.evaluated, "budget": run.budget, "ahead": ahead}
 
 
 def run_trajectory(*, run: Run) -> dict:
-    """The whole run as JSON: what the search did, node by node, for export and sharing."""
+    """The whole run as JSON: what the search did, node by node, for export and sharing.
+    search.importing.parse_trajectory reads it back."""
     return {
+        "format": "optiml-trajectory", "version": 1,
         "run": {"id": run.pk, "task": run.task.name, "status": run.status, "judge": run.judge,
                 "sources": run.sources, "budget": run.budget, "seed": run.seed,
                 "evaluated": run.evaluated, "root_ms": run.root_ms, "best_ms": run.best_ms,
                 "best_node": run.best_node, "best_found_at": run.best_found_at,
                 "speedup": run.speedup, "vendor_ms": run.task.vendor_ms,
-                "gpu_seconds": run.gpu_seconds},
+                "gpu_seconds": run.gpu_seconds, "intent": run.intent},
         "nodes": [
             {"id": n.node_id, "parentId": n.parent_id, "state": n.state, "source": n.source,
              "title": n.title, "rationale": n.rationale, "diff": n.diff, "status": n.status,
              "guard": n.guard, "time_ms": n.time_ms, "spread_ms": n.spread_ms, "reward": n.reward,
              "visits": n.visits, "value": n.value, "prior": n.prior,
              "candidate_hash": n.candidate.content_hash, **n.detail}
-            for n in run_nodes(run=run)
+            for n in RunNode.objects.filter(run=run).select_related("candidate").order_by("node_id")
         ],
+        "events": [{"seq": e.seq, "kind": e.kind, "data": e.data}
+                   for e in run_events_after(run=run, seq=0)],
         "state": run.state,
     }

@@ -1,4 +1,4 @@
-"""Writes for optimisation runs: create, step, drive, pause/resume/stop.
+"""Writes for optimisation runs: create, step, drive, pause/resume/stop, share, import.
 
 A run's truth is its rows: `Run.state` is the engine's serialised Search; each step
 loads it under a row lock, asks for candidates, evaluates them through the gate's
@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import secrets
 from collections.abc import Callable
 
 from django.conf import settings
 from django.db import transaction
+from django.utils import timezone
 
 from profiling import services as gate_services
 from profiling.evaluators import Evaluator, get_evaluator, options_from_dict, options_to_dict
@@ -23,16 +25,23 @@ from profiling.harness.candidate import Candidate as HarnessCandidate
 from profiling.harness.gate import GateOptions
 from profiling.models import Evaluation
 from profiling.serialization import json_safe
+from search import broadcast
 from search.engine.evaluators import measurement_from_verdict
 from search.engine.search import Search, SearchConfig
 from search.engine.types import Measurement
-from search.models import Run, RunEvent, RunNode
+from search.importing import ParsedTrajectory
+from search.models import Run, RunEvent, RunNode, ShareLink
 
 EventSink = Callable[[RunEvent], None]
 
 
 class RunError(ValueError):
-    """A run cannot be created or moved as asked; the message says why."""
+    """A run cannot be created or moved as asked; the message says why, and `field` which
+    input it is about (None when it is about the run's state)."""
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
 
 
 def judges_for(choice: str):
@@ -44,33 +53,44 @@ def judges_for(choice: str):
         return rules, rules
     if choice == "llm":
         return LLMJudge.from_env(), rules
-    raise RunError(f"unknown judge {choice!r}: use 'rules' or 'llm'")
+    raise RunError(f"unknown judge {choice!r}: use 'rules' or 'llm'", field="judge")
 
 
-def configured_sources() -> list:
+def configured_sources(names: list[str] | None = None) -> list:
     """Proposal sources named in settings (dotted paths), e.g. a skill-card source that
-    the lineage app provides: search never imports lineage itself."""
+    the lineage app provides: search never imports lineage itself. With `names`, only
+    those (by their `name`); an unknown name is a RunError."""
     sources = []
     for path in settings.OPTIML_PROPOSAL_SOURCES:
         module_name, _, class_name = path.rpartition(".")
         sources.append(getattr(importlib.import_module(module_name), class_name)())
-    return sources
+    if names is None:
+        return sources
+    unknown = set(names) - {source.name for source in sources}
+    if unknown:
+        known = ", ".join(source.name for source in sources)
+        raise RunError(f"unknown proposal source {', '.join(sorted(unknown))}; configured: {known}",
+                       field="sources")
+    return [source for source in sources if source.name in names]
 
 
 def _search_for(run: Run) -> Search:
     judge, fallback = judges_for(run.judge.split(":")[0])
-    return Search.from_dict(run.state, judge, configured_sources(), fallback_judge=fallback)
+    # The sources the run was made with, as long as they are still configured.
+    sources = [source for source in configured_sources() if source.name in run.sources]
+    return Search.from_dict(run.state, judge, sources, fallback_judge=fallback)
 
 
 @transaction.atomic
 def run_create(*, task_name: str, source: str, plan: dict, budget: int, judge: str = "rules",
-               seed: int = 0, gate_options: GateOptions | None = None, user=None) -> Run:
+               seed: int = 0, gate_options: GateOptions | None = None, user=None,
+               team=None, intent: str = "", source_names: list[str] | None = None) -> Run:
     spec = task_registry.get(task_name)  # UnknownTask names the known ones
     if budget < 1:
-        raise RunError("the budget must be at least one evaluation")
+        raise RunError("the budget must be at least one evaluation", field="budget")
     root = HarnessCandidate.from_source_and_plan(source, plan)  # CandidateError says which field
     judge_obj, fallback = judges_for(judge)
-    search = Search(task_name, root, judge=judge_obj, sources=configured_sources(),
+    search = Search(task_name, root, judge=judge_obj, sources=configured_sources(source_names),
                     fallback_judge=fallback, config=SearchConfig(budget=budget, seed=seed),
                     tolerance_allows_fast_math=_fast_math_allowed(spec))
     # A fixed seed for the gate's inputs lets the run reuse them between candidates.
@@ -79,7 +99,8 @@ def run_create(*, task_name: str, source: str, plan: dict, budget: int, judge: s
         task=gate_services.task_get_or_sync(name=task_name),
         root_candidate=gate_services.candidate_get_or_create(source=source, plan=plan),
         judge=judge_obj.name, sources=[s.name for s in search.sources], budget=budget, seed=seed,
-        gate_options=options_to_dict(options), state=json_safe(search.to_dict()), created_by=user)
+        gate_options=options_to_dict(options), state=json_safe(search.to_dict()), created_by=user,
+        team=team, intent=intent)
     _append(run, "run_created", {"task": task_name, "budget": budget, "judge": judge_obj.name})
     run.save()
     return run
@@ -179,9 +200,11 @@ def _upsert_node(run: Run, node) -> None:
 
 
 def _append(run: Run, kind: str, data: dict) -> RunEvent:
-    """Append under the run's row lock (held by the caller): seq has no gaps or repeats."""
+    """Append under the run's row lock (held by the caller): seq has no gaps or repeats.
+    Viewers hear of it once it commits."""
     event = RunEvent.objects.create(run=run, seq=run.next_seq, kind=kind, data=json_safe(data))
     run.next_seq += 1
+    broadcast.event_after_commit(run_id=run.pk, seq=event.seq, kind=kind, data=event.data)
     return event
 
 
@@ -213,5 +236,100 @@ def run_set_status(*, run_id: int, status: str) -> Run:
         raise RunError(f"a {run.status} run cannot become {status}")
     run.status = status
     _append(run, "run_status", {"status": status})
+    run.save()
+    return run
+
+
+@transaction.atomic
+def run_launch(*, task_name: str, source: str, plan: dict, budget: int, judge: str = "rules",
+               seed: int = 0, user=None, team=None, intent: str = "",
+               source_names: list[str] | None = None) -> Run:
+    """Create a run and queue its search on the GPU worker once the run is committed."""
+    from search.tasks import drive_run_enqueue  # tasks import services: import here
+
+    run = run_create(task_name=task_name, source=source, plan=plan, budget=budget, judge=judge,
+                     seed=seed, user=user, team=team, intent=intent, source_names=source_names)
+    drive_run_enqueue(run_id=run.pk)
+    return run
+
+
+CONTROLS = {"pause": Run.Status.PAUSED, "resume": Run.Status.RUNNING, "stop": Run.Status.STOPPED}
+
+
+@transaction.atomic
+def run_control(*, run_id: int, action: str) -> Run:
+    """pause, resume or stop; a resumed run goes back on the GPU queue."""
+    from search.tasks import drive_run_enqueue
+
+    if action not in CONTROLS:
+        raise RunError(f"unknown action {action!r}: use pause, resume or stop")
+    run = run_set_status(run_id=run_id, status=CONTROLS[action])
+    if run.status == Run.Status.RUNNING:
+        drive_run_enqueue(run_id=run.pk)
+    return run
+
+
+@transaction.atomic
+def run_fail(*, run_id: int, message: str) -> Run | None:
+    """Record that driving a run broke: a state people can see, not a lost traceback."""
+    run = Run.objects.select_for_update().filter(pk=run_id).first()
+    if run is None or run.status not in (Run.Status.RUNNING, Run.Status.PAUSED):
+        return run
+    run.status, run.message = Run.Status.FAILED, message
+    _append(run, "run_status", {"status": Run.Status.FAILED, "message": message})
+    run.save()
+    return run
+
+
+# -- share links ------------------------------------------------------------------------
+
+
+@transaction.atomic
+def share_create(*, run: Run, user=None) -> tuple[ShareLink, str]:
+    """A new read-only link; returns it and its raw token, which is not stored anywhere."""
+    token = secrets.token_urlsafe(32)  # 256 random bits
+    link = ShareLink.objects.create(run=run, token_hash=ShareLink.digest(token), created_by=user)
+    return link, token
+
+
+def share_revoke(*, run: Run, share_id: int) -> bool:
+    """Revoke a link of `run`; False when it has no such open link."""
+    # Conditional update: revoking twice, or from two tabs at once, changes one row once.
+    revoked = bool(ShareLink.objects.filter(pk=share_id, run=run, revoked_at__isnull=True)
+                   .update(revoked_at=timezone.now()))
+    if revoked:
+        broadcast.share_revoked_after_commit(run_id=run.pk, share_id=share_id)
+    return revoked
+
+
+# -- import -----------------------------------------------------------------------------
+
+
+@transaction.atomic
+def run_import(*, trajectory: ParsedTrajectory, user=None, team=None) -> Run:
+    """A read-only run rebuilt from an exported trajectory (checked by
+    search.importing.parse_trajectory): its nodes from the search state, its events from
+    the file. One transaction: a failure leaves nothing behind. No Evaluation rows are
+    made, so an imported file can never pose as a measurement for later searches."""
+    search = trajectory.search
+    root = search.tree.root.proposal.candidate
+    run = Run.objects.create(
+        task=gate_services.task_get_or_sync(name=search.task),
+        root_candidate=gate_services.candidate_get_or_create(source=root.source, plan=root.plan_dict()),
+        judge=trajectory.judge, sources=trajectory.sources, budget=search.config.budget,
+        seed=search.config.seed, gate_options={}, status=Run.Status.FINISHED,
+        message=f"imported from run {trajectory.original_id}" if trajectory.original_id else "imported",
+        state=trajectory.state, gpu_seconds=trajectory.gpu_seconds, created_by=user, team=team,
+        imported=True, intent=trajectory.intent)
+    for node_id in sorted(search.tree.nodes):
+        _upsert_node(run, search.tree[node_id])
+    RunEvent.objects.bulk_create(RunEvent(run=run, seq=seq, kind=kind, data=data)
+                                 for seq, (kind, data) in enumerate(trajectory.events, start=1))
+    run.next_seq = len(trajectory.events) + 1
+    _append(run, "run_imported", {"from_run": trajectory.original_id})
+    summary = search.summary()  # the state is kept as given: _save would re-serialise it
+    run.evaluated = search.evaluations
+    run.root_ms, run.best_ms = summary["root_time_ms"], summary["best_time_ms"]
+    run.best_node, run.best_found_at = summary["best_id"], summary["best_found_at_evaluation"]
     run.save()
     return run

@@ -132,7 +132,10 @@ def _dims(where: str, value: Any) -> tuple[str | int, ...]:
     for dim in value:
         if isinstance(dim, bool) or not isinstance(dim, str | int):
             raise CandidateError(f"{where} holds {dim!r}, not an expression")
-        expr.names_in(dim)  # raises on syntax errors now rather than at launch
+        try:
+            expr.names_in(dim)  # syntax errors now, with the field's name, not at launch
+        except expr.ExpressionError as error:
+            raise CandidateError(f"{where}: {error}") from None
     return tuple(value)
 
 

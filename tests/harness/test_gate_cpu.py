@@ -105,3 +105,8 @@ def test_a_host_without_nvcc_is_an_error_of_the_host_not_a_rejection(monkeypatch
     verdict = evaluate("relu", naive("relu"))
     assert verdict.status == "error" and verdict.guard is None
     assert "nvcc is not installed" in verdict.message
+
+
+def test_an_expression_that_does_not_parse_is_a_candidate_error_naming_the_field():
+    with pytest.raises(CandidateError, match=r"launches\[0\].grid: cannot parse"):
+        Candidate.from_dict({"source": "x", "launches": [{"kernel": "k", "grid": ["cdiv(n,"], "block": [1]}]})

@@ -114,3 +114,59 @@ def store(db):
         )
 
     return store
+
+
+# -- runs, users and teams for the API and live-view tests -------------------------------
+
+RUN_RECORDING = Path(__file__).resolve().parents[1] / "fixtures" / "recorded" / "h200-relu-naive.json"
+
+
+@pytest.fixture
+def people(db, settings):
+    """alice makes runs; bob is in her team; dana is an admin of it; carol is a stranger."""
+    from django.contrib.auth import get_user_model
+
+    from accounts import services as accounts
+
+    # A deliberately slow hash is for real passwords; these make tests wait for nothing.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+    make = get_user_model().objects.create_user
+    alice, bob, carol, dana = (make(name, password=f"{name}-secret-1") for name in
+                               ("alice", "bob", "carol", "dana"))
+    team = accounts.team_create(name="kernels", admin=dana)
+    for member in (alice, bob):
+        accounts.membership_set(team=team, user=member)
+    return {"alice": alice, "bob": bob, "carol": carol, "dana": dana, "team": team}
+
+
+@pytest.fixture
+def api():
+    """api(user) -> a DRF test client signed in as `user` (None: signed out)."""
+    from rest_framework.test import APIClient
+
+    def client_for(user=None, **kwargs):
+        client = APIClient(**kwargs)
+        if user is not None:
+            client.force_login(user)
+        return client
+
+    return client_for
+
+
+@pytest.fixture
+def relu_run(db):
+    """relu_run(budget, user=..., team=..., drive=True) -> a run over the real H200
+    recording of the naive relu kernel (its children have no recording: failed nodes)."""
+    from profiling.harness import tasks as task_registry
+    from search import services
+
+    def make(budget: int = 3, *, drive: bool = True, **fields):
+        relu = task_registry.get("relu")
+        run = services.run_create(task_name="relu", source=relu.naive_source, plan=relu.naive_plan,
+                                  budget=budget, **fields)
+        if drive:
+            run = services.run_drive(run_id=run.pk, evaluator=RecordedEvaluator(RUN_RECORDING))
+        return run
+
+    return make

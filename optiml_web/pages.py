@@ -1,0 +1,37 @@
+"""The browser pages. Thin: each renders a template that names its page; the front end
+(frontend/, built into frontend/dist/ and served as static files) draws everything from
+the API. Access to a run is the API's to decide: a page only asks for a signed-in user,
+and the share page not even that (its token is checked by /api/shared/<token>/)."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.csrf import ensure_csrf_cookie
+
+
+def home(request: HttpRequest) -> HttpResponse:
+    return redirect("runs")
+
+
+@login_required
+@ensure_csrf_cookie
+def runs(request: HttpRequest) -> HttpResponse:
+    return render(request, "runs.html", {"page": "runs"})
+
+
+@login_required
+@ensure_csrf_cookie
+def new_run(request: HttpRequest) -> HttpResponse:
+    return render(request, "new_run.html", {"page": "new-run"})
+
+
+@login_required
+@ensure_csrf_cookie
+def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
+    return render(request, "run.html", {"page": "run", "run_id": run_id})
+
+
+def shared_run(request: HttpRequest, token: str) -> HttpResponse:
+    return render(request, "share.html", {"page": "share", "token": token})

@@ -1,0 +1,306 @@
+"""The run API: thin views over search.services (writes) and search.selectors (reads).
+
+A run another user may not see answers 404, exactly like a run that does not exist.
+Share-link views (/api/shared/<token>/...) need no login and only read.
+"""
+
+from __future__ import annotations
+
+from django.http import FileResponse, Http404
+from django.urls import reverse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import permissions, status
+from rest_framework.exceptions import PermissionDenied, ValidationError
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from accounts.models import Team
+from accounts.selectors import user_team_ids
+from profiling.harness import tasks as task_registry
+from profiling.harness.candidate import CandidateError
+from profiling.harness.expr import ExpressionError
+from search import inspector, selectors, services
+from search.engine.judges import LLMConfigError
+from search.importing import TrajectoryError, parse_trajectory
+from search.models import Run
+from search.serializers import (
+    ErrorSerializer,
+    EventSerializer,
+    NodeDetailSerializer,
+    NodeRowSerializer,
+    RunCreatedSerializer,
+    RunCreateSerializer,
+    RunDetailSerializer,
+    RunSerializer,
+    ShareCreatedSerializer,
+    SharedRunSerializer,
+    ShareSerializer,
+    SourceSerializer,
+)
+
+AFTER = OpenApiParameter("after", int, description="the last seq the client has (default 0)")
+
+
+def _visible_run(request: Request, run_id: int) -> Run:
+    run = selectors.run_visible(user=request.user, run_id=run_id)
+    if run is None:
+        raise Http404("no such run")
+    return run
+
+
+def _controlled_run(request: Request, run_id: int) -> Run:
+    run = _visible_run(request, run_id)
+    if not selectors.run_controllable_by(run=run, user=request.user):
+        raise PermissionDenied("only the run's creator or an admin of its team may do this")
+    return run
+
+
+def _shared_run(token: str) -> Run:
+    run = selectors.run_for_share_token(token=token)
+    if run is None:
+        raise Http404("no such link, or it was revoked")
+    return run
+
+
+def _after(request: Request) -> int:
+    raw = request.query_params.get("after", "0")
+    if not raw.isdigit():
+        raise ValidationError({"after": ["a sequence number: 0 or more"]})
+    return int(raw)
+
+
+def _node(run: Run, node_id: int):
+    node = selectors.run_node(run=run, node_id=node_id)
+    if node is None:
+        raise Http404("no such node in this run")
+    return node
+
+
+def _events(run: Run, after: int) -> list[dict]:
+    return [{"seq": e.seq, "kind": e.kind, "data": e.data}
+            for e in selectors.run_events_after(run=run, seq=after)]
+
+
+def _report(node) -> FileResponse:
+    path = inspector.ncu_report_path(node)
+    if path is None:
+        raise Http404("this node has no Nsight Compute report here")
+    return FileResponse(path.open("rb"), as_attachment=True, filename=path.name,
+                        content_type="application/octet-stream")
+
+
+class SourceListApi(APIView):
+    @extend_schema(responses=SourceSerializer(many=True))
+    def get(self, request: Request) -> Response:
+        """Proposal sources a new run may use besides its judge (as configured)."""
+        return Response([{"name": source.name} for source in services.configured_sources()])
+
+
+class RunListApi(APIView):
+    @extend_schema(responses=RunSerializer(many=True), parameters=[
+        OpenApiParameter("task", str), OpenApiParameter("status", str),
+        OpenApiParameter("mine", bool, description="1: only runs I made"),
+        OpenApiParameter("team", int)])
+    def get(self, request: Request) -> Response:
+        params = request.query_params
+        team = params.get("team")
+        if team is not None and not team.isdigit():
+            raise ValidationError({"team": ["a team id"]})
+        runs = selectors.run_list(user=request.user, task=params.get("task", ""),
+                                  status=params.get("status", ""),
+                                  mine=params.get("mine", "") in ("1", "true", "yes"),
+                                  team=int(team) if team is not None else None)
+        return Response(RunSerializer(runs, many=True).data)
+
+    @extend_schema(request=RunCreateSerializer, responses={201: RunCreatedSerializer})
+    def post(self, request: Request) -> Response:
+        form = RunCreateSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        data = form.validated_data
+        team = _team_of(request, data.get("team"))
+        notice = None
+        if data.get("source") is None:
+            spec = _task_spec(data["task"])
+            source, plan = spec.naive_source, spec.naive_plan
+            notice = (f"no kernel given: the search starts from the {spec.name} task's naive kernel "
+                      "(generating a first kernel from the intent is not available yet)")
+        else:
+            source, plan = data["source"], data["plan"]
+        try:
+            run = services.run_launch(
+                task_name=data["task"], source=source, plan=plan, budget=data["budget"],
+                judge=data["judge"], seed=data["seed"], user=request.user, team=team,
+                intent=data.get("intent", ""), source_names=data.get("sources"))
+        except task_registry.UnknownTask as error:
+            raise ValidationError({"task": [str(error)]}) from None
+        except CandidateError as error:
+            raise ValidationError({_candidate_field(error): [str(error)]}) from None
+        except ExpressionError as error:  # a grid, block or argument expression that does not parse
+            raise ValidationError({"plan": [f"launch plan: {error}"]}) from None
+        except LLMConfigError as error:
+            raise ValidationError({"judge": [str(error)]}) from None
+        except services.RunError as error:
+            raise ValidationError({error.field or "non_field_errors": [str(error)]}) from None
+        context = {"request": request, "notice": notice}
+        return Response(RunCreatedSerializer(run, context=context).data, status=status.HTTP_201_CREATED)
+
+
+def _task_spec(name: str):
+    try:
+        return task_registry.get(name)
+    except task_registry.UnknownTask as error:
+        raise ValidationError({"task": [str(error)]}) from None
+
+
+def _candidate_field(error: CandidateError) -> str:
+    # The harness names the field in its message; only the source's own check is about the
+    # source, everything else is about the launch plan.
+    return "source" if "'source'" in str(error) and "plan" not in str(error) else "plan"
+
+
+def _team_of(request: Request, team_id: int | None) -> Team | None:
+    if team_id is None:
+        return None
+    if team_id not in user_team_ids(user=request.user):
+        raise ValidationError({"team": [f"you are not a member of team {team_id}"]})
+    return Team.objects.get(pk=team_id)
+
+
+class RunDetailApi(APIView):
+    @extend_schema(responses=RunDetailSerializer)
+    def get(self, request: Request, run_id: int) -> Response:
+        run = _visible_run(request, run_id)
+        return Response(RunDetailSerializer(run, context={"request": request}).data)
+
+
+class RunNodesApi(APIView):
+    @extend_schema(responses=NodeRowSerializer(many=True))
+    def get(self, request: Request, run_id: int) -> Response:
+        run = _visible_run(request, run_id)
+        return Response([inspector.node_row(node) for node in selectors.run_nodes(run=run)])
+
+
+class RunNodeApi(APIView):
+    @extend_schema(responses=NodeDetailSerializer)
+    def get(self, request: Request, run_id: int, node_id: int) -> Response:
+        run = _visible_run(request, run_id)
+        node = _node(run, node_id)
+        url = reverse("api-run-node", args=[run.pk, node.node_id])
+        return Response(inspector.node_detail(run=run, node=node, url=url))
+
+
+class RunNodeReportApi(APIView):
+    @extend_schema(responses={(200, "application/octet-stream"): OpenApiTypes.BINARY})
+    def get(self, request: Request, run_id: int, node_id: int) -> FileResponse:
+        return _report(_node(_visible_run(request, run_id), node_id))
+
+
+class RunControlApi(APIView):
+    """POST /pause/, /resume/ or /stop/ (the URL names the action)."""
+
+    control: str = ""  # set by the URL: pause, resume or stop
+
+    @extend_schema(request=None, responses={200: RunDetailSerializer, 409: ErrorSerializer})
+    def post(self, request: Request, run_id: int) -> Response:
+        run = _controlled_run(request, run_id)
+        try:
+            run = services.run_control(run_id=run.pk, action=self.control)
+        except services.RunError as error:
+            return Response({"detail": str(error)}, status=status.HTTP_409_CONFLICT)
+        run = selectors.run_visible(user=request.user, run_id=run.pk)
+        return Response(RunDetailSerializer(run, context={"request": request}).data)
+
+
+class RunEventsApi(APIView):
+    @extend_schema(responses=EventSerializer(many=True), parameters=[AFTER])
+    def get(self, request: Request, run_id: int) -> Response:
+        return Response(_events(_visible_run(request, run_id), _after(request)))
+
+
+class RunSharesApi(APIView):
+    @extend_schema(responses=ShareSerializer(many=True))
+    def get(self, request: Request, run_id: int) -> Response:
+        run = _controlled_run(request, run_id)
+        return Response(ShareSerializer(selectors.share_list(run=run), many=True).data)
+
+    @extend_schema(request=None, responses={201: ShareCreatedSerializer})
+    def post(self, request: Request, run_id: int) -> Response:
+        run = _controlled_run(request, run_id)
+        link, token = services.share_create(run=run, user=request.user)
+        return Response({"id": link.pk, "token": token, "url": f"/share/{token}/"},
+                        status=status.HTTP_201_CREATED)
+
+
+class RunShareApi(APIView):
+    @extend_schema(responses={204: None})
+    def delete(self, request: Request, run_id: int, share_id: int) -> Response:
+        run = _controlled_run(request, run_id)
+        if not services.share_revoke(run=run, share_id=share_id):
+            raise Http404("no such open link for this run")
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class RunExportApi(APIView):
+    @extend_schema(responses=OpenApiTypes.OBJECT)
+    def get(self, request: Request, run_id: int) -> Response:
+        run = _visible_run(request, run_id)
+        filename = f"optiml-run-{run.pk}-{run.task.name}.json"
+        return Response(selectors.run_trajectory(run=run),
+                        headers={"Content-Disposition": f'attachment; filename="{filename}"'})
+
+
+class RunImportApi(APIView):
+    @extend_schema(request=OpenApiTypes.OBJECT, responses={201: RunDetailSerializer},
+                   parameters=[OpenApiParameter("team", int, description="share the import with a team")])
+    def post(self, request: Request) -> Response:
+        team_id = request.query_params.get("team")
+        if team_id is not None and not team_id.isdigit():
+            raise ValidationError({"team": ["a team id"]})
+        team = _team_of(request, int(team_id) if team_id is not None else None)
+        try:
+            trajectory = parse_trajectory(request.data)
+        except TrajectoryError as error:
+            raise ValidationError({error.field: [error.message]}) from None
+        run = services.run_import(trajectory=trajectory, user=request.user, team=team)
+        run = selectors.run_visible(user=request.user, run_id=run.pk)
+        return Response(RunDetailSerializer(run, context={"request": request}).data,
+                        status=status.HTTP_201_CREATED)
+
+
+# -- read-only, by share link -----------------------------------------------------------
+
+
+class SharedApi(APIView):
+    authentication_classes: list = []  # no session, no CSRF: the token is the key
+    permission_classes = [permissions.AllowAny]
+
+
+class SharedRunApi(SharedApi):
+    @extend_schema(responses=SharedRunSerializer)
+    def get(self, request: Request, token: str) -> Response:
+        run = _shared_run(token)
+        return Response({"run": RunDetailSerializer(run, context={"request": request}).data,
+                         "nodes": [inspector.node_row(node) for node in selectors.run_nodes(run=run)]})
+
+
+class SharedNodeApi(SharedApi):
+    @extend_schema(responses=NodeDetailSerializer)
+    def get(self, request: Request, token: str, node_id: int) -> Response:
+        run = _shared_run(token)
+        node = _node(run, node_id)
+        url = reverse("api-shared-node", args=[token, node.node_id])
+        return Response(inspector.node_detail(run=run, node=node, url=url))
+
+
+class SharedNodeReportApi(SharedApi):
+    @extend_schema(responses={(200, "application/octet-stream"): OpenApiTypes.BINARY})
+    def get(self, request: Request, token: str, node_id: int) -> FileResponse:
+        return _report(_node(_shared_run(token), node_id))
+
+
+class SharedEventsApi(SharedApi):
+    @extend_schema(responses=EventSerializer(many=True), parameters=[AFTER])
+    def get(self, request: Request, token: str) -> Response:
+        return Response(_events(_shared_run(token), _after(request)))

@@ -1,0 +1,67 @@
+"""The one module that tells live viewers about run events.
+
+Events are rows first (search.services._append, under the run's row lock); this module
+only says "run N has news" on the channel group `run.<id>`, after the row commits. A
+viewer (search.consumers.RunConsumer) then reads seq > its last from the database, so a
+lost, repeated or reordered message costs nothing: the database is the truth.
+
+Two ways news travels, both through here:
+- `event_committed`: a group message from whichever process wrote the event. With Redis
+  (production) it reaches every web process.
+- `news`: in the embedded default the channel layer lives in the web process's memory,
+  where the worker process cannot reach, so the web process watches the database itself
+  (search.live) and announces what it sees to its own in-memory group.
+"""
+
+from __future__ import annotations
+
+import logging
+from functools import partial
+from typing import Any
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.db import transaction
+
+logger = logging.getLogger(__name__)
+
+MESSAGE_TYPE = "run.event"  # handled by RunConsumer.run_event
+
+
+def run_group(run_id: int) -> str:
+    return f"run.{run_id}"
+
+
+def event_after_commit(*, run_id: int, seq: int, kind: str, data: dict[str, Any]) -> None:
+    """Announce an event once the transaction that wrote it commits (never before: a viewer
+    told early would look for a row it cannot see yet)."""
+    transaction.on_commit(partial(event_committed, run_id=run_id, seq=seq, kind=kind, data=data))
+
+
+def event_committed(*, run_id: int, seq: int, kind: str, data: dict[str, Any]) -> None:
+    # A failure to send is logged, never raised: the row is written, and viewers catch up
+    # from the database when they next hear of the run or reconnect. A broken channel
+    # layer must not fail the search.
+    _send(run_id, {"type": MESSAGE_TYPE, "seq": seq, "kind": kind, "data": data})
+
+
+def share_revoked_after_commit(*, run_id: int, share_id: int) -> None:
+    """Viewers who came in by this link are closed once its revocation commits."""
+    transaction.on_commit(partial(_send, run_id, {"type": "share.revoked", "share_id": share_id}))
+
+
+def _send(run_id: int, message: dict[str, Any]) -> None:
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    try:
+        async_to_sync(layer.group_send)(run_group(run_id), message)
+    except Exception:
+        logger.exception("run %s: %s not broadcast", run_id, message["type"])
+
+
+async def news(*, run_id: int, seq: int) -> None:
+    """Tell this process's viewers of `run_id` that its log reaches `seq` (the database
+    watch of search.live, which notices what another process wrote)."""
+    await get_channel_layer().group_send(run_group(run_id), {"type": MESSAGE_TYPE, "seq": seq,
+                                                             "kind": None, "data": None})

@@ -1,0 +1,136 @@
+"""Live run views: a websocket per viewer at ws/runs/<run_id>/?after=<seq>[&share=<token>].
+
+Protocol (every frame is {"type", "data"}):
+- on connect: every event with seq > after, in order, as {"type": "events", "data": [{seq,
+  kind, data}, ...]} (long backlogs in several frames), then {"type": "synced", "data":
+  {"last_seq": n}};
+- then, whenever the run has news, {"type": "events", "data": [...]} with what came next.
+
+The database is the truth: a notification (search.broadcast) only says "run N's log
+reaches seq s"; the consumer then sends seq > the last it sent, read from the database
+through the process's shared tail of the log (search.live). So frames never repeat or
+skip an event whatever happens to notifications, and a client that reconnects with its
+last seq gets exactly what it missed. Notifications arriving within
+OPTIML_LIVE_COALESCE_S of the last frame are answered by one later frame: coalescing is
+on the receiving side, per viewer.
+
+Who may connect: the signed-in user who may view the run, or anyone with an open share
+link's token. Others are refused (close code 4404) before the socket is accepted, and a
+viewer who came in by a link is closed (4404) when that link is revoked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+from urllib.parse import parse_qs
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from django.conf import settings
+
+from search import broadcast, live, selectors
+
+FRAME_EVENTS = 500  # events per frame when replaying a long backlog
+REFUSED = 4404  # application close code: no such run, or not yours to see
+BAD_REQUEST = 4400
+
+
+class RunConsumer(AsyncJsonWebsocketConsumer):
+    async def connect(self) -> None:
+        self.run_id: int = self.scope["url_route"]["kwargs"]["run_id"]
+        self.feed: live.RunFeed | None = None
+        query = parse_qs(self.scope.get("query_string", b"").decode())
+        after = query.get("after", ["0"])[-1]
+        if not after.isdigit():
+            await self.close(code=BAD_REQUEST)
+            return
+        allowed, self.share_id = await _access(self.run_id, self.scope.get("user"),
+                                               query.get("share", [""])[-1])
+        if not allowed:
+            await self.close(code=REFUSED)
+            return
+        self.lock = asyncio.Lock()
+        self.flush_pending = False
+        self.flushes: set[asyncio.Task] = set()
+        self.last_frame = 0.0
+        # Join first, then read: an event committed in between is in the read, and one
+        # committed after it brings a notification. Either way nothing falls in a gap.
+        await self.channel_layer.group_add(broadcast.run_group(self.run_id), self.channel_name)
+        await self.accept()
+        self.feed = await live.join(self.run_id)
+        self.wanted = await _last_seq(self.run_id)
+        # A client ahead of the log (a database restored from backup) starts again from
+        # the log's end rather than waiting for sequence numbers it already has.
+        self.last_sent = min(int(after), self.wanted)
+        await self._send_new()
+        await self.send_json({"type": "synced", "data": {"last_seq": self.last_sent}})
+
+    async def disconnect(self, code: int) -> None:
+        if self.feed is None:
+            return
+        for task in self.flushes:
+            task.cancel()
+        live.leave(self.feed)
+        await self.channel_layer.group_discard(broadcast.run_group(self.run_id), self.channel_name)
+
+    async def receive_json(self, content: Any, **kwargs: Any) -> None:
+        """Viewers only listen; what they send is ignored."""
+
+    async def run_event(self, message: dict) -> None:
+        """search.broadcast says the log reaches message["seq"]: send what is new, at most
+        one frame per OPTIML_LIVE_COALESCE_S."""
+        self.wanted = max(self.wanted, message.get("seq") or 0)
+        if self.wanted <= self.last_sent or self.flush_pending:
+            return  # nothing new, or a flush is coming that reads everything before it
+        self.flush_pending = True
+        task = asyncio.create_task(self._flush_soon())
+        self.flushes.add(task)
+        task.add_done_callback(self.flushes.discard)
+
+    async def share_revoked(self, message: dict) -> None:
+        """The link this viewer came in by was revoked: it sees no more."""
+        if self.share_id is not None and message.get("share_id") == self.share_id:
+            await self.close(code=REFUSED)
+
+    async def _flush_soon(self) -> None:
+        wait = self.last_frame + settings.OPTIML_LIVE_COALESCE_S - asyncio.get_running_loop().time()
+        if wait > 0:
+            await asyncio.sleep(wait)
+        # Cleared before reading: news that arrives during the read schedules another flush.
+        self.flush_pending = False
+        await self._send_new()
+
+    async def _send_new(self) -> None:
+        async with self.lock:
+            await self.feed.reach(self.wanted)
+            events = self.feed.after(self.last_sent)
+            if events is None:  # further behind than the shared tail reaches
+                events = await _events_after(self.run_id, self.last_sent)
+            for start in range(0, len(events), FRAME_EVENTS):
+                frame = events[start:start + FRAME_EVENTS]
+                await self.send(text_data=self.feed.frame(frame))
+                self.last_sent = frame[-1]["seq"]
+                self.last_frame = asyncio.get_running_loop().time()
+
+
+@database_sync_to_async
+def _access(run_id: int, user, share_token: str) -> tuple[bool, int | None]:
+    """(may view, the id of the share link the access rests on, if it rests on one)."""
+    if user is not None and selectors.run_visible(user=user, run_id=run_id) is not None:
+        return True, None
+    link = selectors.share_open(token=share_token) if share_token else None
+    if link is not None and link.run_id == run_id:
+        return True, link.pk
+    return False, None
+
+
+@database_sync_to_async
+def _last_seq(run_id: int) -> int:
+    return selectors.run_last_seq(run_id=run_id)
+
+
+@database_sync_to_async
+def _events_after(run_id: int, seq: int) -> list[dict]:
+    return [{"seq": e.seq, "kind": e.kind, "data": e.data}
+            for e in selectors.run_events_after(run=run_id, seq=seq)]

@@ -1,0 +1,123 @@
+"""Reads for the node inspector: one node with its evidence, diffs and roofline.
+
+Everything comes from rows already stored: the node (RunNode), its kernel (Candidate),
+and the verdict the gate gave it (kept in the node's measurement, which is also what an
+imported run has; the Evaluation row otherwise).
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+
+from profiling.models import Candidate
+from search.models import Run, RunNode
+
+# Measured on the H200 we evaluate on (../shared/GPU.md, 2026-11-29): a device-to-device
+# copy of 4 GiB with torch (read + write), and cuBLAS SGEMM fp32 with TF32 off at 4096^3.
+DRAM_BYTES_PER_S = 4.25e12
+FP32_FLOPS_PER_S = 50.7e12
+CEILINGS_SOURCE = "../shared/GPU.md"
+
+
+def node_row(node: RunNode) -> dict[str, Any]:
+    """The flat {id, parentId} row the browser stratifies into a tree."""
+    return {"id": node.node_id, "parentId": node.parent_id, "state": node.state,
+            "source": node.source, "title": node.title, "status": node.status,
+            "guard": node.guard, "time_ms": node.time_ms, "spread_ms": node.spread_ms,
+            "reward": node.reward, "visits": node.visits, "value": node.value, "prior": node.prior}
+
+
+def node_detail(*, run: Run, node: RunNode, url: str) -> dict[str, Any]:
+    """Everything the inspector shows. `source` here is the kernel's CUDA source; who
+    proposed the node (the row's `source`) is `proposer`. `url` is the node's own API
+    address, under which its .ncu-rep is served when there is one."""
+    detail = node.detail or {}
+    measurement = dict(detail.get("measurement") or {})
+    verdict = measurement.pop("verdict", None) or (node.evaluation.verdict if node.evaluation else None) or {}
+    profile = verdict.get("profile") or {}
+    return {
+        **node_row(node),
+        "proposer": node.source,
+        "rationale": node.rationale,
+        "diff": node.diff,
+        "diff_vs_root": kernel_diff(run.root_candidate, node.candidate, to_label=f"node {node.node_id}"),
+        "source": node.candidate.source,
+        "plan": node.candidate.plan,
+        "candidate_hash": node.candidate.content_hash,
+        "families": detail.get("families", []),
+        "params": detail.get("params", {}),
+        "evaluation_index": detail.get("evaluation_index"),
+        "reused": detail.get("reused", False),
+        "measurement": measurement or None,
+        "diagnosis": detail.get("diagnosis"),
+        "judge_error": detail.get("judge_error"),
+        "deltas_vs_parent": detail.get("deltas_vs_parent", {}),
+        "deltas_vs_root": detail.get("deltas_vs_root", {}),
+        "reward_terms": detail.get("reward_terms", {}),
+        "compile": _compile(verdict.get("compile")),
+        "correctness": verdict.get("correctness") or [],
+        "timing": verdict.get("timing"),
+        "profile": ({key: profile.get(key) for key in ("metrics", "bottleneck", "evidence")}
+                    if profile else None),
+        "roofline": roofline(run=run, node=node, verdict=verdict),
+        "ncu_report_url": f"{url}ncu-report/" if ncu_report_path(node) else None,
+    }
+
+
+def kernel_diff(before: Candidate, after: Candidate, *, to_label: str) -> str:
+    """Unified diff of source and launch plan, as one text each."""
+    return "".join(difflib.unified_diff(_kernel_lines(before), _kernel_lines(after),
+                                        fromfile="node 0 (root)", tofile=to_label))
+
+
+def _kernel_lines(candidate: Candidate) -> list[str]:
+    plan = json.dumps(candidate.plan, indent=2, sort_keys=True)
+    return f"{candidate.source.rstrip()}\n\n// launch plan\n{plan}\n".splitlines(keepends=True)
+
+
+def _compile(compiled: dict | None) -> dict | None:
+    if not compiled:
+        return None
+    # The cubin's path on the worker means nothing in a browser.
+    return {key: compiled.get(key) for key in ("ok", "seconds", "cached", "kernels", "errors", "log")}
+
+
+def roofline(*, run: Run, node: RunNode, verdict: dict) -> dict[str, Any]:
+    """Where the node sits under the H200's ceilings: the task's useful FLOPs and bytes
+    (the gate's formulas, at the full size) over the node's median time."""
+    timing = verdict.get("timing") or {}
+    flops = timing.get("flops") or run.task.flops or None
+    moved = timing.get("bytes") or run.task.bytes or None
+    seconds = node.time_ms / 1e3 if node.time_ms else None
+    metrics = (verdict.get("profile") or {}).get("metrics") or {}
+    return {
+        "flops": flops, "bytes": moved, "time_ms": node.time_ms,
+        "intensity": flops / moved if flops and moved else None,  # FLOP per byte
+        "achieved_flops_per_s": flops / seconds if flops and seconds else None,
+        "achieved_bytes_per_s": moved / seconds if moved and seconds else None,
+        "dram_bytes_measured": metrics.get("dram_bytes"),  # what ncu counted, if profiled
+        "ceilings": {"dram_bytes_per_s": DRAM_BYTES_PER_S, "fp32_flops_per_s": FP32_FLOPS_PER_S,
+                     "ridge_intensity": FP32_FLOPS_PER_S / DRAM_BYTES_PER_S,
+                     "source": CEILINGS_SOURCE},
+    }
+
+
+def ncu_report_path(node: RunNode) -> Path | None:
+    """The node's Nsight Compute report, if the verdict names one that exists inside
+    OPTIML_WORKDIR: a path anywhere else (an imported or recorded verdict can say
+    anything) is never served."""
+    measurement = (node.detail or {}).get("measurement") or {}
+    verdict = measurement.get("verdict") or (node.evaluation.verdict if node.evaluation else None) or {}
+    named = (verdict.get("profile") or {}).get("report_path")
+    if not isinstance(named, str) or not named:
+        return None
+    workdir = Path(settings.OPTIML_WORKDIR).resolve()
+    path = Path(named).resolve()
+    if not path.is_relative_to(workdir) or not path.is_file():
+        return None
+    return path

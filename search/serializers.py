@@ -1,0 +1,205 @@
+"""Shapes of the run API: what goes out (from rows and selector dicts) and what comes in.
+
+Input serializers check types and ranges; the services check meaning (a known task, a
+plan that parses) and their errors are mapped to the same {"field": ["message"]} form.
+"""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from search import selectors
+from search.models import Run, ShareLink
+
+
+class RunSerializer(serializers.ModelSerializer):
+    task = serializers.CharField(source="task.name")
+    speedup = serializers.FloatField(allow_null=True, help_text="root time / best time")
+    created_by = serializers.SerializerMethodField()
+    team = serializers.IntegerField(source="team_id", allow_null=True)
+    vendor_ms = serializers.FloatField(source="task.vendor_ms", allow_null=True,
+                                       help_text="the vendor library's time for the task on the H200")
+
+    class Meta:
+        model = Run
+        fields = ["id", "task", "status", "judge", "budget", "evaluated", "root_ms", "best_ms",
+                  "speedup", "gpu_seconds", "created", "created_by", "team", "sources", "seed",
+                  "intent", "imported", "message", "best_node", "best_found_at", "vendor_ms", "updated"]
+        read_only_fields = fields
+
+    def get_created_by(self, run: Run) -> str | None:
+        return run.created_by.username if run.created_by else None
+
+
+class QueueSerializer(serializers.Serializer):
+    pending = serializers.IntegerField(help_text="nodes asked for and not yet measured")
+    evaluated = serializers.IntegerField()
+    budget = serializers.IntegerField()
+    ahead = serializers.IntegerField(help_text="running runs queued on the GPU before this one")
+
+
+class RunDetailSerializer(RunSerializer):
+    why = serializers.SerializerMethodField(help_text="search.engine.explain.why_faster, root -> best")
+    queue = serializers.SerializerMethodField()
+    last_seq = serializers.SerializerMethodField()
+    can_control = serializers.SerializerMethodField(help_text="may this viewer pause, stop and share it")
+
+    class Meta(RunSerializer.Meta):
+        fields = [*RunSerializer.Meta.fields, "why", "queue", "last_seq", "can_control"]
+        read_only_fields = fields
+
+    @extend_schema_field(serializers.ListField(child=serializers.DictField()))
+    def get_why(self, run: Run) -> list:
+        return selectors.run_why(run=run)
+
+    @extend_schema_field(QueueSerializer)
+    def get_queue(self, run: Run) -> dict:
+        return selectors.run_queue(run=run)
+
+    def get_last_seq(self, run: Run) -> int:
+        return run.next_seq - 1
+
+    def get_can_control(self, run: Run) -> bool:
+        request = self.context.get("request")
+        return bool(request) and selectors.run_controllable_by(run=run, user=request.user)
+
+
+class RunCreatedSerializer(RunDetailSerializer):
+    notice = serializers.SerializerMethodField(help_text="what was assumed, e.g. the naive kernel")
+
+    class Meta(RunDetailSerializer.Meta):
+        fields = [*RunDetailSerializer.Meta.fields, "notice"]
+        read_only_fields = fields
+
+    def get_notice(self, run: Run) -> str | None:
+        return self.context.get("notice")
+
+
+class RunCreateSerializer(serializers.Serializer):
+    task = serializers.CharField(help_text="a suite task's name (GET /api/tasks/)")
+    source = serializers.CharField(required=False, allow_null=True, allow_blank=True,
+                                   trim_whitespace=False,
+                                   help_text="CUDA source; leave it out to start from the naive kernel")
+    plan = serializers.JSONField(required=False, allow_null=True, help_text="the launch plan (an object)")
+    intent = serializers.CharField(required=False, allow_blank=True, max_length=4000)
+    budget = serializers.IntegerField(
+        min_value=1, max_value=10_000,
+        error_messages={"min_value": "the budget must be at least one evaluation"})
+    judge = serializers.ChoiceField(choices=["rules", "llm"], default="rules")
+    seed = serializers.IntegerField(min_value=0, max_value=2**63 - 1, default=0)
+    sources = serializers.ListField(child=serializers.CharField(), required=False, allow_null=True,
+                                    help_text="proposal source names (GET /api/sources/); default all")
+    team = serializers.IntegerField(required=False, allow_null=True, help_text="share with this team")
+
+    def validate_source(self, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise serializers.ValidationError(
+                "the kernel source is empty: paste a kernel, or leave it out to start from the "
+                "task's naive kernel")
+        return value
+
+    def validate_plan(self, value):
+        if value is not None and not isinstance(value, dict):
+            raise serializers.ValidationError("the plan must be a JSON object")
+        return value
+
+    def validate(self, attrs: dict) -> dict:
+        if attrs.get("source") and not attrs.get("plan"):
+            raise serializers.ValidationError({"plan": ["a kernel source needs its launch plan"]})
+        return attrs
+
+
+class NodeRowSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    parentId = serializers.IntegerField(allow_null=True)  # noqa: N815 (d3.stratify's name)
+    state = serializers.CharField(help_text="pending | done")
+    source = serializers.CharField(help_text="who proposed it: root, tunable, rewrite:<name>, llm:<model>")
+    title = serializers.CharField()
+    status = serializers.CharField(help_text="passed, rejected, error; blank while pending")
+    guard = serializers.CharField()
+    time_ms = serializers.FloatField(allow_null=True)
+    spread_ms = serializers.FloatField(allow_null=True)
+    reward = serializers.FloatField(allow_null=True)
+    visits = serializers.IntegerField()
+    value = serializers.FloatField()
+    prior = serializers.FloatField()
+
+
+class RooflineSerializer(serializers.Serializer):
+    flops = serializers.FloatField(allow_null=True)
+    bytes = serializers.FloatField(allow_null=True)
+    time_ms = serializers.FloatField(allow_null=True)
+    intensity = serializers.FloatField(allow_null=True, help_text="FLOP per byte")
+    achieved_flops_per_s = serializers.FloatField(allow_null=True)
+    achieved_bytes_per_s = serializers.FloatField(allow_null=True)
+    dram_bytes_measured = serializers.FloatField(allow_null=True)
+    ceilings = serializers.DictField()
+
+
+class NodeDetailSerializer(NodeRowSerializer):
+    source = serializers.CharField(help_text="the kernel's CUDA source (the row's `source` is `proposer`)")
+    proposer = serializers.CharField()
+    rationale = serializers.CharField(allow_blank=True)
+    diff = serializers.CharField(allow_blank=True, help_text="unified diff against the parent")
+    diff_vs_root = serializers.CharField(allow_blank=True,
+                                         help_text="unified diff of source and plan against the root")
+    plan = serializers.JSONField()
+    candidate_hash = serializers.CharField()
+    families = serializers.ListField(child=serializers.CharField())
+    params = serializers.JSONField()
+    evaluation_index = serializers.IntegerField(allow_null=True)
+    reused = serializers.BooleanField()
+    measurement = serializers.JSONField(allow_null=True)
+    diagnosis = serializers.JSONField(allow_null=True)
+    judge_error = serializers.CharField(allow_null=True)
+    deltas_vs_parent = serializers.DictField()
+    deltas_vs_root = serializers.DictField()
+    reward_terms = serializers.DictField()
+    compile = serializers.JSONField(allow_null=True, help_text="ok, seconds, kernels (registers, spills...)")
+    correctness = serializers.ListField(child=serializers.DictField(), help_text="per level, sizes and seed")
+    timing = serializers.JSONField(allow_null=True)
+    profile = serializers.JSONField(allow_null=True)
+    roofline = RooflineSerializer()
+    ncu_report_url = serializers.CharField(allow_null=True)
+
+
+class EventSerializer(serializers.Serializer):
+    seq = serializers.IntegerField()
+    kind = serializers.CharField()
+    data = serializers.JSONField()
+
+
+class ShareSerializer(serializers.ModelSerializer):
+    created_by = serializers.SerializerMethodField()
+    open = serializers.SerializerMethodField()
+
+    class Meta:
+        model = ShareLink
+        fields = ["id", "created", "created_by", "revoked_at", "open"]
+        read_only_fields = fields
+
+    def get_created_by(self, link: ShareLink) -> str | None:
+        return link.created_by.username if link.created_by else None
+
+    def get_open(self, link: ShareLink) -> bool:
+        return link.revoked_at is None
+
+
+class ShareCreatedSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    token = serializers.CharField(help_text="shown once; only its hash is stored")
+    url = serializers.CharField()
+
+
+class SharedRunSerializer(serializers.Serializer):
+    run = RunDetailSerializer()
+    nodes = NodeRowSerializer(many=True)
+
+
+class SourceSerializer(serializers.Serializer):
+    name = serializers.CharField()
+
+
+class ErrorSerializer(serializers.Serializer):
+    detail = serializers.CharField()

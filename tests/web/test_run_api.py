@@ -1,0 +1,393 @@
+"""The run API the browser uses: sign-in, who sees which run, creating runs (and refusing
+bad input field by field, writing nothing), controls, the node inspector and share links.
+Runs are real searches over the H200 recording of the naive relu kernel."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from profiling.harness import tasks as task_registry
+from search.models import Run, RunEvent, RunNode, ShareLink
+from tests.web.conftest import RUN_RECORDING
+
+pytestmark = pytest.mark.django_db
+
+
+def relu_request(**overrides) -> dict:
+    relu = task_registry.get("relu")
+    return {"task": "relu", "source": relu.naive_source, "plan": relu.naive_plan, "budget": 3,
+            "judge": "rules", "seed": 0, **overrides}
+
+
+# -- signing in -------------------------------------------------------------------------
+
+
+def test_the_api_refuses_visitors_who_are_not_signed_in(api):
+    for url in ("/api/me/", "/api/tasks/", "/api/runs/"):
+        assert api().get(url).status_code == 403
+
+
+def test_the_login_page_signs_a_user_in_and_me_names_them_and_their_teams(client, people):
+    page = client.get("/accounts/login/")
+    assert page.status_code == 200 and b'name="password"' in page.content
+
+    response = client.post("/accounts/login/", {"username": "bob", "password": "bob-secret-1"})
+    assert response.status_code == 302
+
+    me = client.get("/api/me/").json()
+    assert me == {"username": "bob", "teams": [{"id": people["team"].pk, "name": "kernels"}]}
+
+
+def test_a_wrong_password_is_refused_with_a_message(client, people):
+    page = client.post("/accounts/login/", {"username": "bob", "password": "nope"})
+    assert page.status_code == 200 and b"Please enter a correct username and password" in page.content
+
+
+def test_a_session_write_without_its_csrf_token_is_refused(api, people):
+    client = api(people["alice"], enforce_csrf_checks=True)
+    response = client.post("/api/runs/", relu_request(), format="json")
+    assert response.status_code == 403 and "CSRF" in response.json()["detail"]
+    assert Run.objects.count() == 0
+
+
+def test_tasks_list_the_suite_with_naive_kernels_to_start_from(api, people):
+    tasks = {t["name"]: t for t in api(people["carol"]).get("/api/tasks/").json()}
+    relu = tasks["relu"]
+    assert relu["sizes"] == {"n": 268435456}
+    assert relu["vendor_ms"] == pytest.approx(0.5059, abs=1e-3)
+    assert "__global__" in relu["naive_source"] and relu["naive_plan"]["launches"]
+
+
+# -- who sees which run -----------------------------------------------------------------
+
+
+def test_a_run_is_seen_by_its_creator_and_its_team_and_by_nobody_else(api, people, relu_run):
+    run = relu_run(user=people["alice"], team=people["team"])
+    private = relu_run(user=people["alice"])
+
+    for name in ("alice", "bob", "dana"):
+        assert api(people[name]).get(f"/api/runs/{run.pk}/").status_code == 200
+    assert api(people["carol"]).get(f"/api/runs/{run.pk}/").status_code == 404
+    assert api(people["bob"]).get(f"/api/runs/{private.pk}/").status_code == 404
+    assert api(people["carol"]).get(f"/api/runs/{run.pk}/nodes/").status_code == 404
+    assert api(people["carol"]).get(f"/api/runs/{run.pk}/events/").status_code == 404
+    assert api(people["carol"]).get(f"/api/runs/{run.pk}/export/").status_code == 404
+    assert {r["id"] for r in api(people["bob"]).get("/api/runs/").json()} == {run.pk}
+    assert api(people["carol"]).get("/api/runs/").json() == []
+
+
+def test_the_runs_list_filters_by_task_status_and_mine(api, people, relu_run):
+    finished = relu_run(user=people["alice"], team=people["team"])
+    running = relu_run(user=people["bob"], team=people["team"], drive=False)
+    bob = api(people["bob"])
+
+    assert [r["id"] for r in bob.get("/api/runs/?mine=1").json()] == [running.pk]
+    assert [r["id"] for r in bob.get("/api/runs/?status=finished").json()] == [finished.pk]
+    assert bob.get("/api/runs/?task=softmax").json() == []
+    row = bob.get("/api/runs/?status=finished").json()[0]
+    assert {k: row[k] for k in ("task", "status", "judge", "budget", "evaluated", "created_by")} == {
+        "task": "relu", "status": "finished", "judge": "rules", "budget": 3, "evaluated": 3,
+        "created_by": "alice"}
+    assert row["root_ms"] == pytest.approx(0.8061, abs=1e-3) and row["gpu_seconds"] > 0
+    assert set(row) >= {"id", "best_ms", "speedup", "created"}
+
+
+# -- creating runs ----------------------------------------------------------------------
+
+
+def test_creating_a_run_answers_201_and_queues_its_search_after_commit(
+    api, people, django_capture_on_commit_callbacks, monkeypatch
+):
+    from search import tasks
+
+    queued = []
+    monkeypatch.setattr(tasks.drive_run, "apply_async", lambda args: queued.append(args))
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        response = api(people["alice"]).post("/api/runs/", relu_request(team=people["team"].pk),
+                                             format="json")
+    assert response.status_code == 201, response.json()
+    body = response.json()
+    assert body["status"] == "running" and body["team"] == people["team"].pk and body["notice"] is None
+    assert body["queue"] == {"pending": 0, "evaluated": 0, "budget": 3, "ahead": 0}
+    assert body["last_seq"] == 1 and body["can_control"] is True
+    assert queued == []  # nothing is queued before the run is committed
+    for callback in callbacks:
+        callback()
+    assert queued == [[body["id"]]]
+
+
+def test_a_run_driven_by_its_celery_task_is_finished_with_the_recorded_times(
+    api, people, django_capture_on_commit_callbacks, settings
+):
+    from optiml_web.celery import app
+
+    settings.OPTIML_EVALUATOR = f"recorded:{RUN_RECORDING}"
+    app.conf.task_always_eager = True
+    try:
+        with django_capture_on_commit_callbacks(execute=True):
+            response = api(people["alice"]).post("/api/runs/", relu_request(), format="json")
+    finally:
+        app.conf.task_always_eager = False
+    run = Run.objects.get(pk=response.json()["id"])
+    assert run.status == Run.Status.FINISHED and run.evaluated == 3
+
+
+def test_the_drive_task_goes_to_the_gpu_queue_and_records_a_failure_on_the_run(relu_run, monkeypatch):
+    from optiml_web.celery import app
+    from search import services, tasks
+
+    assert app.amqp.router.route({}, "search.drive_run")["queue"].name == "gpu"
+    run = relu_run(drive=False)
+
+    def broken(**kwargs):
+        raise RuntimeError("the GPU fell off the bus")
+
+    monkeypatch.setattr(services, "run_drive", broken)
+    assert tasks.drive_run.apply(args=[run.pk]).get() == "failed"
+    run.refresh_from_db()
+    assert run.status == "failed" and "fell off the bus" in run.message
+    assert RunEvent.objects.filter(run=run).last().data["status"] == "failed"
+
+
+@pytest.mark.parametrize(("change", "field", "words"), [
+    ({"task": "reluu"}, "task", "unknown task"),
+    ({"budget": 0}, "budget", "at least one evaluation"),
+    ({"budget": "many"}, "budget", "valid integer"),
+    ({"judge": "oracle"}, "judge", "not a valid choice"),
+    ({"source": "   "}, "source", "kernel source is empty"),
+    ({"plan": {"launches": []}}, "plan", "'launches' must be a non-empty list"),
+    ({"plan": {"launches": [{"kernel": "relu", "grid": ["cdiv(n,"], "block": [256]}]}}, "plan",
+     "cannot parse 'cdiv(n,'"),
+    ({"plan": {"launches": [{"kernel": "relu", "grid": [1], "block": [1], "colour": 1}]}}, "plan",
+     "launches[0] has unknown fields: colour"),
+    ({"plan": [1, 2]}, "plan", "must be a JSON object"),
+    ({"plan": None}, "plan", "needs its launch plan"),
+    ({"sources": ["telepathy"]}, "sources", "unknown proposal source telepathy"),
+    ({"team": 999}, "team", "not a member of team 999"),
+])
+def test_bad_input_is_refused_field_by_field_and_writes_nothing(api, people, change, field, words):
+    response = api(people["alice"]).post("/api/runs/", relu_request(**change), format="json")
+
+    assert response.status_code == 400
+    errors = response.json()
+    assert list(errors) == [field], errors
+    assert words in " ".join(errors[field])
+    assert (Run.objects.count(), RunEvent.objects.count(), RunNode.objects.count()) == (0, 0, 0)
+
+
+def test_the_llm_judge_without_its_endpoint_configured_is_a_field_error(api, people, monkeypatch):
+    for name in ("OPTIML_LLM_BASE_URL", "OPTIML_LLM_MODEL", "OPTIML_LLM_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+
+    response = api(people["alice"]).post("/api/runs/", relu_request(judge="llm"), format="json")
+
+    assert response.status_code == 400 and "is not set" in response.json()["judge"][0]
+    assert Run.objects.count() == 0
+
+
+def test_an_intent_without_a_kernel_starts_from_the_naive_kernel_and_says_so(api, people):
+    request = {"task": "relu", "intent": "relu over 2^28 floats, as fast as the copy", "budget": 2}
+
+    response = api(people["alice"]).post("/api/runs/", request, format="json")
+
+    assert response.status_code == 201, response.json()
+    body = response.json()
+    assert "naive kernel" in body["notice"] and body["intent"].startswith("relu over")
+    run = Run.objects.get(pk=body["id"])
+    assert run.root_candidate.source == task_registry.get("relu").naive_source
+
+
+def test_a_run_may_use_only_some_proposal_sources(api, people):
+    names = [s["name"] for s in api(people["alice"]).get("/api/sources/").json()]
+    assert names == ["tunable", "rewrite"]
+
+    response = api(people["alice"]).post("/api/runs/", relu_request(sources=["tunable"]), format="json")
+
+    assert response.json()["sources"] == ["tunable"]
+
+
+# -- pause, resume, stop ----------------------------------------------------------------
+
+
+def test_pause_resume_and_stop_move_the_run_and_resume_queues_it_again(
+    api, people, relu_run, django_capture_on_commit_callbacks, monkeypatch
+):
+    from search import tasks
+
+    queued = []
+    monkeypatch.setattr(tasks.drive_run, "apply_async", lambda args: queued.append(args))
+    run = relu_run(user=people["alice"], drive=False)
+    alice = api(people["alice"])
+
+    assert alice.post(f"/api/runs/{run.pk}/pause/").json()["status"] == "paused"
+    with django_capture_on_commit_callbacks(execute=True):
+        assert alice.post(f"/api/runs/{run.pk}/resume/").json()["status"] == "running"
+    assert queued == [[run.pk]]
+    assert alice.post(f"/api/runs/{run.pk}/stop/").json()["status"] == "stopped"
+    refused = alice.post(f"/api/runs/{run.pk}/resume/")
+    assert refused.status_code == 409 and "stopped run cannot become running" in refused.json()["detail"]
+    kinds = [e["data"].get("status") for e in alice.get(f"/api/runs/{run.pk}/events/").json()
+             if e["kind"] == "run_status"]
+    assert kinds == ["paused", "running", "stopped"]
+
+
+def test_team_members_watch_but_only_the_creator_or_a_team_admin_controls(api, people, relu_run):
+    run = relu_run(user=people["alice"], team=people["team"], drive=False)
+
+    assert api(people["bob"]).get(f"/api/runs/{run.pk}/").json()["can_control"] is False
+    assert api(people["bob"]).post(f"/api/runs/{run.pk}/pause/").status_code == 403
+    assert api(people["carol"]).post(f"/api/runs/{run.pk}/pause/").status_code == 404
+    assert api(people["dana"]).post(f"/api/runs/{run.pk}/pause/").json()["status"] == "paused"
+
+
+# -- a run's summary, nodes and events --------------------------------------------------
+
+
+def test_the_run_summary_has_progress_the_last_seq_and_why(api, people, relu_run):
+    run = relu_run(budget=3, user=people["alice"])
+
+    body = api(people["alice"]).get(f"/api/runs/{run.pk}/").json()
+
+    assert body["queue"] == {"pending": 0, "evaluated": 3, "budget": 3, "ahead": 0}
+    assert body["last_seq"] == RunEvent.objects.filter(run=run).count()
+    # Only the root passed on this recording, so the root is the best: nothing to explain.
+    assert body["why"] == [] and body["best_node"] == 0 and body["speedup"] == pytest.approx(1.0)
+
+
+def test_nodes_are_flat_rows_the_browser_can_stratify(api, people, relu_run):
+    run = relu_run(user=people["alice"])
+
+    rows = api(people["alice"]).get(f"/api/runs/{run.pk}/nodes/").json()
+
+    assert rows[0]["parentId"] is None and rows[0]["source"] == "root"
+    assert all(row["parentId"] in {r["id"] for r in rows} for row in rows[1:])
+    assert set(rows[0]) == {"id", "parentId", "state", "source", "title", "status", "guard", "time_ms",
+                            "spread_ms", "reward", "visits", "value", "prior"}
+
+
+def test_events_after_a_sequence_number_are_exactly_the_missed_ones(api, people, relu_run):
+    run = relu_run(user=people["alice"])
+    alice = api(people["alice"])
+
+    every = alice.get(f"/api/runs/{run.pk}/events/").json()
+    later = alice.get(f"/api/runs/{run.pk}/events/?after=3").json()
+
+    assert [e["seq"] for e in every] == list(range(1, len(every) + 1))
+    assert later == every[3:]
+    assert alice.get(f"/api/runs/{run.pk}/events/?after=-1").status_code == 400
+
+
+def test_the_root_node_shows_its_real_h200_evidence(api, people, relu_run):
+    run = relu_run(user=people["alice"])
+
+    node = api(people["alice"]).get(f"/api/runs/{run.pk}/nodes/0/").json()
+
+    assert node["proposer"] == "root" and "__global__" in node["source"] and node["plan"]["launches"]
+    assert node["diff_vs_root"] == ""
+    assert node["time_ms"] == pytest.approx(0.8061, abs=1e-3) and node["spread_ms"] >= 0
+    assert node["diagnosis"]["bottleneck"] == "latency" and node["diagnosis"]["evidence"]
+    assert node["compile"]["ok"] is True and node["compile"]["kernels"][0]["registers"] == 10
+    assert "cubin_path" not in node["compile"]
+    levels = {(c["level"], c["seed"]) for c in node["correctness"]}
+    assert {"L0", "L1"} == {level for level, _ in levels} and len(levels) == len(node["correctness"])
+    roofline = node["roofline"]
+    assert roofline["bytes"] == 2147483648.0 and roofline["flops"] == 268435456.0
+    assert roofline["achieved_bytes_per_s"] == pytest.approx(2147483648.0 / 0.8061e-3, rel=1e-3)
+    assert roofline["intensity"] == pytest.approx(0.125)
+    assert roofline["ceilings"] == {"dram_bytes_per_s": 4.25e12, "fp32_flops_per_s": 50.7e12,
+                                    "ridge_intensity": pytest.approx(50.7 / 4.25),
+                                    "source": "../shared/GPU.md"}
+    assert "verdict" not in node["measurement"]
+    # The recording names /tmp/w1/..., outside this host's OPTIML_WORKDIR: never served.
+    assert node["ncu_report_url"] is None
+    assert api(people["alice"]).get(f"/api/runs/{run.pk}/nodes/0/ncu-report/").status_code == 404
+
+
+def test_a_child_node_shows_its_diff_against_its_parent_and_the_root(api, people, relu_run):
+    run = relu_run(user=people["alice"])
+    child = RunNode.objects.filter(run=run, parent_id=0).first()
+
+    node = api(people["alice"]).get(f"/api/runs/{run.pk}/nodes/{child.node_id}/").json()
+
+    assert node["proposer"] == child.source and node["rationale"] and node["diff"] == child.diff
+    assert node["diff_vs_root"].startswith("--- node 0 (root)\n+++ node ")
+    changed = [line for line in node["diff_vs_root"].splitlines()
+               if line[:1] in "+-" and not line.startswith(("+++", "---"))]
+    assert changed  # the child differs from the root somewhere in its source or plan
+    assert node["status"] == "error" and node["compile"] is None and node["roofline"]["time_ms"] is None
+    assert api(people["alice"]).get(f"/api/runs/{run.pk}/nodes/999/").status_code == 404
+
+
+def test_a_node_report_inside_the_workdir_downloads(api, people, relu_run, settings, tmp_path):
+    settings.OPTIML_WORKDIR = tmp_path
+    report = tmp_path / "relu-537c95419d00.ncu-rep"
+    report.write_bytes(b"NCU-REP fake bytes")
+    run = relu_run(user=people["alice"])
+    root = RunNode.objects.get(run=run, node_id=0)
+    root.detail["measurement"]["verdict"]["profile"]["report_path"] = str(report)
+    root.save()
+
+    node = api(people["alice"]).get(f"/api/runs/{run.pk}/nodes/0/").json()
+    assert node["ncu_report_url"] == f"/api/runs/{run.pk}/nodes/0/ncu-report/"
+    response = api(people["alice"]).get(node["ncu_report_url"])
+    assert response.status_code == 200 and b"".join(response.streaming_content) == b"NCU-REP fake bytes"
+    assert "relu-537c95419d00.ncu-rep" in response["Content-Disposition"]
+
+    root.detail["measurement"]["verdict"]["profile"]["report_path"] = str(tmp_path / ".." / "escape.ncu-rep")
+    (tmp_path.parent / "escape.ncu-rep").write_bytes(b"secret")
+    root.save()
+    assert api(people["alice"]).get(node["ncu_report_url"]).status_code == 404
+
+
+# -- sharing by link --------------------------------------------------------------------
+
+
+def test_a_share_link_opens_the_whole_run_signed_out_until_it_is_revoked(api, people, relu_run):
+    run = relu_run(user=people["alice"])
+    alice = api(people["alice"])
+
+    made = alice.post(f"/api/runs/{run.pk}/shares/")
+    assert made.status_code == 201
+    token = made.json()["token"]
+    assert made.json()["url"] == f"/share/{token}/" and len(token) >= 43
+    link = ShareLink.objects.get()
+    assert token not in link.token_hash and len(link.token_hash) == 64  # only its hash is stored
+
+    visitor = api()
+    shared = visitor.get(f"/api/shared/{token}/").json()
+    assert shared["run"]["id"] == run.pk and shared["run"]["can_control"] is False
+    assert len(shared["nodes"]) == RunNode.objects.filter(run=run).count()
+    assert visitor.get(f"/api/shared/{token}/nodes/0/").json()["proposer"] == "root"
+    assert len(visitor.get(f"/api/shared/{token}/events/").json()) == run.next_seq - 1
+    listed = alice.get(f"/api/runs/{run.pk}/shares/").json()
+    assert listed[0]["open"] is True and "token" not in listed[0]
+
+    assert alice.delete(f"/api/runs/{run.pk}/shares/{link.pk}/").status_code == 204
+    assert visitor.get(f"/api/shared/{token}/").status_code == 404
+    assert visitor.get(f"/api/shared/{token}/nodes/0/").status_code == 404
+    assert alice.delete(f"/api/runs/{run.pk}/shares/{link.pk}/").status_code == 404
+    assert alice.get(f"/api/runs/{run.pk}/shares/").json()[0]["open"] is False
+
+
+def test_a_made_up_token_opens_nothing_and_only_controllers_make_links(api, people, relu_run):
+    run = relu_run(user=people["alice"], team=people["team"])
+
+    assert api().get("/api/shared/not-a-token/").status_code == 404
+    assert api(people["bob"]).post(f"/api/runs/{run.pk}/shares/").status_code == 403
+    assert api(people["carol"]).post(f"/api/runs/{run.pk}/shares/").status_code == 404
+    assert api().post(f"/api/runs/{run.pk}/shares/").status_code == 403
+    assert ShareLink.objects.count() == 0
+
+
+def test_the_export_is_the_trajectory_as_a_json_download(api, people, relu_run):
+    run = relu_run(user=people["alice"])
+
+    response = api(people["alice"]).get(f"/api/runs/{run.pk}/export/")
+
+    assert "attachment" in response["Content-Disposition"]
+    data = json.loads(response.content)
+    assert data["format"] == "optiml-trajectory" and data["run"]["id"] == run.pk
+    assert [e["seq"] for e in data["events"]] == list(range(1, run.next_seq))
+    assert data["state"]["tree"]["nodes"][0]["id"] == 0
