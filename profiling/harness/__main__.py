@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-import tempfile
 from pathlib import Path
 
 from . import tasks
 from .candidate import Candidate, CandidateError
 from .gate import GateOptions, evaluate
+from .jsonfile import write_json_atomically
 from .report import render, speedups
 from .verdict import PASSED
 
@@ -45,14 +44,6 @@ def load_candidate(task_name: str, kernel: str | None, plan: str | None, naive: 
         except json.JSONDecodeError as error:
             raise UsageError(f"{plan} is not valid JSON: line {error.lineno}: {error.msg}") from None
     return Candidate.from_source_and_plan(source, plan_data)
-
-
-def write_json_atomically(path: str, data: dict) -> None:
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, temp = tempfile.mkstemp(dir=directory, prefix=".verdict-")
-    with os.fdopen(fd, "w") as f:
-        json.dump(data, f, indent=2, default=str)
-    os.replace(temp, path)
 
 
 def options_from(args: argparse.Namespace) -> GateOptions:

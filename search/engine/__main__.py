@@ -24,6 +24,7 @@ from typing import Any
 from profiling.harness import gate, tasks
 from profiling.harness.candidate import Candidate
 from profiling.harness.gate import GateOptions
+from profiling.harness.jsonfile import write_json_atomically
 from profiling.harness.spec import Task
 
 from .evaluators import GateEvaluator, RecordingEvaluator, ReplayEvaluator
@@ -103,9 +104,9 @@ def _report(search: Search, summary: dict[str, Any], json_path: Path | None, out
     out("")
     out(render_summary(summary))
     if json_path:
-        json_path.write_text(json.dumps({"summary": summary, "why": why_faster(search.tree),
-                                         "rows": search.tree.rows(), "search": search.to_dict()},
-                                        indent=1))
+        write_json_atomically(json_path, {"summary": summary, "why": why_faster(search.tree),
+                                          "rows": search.tree.rows(), "search": search.to_dict()},
+                              indent=1)
         out(f"trajectory written to {json_path}")
 
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
-import os
 import queue
 import threading
 from collections.abc import Callable
@@ -31,6 +30,7 @@ from profiling.harness import gate
 from profiling.harness.candidate import Candidate
 from profiling.harness.compile import compile_candidate
 from profiling.harness.gate import GateOptions
+from profiling.harness.jsonfile import write_json_atomically
 from profiling.harness.verdict import Verdict
 
 from .types import Evaluator, Measurement
@@ -216,6 +216,4 @@ class RecordingEvaluator:
         return results
 
     def _write(self) -> None:
-        temporary = self.path.with_name(self.path.name + ".tmp")
-        temporary.write_text(json.dumps(self._data, indent=1, sort_keys=True))
-        os.replace(temporary, self.path)  # atomic: a reader never sees half a file
+        write_json_atomically(self.path, self._data, indent=1)

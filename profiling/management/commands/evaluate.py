@@ -11,8 +11,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +22,7 @@ from profiling.harness import report
 from profiling.harness import tasks as task_registry
 from profiling.harness.candidate import Candidate, CandidateError
 from profiling.harness.gate import GateOptions
+from profiling.harness.jsonfile import write_json_atomically
 from profiling.harness.spec import Task as TaskSpec
 from profiling.models import Evaluation
 from profiling.serialization import json_safe, verdict_from_json
@@ -90,7 +89,7 @@ class Command(BaseCommand):
             self.stdout.write("Source: recorded earlier on a real GPU and replayed; not measured now")
         if json_path is not None:
             payload = {**json_safe(verdict.to_dict()), "speedups": report.speedups(verdict, spec, naive_ms)}
-            _write_json_atomically(json_path, payload)
+            write_json_atomically(json_path, payload)
         if evaluation.status == Evaluation.Status.FAILED:
             raise CommandError(f"the evaluation failed: {evaluation.message}")
         if evaluation.status == Evaluation.Status.REJECTED:
@@ -175,14 +174,3 @@ def _check_candidate(source: str, plan: dict, where: str) -> None:
         raise CommandError(f"{where}: {error}") from None
 
 
-def _write_json_atomically(path: Path, data: dict) -> None:
-    # Written aside and renamed over the target, so a reader never sees half a file.
-    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "w") as file:
-            json.dump(data, file, indent=2, allow_nan=False)
-            file.write("\n")
-        os.replace(temporary, path)
-    except BaseException:
-        os.unlink(temporary)
-        raise

@@ -11,8 +11,6 @@ engine's own "why it is faster".
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +19,7 @@ from django.core.management.base import BaseCommand, CommandError
 from profiling.harness import tasks as task_registry
 from profiling.harness.candidate import CandidateError
 from profiling.harness.gate import GateOptions
+from profiling.harness.jsonfile import write_json_atomically
 from search import selectors, services
 from search.engine.explain import render_why
 
@@ -59,7 +58,7 @@ class Command(BaseCommand):
         self.stdout.write(render_why(search.tree))
         self.stdout.write(_summary_line(run))
         if opts["json_out"]:
-            _write_atomically(opts["json_out"], selectors.run_trajectory(run=run))
+            write_json_atomically(opts["json_out"], selectors.run_trajectory(run=run), indent=1)
 
     def _progress(self, event) -> None:
         if event.kind == "node_evaluated":
@@ -103,9 +102,3 @@ def _summary_line(run) -> str:
     return "Summary: " + "; ".join(parts)
 
 
-def _write_atomically(path: str, data: dict) -> None:
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, temp = tempfile.mkstemp(dir=directory, prefix=".trajectory-")
-    with os.fdopen(fd, "w") as f:
-        json.dump(data, f, indent=1, default=str)
-    os.replace(temp, path)

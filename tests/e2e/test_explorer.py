@@ -1,0 +1,254 @@
+"""The explorer in a real Chromium: sign in, start a relu run from the new-session form
+(showing field errors on the way), watch its tree grow live while the search is driven,
+inspect nodes (diff, deltas, roofline), share the run and open the link signed out.
+
+The app is served by daphne (`manage.py runserver`, which serves optiml_web.asgi) on a
+free port over a temporary SQLite database, with the real H200 recording of naive relu as
+the evaluator (its children have no recording and fail, which the tree shows). The
+browser side is tests/e2e/explorer.mjs (playwright-core, from frontend/node_modules);
+this test starts the server, drives the run when the script says it exists, and checks
+what the script saw. Screenshots go to build/e2e/.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+CHROMIUM = Path("/usr/bin/chromium")
+SCRIPT = Path(__file__).with_name("explorer.mjs")
+SHOTS = REPO / "build" / "e2e"
+RECORDING = "tests/fixtures/recorded/h200-relu-naive.json"
+USER, PASSWORD = "ada", "analytical-engine-1843"
+STEP_PAUSE_S = 0.6  # between search steps, so that the browser sees the tree grow
+SCRIPT_TIMEOUT_S = 240
+
+
+def _missing() -> str | None:
+    if not CHROMIUM.exists():
+        return "needs Chromium at /usr/bin/chromium (apt-get install chromium; .ci/run installs it)"
+    if shutil.which("node") is None:
+        return "needs Node.js for playwright-core"
+    if not (REPO / "frontend" / "node_modules" / "playwright-core").is_dir():
+        return "needs the front end's packages: run `make frontend`"
+    if not (REPO / "frontend" / "dist" / "assets" / "main.js").is_file():
+        return "needs the built front end: run `make frontend`"
+    return None
+
+
+MISSING = _missing()
+pytestmark = [pytest.mark.e2e, pytest.mark.skipif(MISSING is not None, reason=MISSING or "")]
+
+
+@pytest.fixture
+def app_env(tmp_path: Path) -> dict[str, str]:
+    # A database of its own: SQLite in a temporary folder, whatever the outer run uses
+    # (CI points DATABASE_URL at PostgreSQL); no Redis, so live views poll the database.
+    dropped = {"DATABASE_URL", "DATABASE_URL_FILE", "REDIS_URL", "REDIS_URL_FILE"}
+    env = {key: value for key, value in os.environ.items() if key not in dropped}
+    env.update(
+        OPTIML_VAR_DIR=str(tmp_path / "var"),
+        OPTIML_EVALUATOR=f"recorded:{RECORDING}",
+        OPTIML_DEBUG="true",
+        DJANGO_SETTINGS_MODULE="optiml_web.settings",
+        PYTHONUNBUFFERED="1",
+    )
+    return env
+
+
+def _manage(env: dict[str, str], *args: str) -> str:
+    finished = subprocess.run(
+        [sys.executable, "manage.py", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=180
+    )
+    assert finished.returncode == 0, f"manage.py {' '.join(args)}:\n{finished.stdout}\n{finished.stderr}"
+    return finished.stdout
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _wait_for_port(port: int, process: subprocess.Popen, log: Path, timeout_s: float = 60) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"the server exited ({process.returncode}):\n{log.read_text()}")
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.2)
+    raise AssertionError(f"the server did not listen on {port} within {timeout_s} s:\n{log.read_text()}")
+
+
+@pytest.fixture
+def server(app_env: dict[str, str], tmp_path: Path):
+    _manage(app_env, "migrate", "--noinput")
+    _manage(
+        app_env,
+        "shell",
+        "-c",
+        "from django.contrib.auth.models import User\n"
+        f"User.objects.create_user({USER!r}, password={PASSWORD!r})",
+    )
+    port = _free_port()
+    log = tmp_path / "server.log"
+    with log.open("w") as out:
+        process = subprocess.Popen(
+            [sys.executable, "manage.py", "runserver", "--noreload", f"127.0.0.1:{port}"],
+            cwd=REPO,
+            env=app_env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        _wait_for_port(port, process, log)
+        yield f"http://127.0.0.1:{port}", log
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def _drive(env: dict[str, str], run_id: int, out) -> subprocess.Popen:
+    """Step the run in another process, as a worker would, pausing between steps. A
+    paused run is waited on (the page resumes it); a finished or stopped one ends this."""
+    code = (
+        "import time\n"
+        "from search import services\n"
+        f"while services.run_step(run_id={run_id}).status in ('running', 'paused'):\n"
+        f"    time.sleep({STEP_PAUSE_S})\n"
+    )
+    return subprocess.Popen(
+        [sys.executable, "manage.py", "shell", "-c", code],
+        cwd=REPO,
+        env=env,
+        stdout=out,
+        stderr=subprocess.STDOUT,
+    )
+
+
+def _lines(process: subprocess.Popen) -> queue.Queue:
+    lines: queue.Queue = queue.Queue()
+
+    def pump() -> None:
+        for line in process.stdout:
+            lines.put(line.rstrip("\n"))
+        lines.put(None)
+
+    threading.Thread(target=pump, daemon=True).start()
+    return lines
+
+
+def test_a_person_starts_a_run_watches_it_grow_inspects_a_node_and_shares_it(server, app_env, tmp_path):
+    base_url, server_log = server
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    browser = subprocess.Popen(
+        ["node", str(SCRIPT)],
+        cwd=REPO,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env={
+            **os.environ,
+            "BASE_URL": base_url,
+            "E2E_USER": USER,
+            "E2E_PASSWORD": PASSWORD,
+            "SHOTS_DIR": str(SHOTS),
+            "CHROMIUM": str(CHROMIUM),
+        },
+    )
+    driver = None
+    driver_log = tmp_path / "driver.log"
+    driver_out = driver_log.open("w")
+    transcript: list[str] = []
+    result = None
+    lines = _lines(browser)
+    deadline = time.monotonic() + SCRIPT_TIMEOUT_S
+    try:
+        while time.monotonic() < deadline:
+            try:
+                line = lines.get(timeout=max(0.1, deadline - time.monotonic()))
+            except queue.Empty:
+                break
+            if line is None:
+                break
+            transcript.append(line)
+            if line.startswith("RUN_CREATED "):
+                driver = _drive(app_env, int(line.split()[1]), driver_out)
+            elif line.startswith("RESULT "):
+                result = json.loads(line[len("RESULT ") :])
+        browser.wait(timeout=30)
+    finally:
+        if browser.poll() is None:
+            browser.kill()
+        if driver is not None:
+            try:
+                driver.wait(timeout=60)
+            except subprocess.TimeoutExpired:  # a run left paused by a failed script
+                driver.kill()
+                driver.wait()
+        driver_out.close()
+    story = "\n".join(transcript)
+    assert browser.returncode == 0 and result is not None, (
+        f"the browser script failed:\n{story}\n--- server log ---\n{server_log.read_text()[-4000:]}"
+    )
+    assert driver is not None and driver.returncode == 0, driver_log.read_text()
+    print("the browser saw:", json.dumps(result, indent=1))  # shown by pytest -s or on failure
+
+    # The form: a bad plan was caught in the browser, the server's refusal shown by its
+    # field, and nothing typed was lost either time.
+    assert result["highlighted_tokens"] > 0 and result["upload_filled_source"] is True
+    assert "Not valid JSON" in result["client_error"]
+    assert result["server_error_field"] == "budget" and "10000" in result["server_error"]
+    assert result["kept_after_errors"] is True
+    # Live: the tree grew while the page was open (several distinct sizes seen), and the
+    # progress reached the evaluations the run made.
+    sizes = result["node_counts_seen"]
+    assert len(sizes) >= 3 and sizes == sorted(sizes), sizes
+    assert result["final_status"] == "finished"
+    # Pause held the tree still while the search was driven; resume let it go on.
+    assert result["paused_badge"] == "paused" and result["grew_while_paused"] is False
+    assert result["resumed_badge"] in {"running", "finished"}
+    assert result["evaluated"] >= 2
+    # The inspector: a child's diff against its parent, deltas, and the root's evidence.
+    assert result["child_diff_added"] > 0 and result["child_diff_removed"] > 0
+    assert "relu" in result["child_diff_text"]
+    assert result["root_deltas_text"]
+    assert result["root_correctness_rows"] > 0
+    assert result["root_has_roofline"] is True
+    # Sharing: the link opened signed out shows the same tree, read-only.
+    assert result["share_url"].startswith(base_url + "/share/")
+    assert result["shared_node_count"] == result["final_node_count"]
+    assert result["shared_controls"] == 0
+    assert result["shared_inspector_title"]
+    assert result["signed_out_runs_redirects_to_login"] is True
+    # Export and import: the runs list took the exported file and opened the new run.
+    assert result["runs_listed"] == 1
+    assert result["imported_node_count"] == result["final_node_count"]
+    assert result["page_errors"] == []
+    for name in (
+        "runs",
+        "new-run-errors",
+        "run-live",
+        "run-finished",
+        "inspector-child",
+        "inspector-root",
+        "shared",
+    ):
+        assert (SHOTS / f"{name}.png").stat().st_size > 10_000, name
