@@ -6,7 +6,7 @@ PYTHON := $(VENV)/bin/python
 # Touched after a successful install; reinstalls when pyproject.toml changes.
 INSTALLED := $(VENV)/.installed
 
-.PHONY: start test lint
+.PHONY: start test lint frontend
 
 $(PYTHON):
 	python3 -m venv $(VENV)
@@ -16,12 +16,24 @@ $(INSTALLED): pyproject.toml | $(PYTHON)
 	$(PYTHON) -m pip install --quiet -e '.[dev]'
 	touch $@
 
-start: $(INSTALLED)
+# The browser bundle (frontend/dist/, served as static files): npm ci when the lockfile
+# changes, then a vite build.
+FRONTEND_DEPS := frontend/node_modules/.installed
+
+$(FRONTEND_DEPS): frontend/package-lock.json
+	cd frontend && npm ci --no-audit --no-fund
+	touch $@
+
+frontend: $(FRONTEND_DEPS)
+	cd frontend && npm run build
+
+start: $(INSTALLED) frontend
 	$(PYTHON) manage.py migrate --noinput
 	$(PYTHON) manage.py sync_tasks
 	PYTHON=$(PYTHON) scripts/serve
 
-test: $(INSTALLED)
+test: $(INSTALLED) frontend
+	cd frontend && npm test
 	$(PYTHON) -m pytest tests
 
 lint: $(INSTALLED)

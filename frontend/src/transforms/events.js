@@ -1,0 +1,137 @@
+// The run's event log applied to a client-side state, keyed by seq. The server's log has
+// no gaps (seq 1, 2, 3...), so a client can tell what it missed: duplicates (a replay
+// after a reconnect) are skipped, and a jump past lastSeq + 1 stops the batch and reports
+// the gap, for the caller to fetch /events/?after=lastSeq and apply again.
+import { mergeRow, normalizeRow } from "./rows.js";
+
+/**
+ * @typedef {import("./rows.js").NodeRow} NodeRow
+ * @typedef {{seq: number, kind: string, data: Record<string, any>}} RunEvent
+ * @typedef {{lastSeq: number, rows: Map<number, NodeRow>, run: Record<string, any>,
+ *   unknownKinds: string[]}} LiveState
+ * @typedef {{after: number, next: number}} Gap
+ */
+
+/**
+ * @param {{run?: Record<string, any>, nodes?: Iterable<Record<string, any>>, lastSeq?: number}} [snapshot]
+ * @returns {LiveState}
+ */
+export function initialState(snapshot = {}) {
+  const rows = new Map();
+  for (const raw of snapshot.nodes ?? []) {
+    const row = normalizeRow(raw);
+    rows.set(row.id, mergeRow(rows.get(row.id), row));
+  }
+  const lastSeq = snapshot.lastSeq ?? snapshot.run?.last_seq ?? 0;
+  if (!Number.isInteger(lastSeq) || lastSeq < 0) throw new TypeError(`lastSeq must be a whole number, got ${lastSeq}`);
+  return { lastSeq, rows, run: { ...(snapshot.run ?? {}) }, unknownKinds: [] };
+}
+
+/**
+ * @param {LiveState} state
+ * @param {RunEvent[]} events
+ * @returns {{state: LiveState, applied: number, gap: Gap|null}}
+ */
+export function applyEvents(state, events) {
+  const ordered = [...events].sort((a, b) => a.seq - b.seq);
+  let next = state;
+  let copied = false;
+  let applied = 0;
+  for (const event of ordered) {
+    if (!Number.isInteger(event.seq)) throw new TypeError(`an event needs an integer seq, got ${JSON.stringify(event.seq)}`);
+    if (event.seq <= next.lastSeq) continue; // seen already: a replay
+    if (event.seq > next.lastSeq + 1) return { state: next, applied, gap: { after: next.lastSeq, next: event.seq } };
+    if (!copied) {
+      // One copy per batch, not per event: the rows map can hold thousands of nodes.
+      next = { ...next, rows: new Map(next.rows), run: { ...next.run }, unknownKinds: [...next.unknownKinds] };
+      copied = true;
+    }
+    applyOne(next, event);
+    next.lastSeq = event.seq;
+    applied += 1;
+  }
+  return { state: next, applied, gap: null };
+}
+
+/** Mutates `state`, a copy that applyEvents owns. */
+function applyOne(state, { kind, data }) {
+  const run = state.run;
+  switch (kind) {
+    case "run_created":
+      Object.assign(run, pick(data, ["task", "budget", "judge"]));
+      run.status ??= "running";
+      break;
+    case "node_added":
+    case "node_evaluated": {
+      const row = normalizeRow(data);
+      state.rows.set(row.id, mergeRow(state.rows.get(row.id), row));
+      if (kind === "node_evaluated" && Number.isInteger(data.evaluation)) {
+        run.evaluated = Math.max(run.evaluated ?? 0, data.evaluation);
+      }
+      if (kind === "node_evaluated" && row.parentId == null && row.status === "passed" && row.time_ms != null) {
+        run.root_ms = row.time_ms; // the baseline every speedup is measured against
+        if (run.best_ms) run.speedup = run.root_ms / run.best_ms;
+      }
+      break;
+    }
+    case "best_improved":
+      run.best_node = data.id;
+      if (data.time_ms != null) run.best_ms = data.time_ms;
+      if (run.root_ms && run.best_ms) run.speedup = run.root_ms / run.best_ms;
+      break;
+    case "run_status":
+      run.status = data.status;
+      break;
+    case "run_finished":
+      // A run stopped by a person stays "stopped"; otherwise the budget was spent.
+      if (run.status !== "stopped") run.status = "finished";
+      run.summary = data;
+      if (data.evaluations != null) run.evaluated = data.evaluations;
+      if (data.best_id != null) run.best_node = data.best_id;
+      if (data.best_time_ms != null) run.best_ms = data.best_time_ms;
+      if (data.root_time_ms != null) run.root_ms = data.root_time_ms;
+      if (data.speedup_vs_root != null) run.speedup = data.speedup_vs_root;
+      break;
+    default:
+      // A newer server may send kinds this client does not know: note them, go on.
+      if (!state.unknownKinds.includes(kind)) state.unknownKinds.push(kind);
+  }
+}
+
+function pick(object, keys) {
+  return Object.fromEntries(keys.filter((key) => object[key] !== undefined).map((key) => [key, object[key]]));
+}
+
+/**
+ * Progress of a run from its state: evaluations against the budget, and nodes waiting.
+ * @param {LiveState} state
+ */
+export function progress(state) {
+  let pending = 0;
+  let done = 0;
+  for (const row of state.rows.values()) {
+    if (row.state === "done") done += 1;
+    else pending += 1;
+  }
+  const evaluated = Math.max(state.run.evaluated ?? 0, 0);
+  const budget = state.run.budget ?? state.run.queue?.budget ?? null;
+  const fraction = budget ? Math.min(1, evaluated / budget) : 0;
+  return { evaluated, budget, pending, done, nodes: state.rows.size, fraction };
+}
+
+/**
+ * Folds a fresh snapshot (the REST view of the run) into a live state: rows merge
+ * forward (see mergeRow), run fields take the snapshot's values, and lastSeq never goes
+ * back, so events already applied are not applied twice.
+ * @param {LiveState} state
+ * @param {{run?: Record<string, any>, nodes?: Iterable<Record<string, any>>}} snapshot
+ * @returns {LiveState}
+ */
+export function mergeSnapshot(state, snapshot) {
+  const rows = new Map(state.rows);
+  for (const raw of snapshot.nodes ?? []) {
+    const row = normalizeRow(raw);
+    rows.set(row.id, mergeRow(rows.get(row.id), row));
+  }
+  return { ...state, rows, run: { ...state.run, ...(snapshot.run ?? {}) } };
+}

@@ -1,0 +1,80 @@
+// A node's detail from the API, put in the shape the inspector shows: every section
+// present or explicitly empty, so the drawing code has no guessing to do.
+import { metricDeltas } from "./deltas.js";
+import { rooflineModel, RooflineError } from "./roofline.js";
+
+/**
+ * @param {Record<string, any>} detail GET .../nodes/<id>/
+ * @param {Record<string, any>|undefined} row the node's row in the tree, if known
+ */
+export function inspectorModel(detail, row = undefined) {
+  if (detail == null || typeof detail !== "object") throw new TypeError("no node detail");
+  const measurement = detail.measurement ?? {};
+  // The row's `source` names who proposed the node; the detail's `source` may be the
+  // kernel's code. Code has a newline; a proposer's name never does.
+  const looksLikeCode = (text) => typeof text === "string" && text.includes("\n");
+  const code = detail.kernel_source ?? (looksLikeCode(detail.source) ? detail.source : null) ?? detail.candidate?.source ?? null;
+  const proposer = detail.proposer ?? (looksLikeCode(detail.source) ? row?.source : detail.source) ?? row?.source ?? null;
+  let roofline = null, rooflineProblem = null;
+  if (detail.roofline) {
+    try {
+      roofline = rooflineModel(detail.roofline);
+    } catch (error) {
+      if (!(error instanceof RooflineError)) throw error;
+      rooflineProblem = error.message;
+    }
+  } else {
+    rooflineProblem = "no profile for this node";
+  }
+  return {
+    id: detail.id ?? row?.id,
+    parentId: detail.parentId ?? detail.parent ?? row?.parentId ?? null,
+    title: detail.title ?? row?.title ?? "",
+    proposer,
+    rationale: detail.rationale ?? "",
+    state: detail.state ?? row?.state,
+    status: detail.status ?? row?.status ?? null,
+    guard: detail.guard ?? row?.guard ?? null,
+    message: measurement.message ?? null,
+    timeMs: detail.time_ms ?? measurement.time_ms ?? null,
+    spreadMs: detail.spread_ms ?? measurement.spread_ms ?? null,
+    reward: detail.reward ?? null,
+    visits: detail.visits ?? row?.visits ?? 0,
+    value: detail.value ?? null,
+    prior: detail.prior ?? null,
+    replayed: Boolean(measurement.replayed),
+    code,
+    plan: detail.plan ?? detail.candidate?.plan ?? null,
+    diffVsParent: detail.diff ?? "",
+    diffVsRoot: detail.diff_vs_root ?? "",
+    diagnosis: detail.diagnosis ?? null,
+    deltasVsParent: metricDeltas(detail.deltas_vs_parent),
+    deltasVsRoot: metricDeltas(detail.deltas_vs_root),
+    rewardTerms: Object.entries(detail.reward_terms ?? {}).sort((a, b) => Math.abs(b[1]) - Math.abs(a[1])),
+    compile: compileModel(detail.compile),
+    profile: detail.profile ?? null,
+    families: Array.isArray(detail.families) ? detail.families : [],
+    params: detail.params && typeof detail.params === "object" ? detail.params : {},
+    evaluationIndex: detail.evaluation_index ?? null,
+    reused: Boolean(detail.reused),
+    judgeError: detail.judge_error ?? null,
+    correctness: Array.isArray(detail.correctness) ? detail.correctness : [],
+    roofline,
+    rooflineProblem,
+    ncuReportUrl: detail.ncu_report_url ?? null,
+  };
+}
+
+/**
+ * The compile step, whether the API sends the gate's compile record ({ok, kernels,
+ * errors, log, ...}) or just its kernels.
+ * @param {any} compile
+ * @returns {{ok: boolean|null, seconds: number|null, cached: boolean, kernels: any[], errors: any[], log: string|null}|null}
+ */
+export function compileModel(compile) {
+  if (compile == null) return null;
+  if (Array.isArray(compile)) return { ok: null, seconds: null, cached: false, kernels: compile, errors: [], log: null };
+  return { ok: compile.ok ?? null, seconds: compile.seconds ?? null, cached: Boolean(compile.cached),
+    kernels: Array.isArray(compile.kernels) ? compile.kernels : [], errors: Array.isArray(compile.errors) ? compile.errors : [],
+    log: compile.log ?? null };
+}

@@ -1,0 +1,114 @@
+// Tidy tree layout (d3.tree, Reingold–Tilford) of what is visible: failed subtrees can be
+// folded into one stub per parent ("5 failed"), and any node can be collapsed by hand.
+// Horizontal: the root on the left, depth grows to the right.
+import { hierarchy, tree } from "d3-hierarchy";
+import { checkOptions } from "./options.js";
+import { isFailed } from "./rows.js";
+
+/**
+ * @typedef {import("./rows.js").NodeRow} NodeRow
+ * @typedef {import("d3-hierarchy").HierarchyNode<NodeRow>} TreeNode
+ * @typedef {{id: string, nodeId: number|null, x: number, y: number, depth: number,
+ *   row: NodeRow|null, kind: "node"|"failed-stub", hiddenCount: number, childCount: number,
+ *   parentId: number|null}} LaidOutNode
+ * @typedef {{id: string, source: {x: number, y: number}, target: {x: number, y: number},
+ *   sourceId: number, targetId: string}} LaidOutLink
+ */
+
+/** @type {Record<string, import("./options.js").OptionSpec>} */
+export const LAYOUT_SCHEMA = {
+  nodeSpacing: { type: "number", default: 18, min: 1 }, // px between siblings
+  levelSpacing: { type: "number", default: 90, min: 1 }, // px between depths
+  collapseFailed: { type: "boolean", default: true },
+  expanded: { type: "set", default: undefined, nullable: true }, // parents whose failed children show
+  collapsed: { type: "set", default: undefined, nullable: true }, // nodes folded by hand
+  // Viewport width / height: a tree much taller than wide (thousands of leaves, a few
+  // levels) gets its levels spread out to this shape, so that fitting it fills the view.
+  aspect: { type: "number", default: undefined, nullable: true, min: 0.01 },
+};
+
+/**
+ * Marks, for every node, whether its whole subtree failed (every node in it measured
+ * and not passed). Such subtrees are what "collapse failed" folds away.
+ * @param {TreeNode} root
+ * @returns {Set<number>} ids of nodes whose subtree failed entirely
+ */
+export function failedSubtrees(root) {
+  const failed = new Set();
+  root.eachAfter((node) => {
+    if (isFailed(node.data) && (node.children ?? []).every((child) => failed.has(child.data.id))) {
+      failed.add(node.data.id);
+    }
+  });
+  return failed;
+}
+
+/**
+ * @param {TreeNode|null} root
+ * @param {Partial<{nodeSpacing: number, levelSpacing: number, collapseFailed: boolean,
+ *   expanded: Set<number>|null, collapsed: Set<number>|null, aspect: number|null}>} [options]
+ * @returns {{nodes: LaidOutNode[], links: LaidOutLink[], extent: {x0: number, x1: number, y0: number, y1: number}}}
+ */
+export function layoutTree(root, options) {
+  const o = checkOptions("layoutTree", options, LAYOUT_SCHEMA);
+  if (root == null) return { nodes: [], links: [], extent: { x0: 0, x1: 0, y0: 0, y1: 0 } };
+  const expanded = o.expanded ?? new Set();
+  const collapsed = o.collapsed ?? new Set();
+  const failed = o.collapseFailed ? failedSubtrees(root) : new Set();
+  const visible = hierarchy(visibleShape(root, { failed, expanded, collapsed }), (d) => d.children);
+  tree().nodeSize([o.nodeSpacing, o.levelSpacing])(/** @type {any} */ (visible));
+  /** @type {LaidOutNode[]} */
+  const nodes = [];
+  /** @type {LaidOutLink[]} */
+  const links = [];
+  let x0 = Infinity, x1 = -Infinity, y0 = Infinity, y1 = -Infinity;
+  visible.each((/** @type {any} */ v) => {
+    // d3.tree lays out top-down (x across, y down); swap for a left-to-right tree.
+    const px = v.y, py = v.x;
+    x0 = Math.min(x0, px); x1 = Math.max(x1, px); y0 = Math.min(y0, py); y1 = Math.max(y1, py);
+    const d = v.data;
+    nodes.push({ id: d.key, nodeId: d.row ? d.row.id : null, x: px, y: py, depth: v.depth, row: d.row,
+      kind: d.kind, hiddenCount: d.hiddenCount, childCount: d.childCount, parentId: d.parentId });
+    if (v.parent) {
+      links.push({ id: d.key, source: { x: v.parent.y, y: v.parent.x }, target: { x: px, y: py },
+        sourceId: v.parent.data.row.id, targetId: d.key });
+    }
+  });
+  const stretch = o.aspect && x1 > x0 ? Math.max(1, ((y1 - y0) * o.aspect) / (x1 - x0)) : 1;
+  if (stretch > 1) {
+    for (const node of nodes) node.x *= stretch;
+    for (const link of links) {
+      link.source.x *= stretch;
+      link.target.x *= stretch;
+    }
+    x0 *= stretch;
+    x1 *= stretch;
+  }
+  return { nodes, links, extent: { x0, x1, y0, y1 } };
+}
+
+/** The tree as drawn: plain objects, with failed children folded into stubs. */
+function visibleShape(node, ctx) {
+  const row = node.data;
+  const kids = node.children ?? [];
+  const shape = { key: String(row.id), row, kind: "node", hiddenCount: 0, childCount: kids.length,
+    parentId: row.parentId, children: undefined };
+  if (kids.length === 0) return shape;
+  if (ctx.collapsed.has(row.id)) {
+    shape.hiddenCount = node.descendants().length - 1;
+    return shape;
+  }
+  const fold = !ctx.expanded.has(row.id);
+  const shown = [];
+  let foldedNodes = 0;
+  for (const child of kids) {
+    if (fold && ctx.failed.has(child.data.id)) foldedNodes += child.descendants().length;
+    else shown.push(visibleShape(child, ctx));
+  }
+  if (foldedNodes > 0) {
+    shown.push({ key: `failed:${row.id}`, row: null, kind: "failed-stub", hiddenCount: foldedNodes,
+      childCount: 0, parentId: row.id, children: undefined });
+  }
+  shape.children = /** @type {any} */ (shown);
+  return shape;
+}

@@ -1,0 +1,66 @@
+// The runs list: the query its filters make, and a summary of what it shows.
+
+export const RUN_STATUSES = /** @type {const} */ (["running", "paused", "stopped", "finished", "failed"]);
+
+/**
+ * @param {{task?: string, status?: string, mine?: boolean}} filters
+ * @returns {string} "?task=relu&mine=1", or "" with no filter
+ */
+export function runsQuery(filters) {
+  const params = new URLSearchParams();
+  if (filters.task) params.set("task", filters.task);
+  if (filters.status) {
+    if (!RUN_STATUSES.includes(/** @type {any} */ (filters.status))) throw new RangeError(`unknown run status ${JSON.stringify(filters.status)}`);
+    params.set("status", filters.status);
+  }
+  if (filters.mine) params.set("mine", "1");
+  const text = params.toString();
+  return text ? `?${text}` : "";
+}
+
+/** @param {URLSearchParams} params */
+export function filtersFromQuery(params) {
+  const status = params.get("status") ?? "";
+  return {
+    task: params.get("task") ?? "",
+    status: RUN_STATUSES.includes(/** @type {any} */ (status)) ? status : "",
+    mine: params.get("mine") === "1",
+  };
+}
+
+/**
+ * @param {Array<{status: string, speedup?: number|null, gpu_seconds?: number|null, evaluated?: number}>} runs
+ */
+export function runsSummary(runs) {
+  /** @type {Record<string, number>} */
+  const byStatus = {};
+  let bestSpeedup = null, gpuSeconds = 0, evaluations = 0;
+  for (const run of runs) {
+    byStatus[run.status] = (byStatus[run.status] ?? 0) + 1;
+    if (run.speedup != null && (bestSpeedup == null || run.speedup > bestSpeedup)) bestSpeedup = run.speedup;
+    gpuSeconds += run.gpu_seconds ?? 0;
+    evaluations += run.evaluated ?? 0;
+  }
+  return { count: runs.length, byStatus, bestSpeedup, gpuSeconds, evaluations };
+}
+
+/** Numbers as people read them in the tables. */
+export const format = {
+  ms: (v) => (v == null || !Number.isFinite(v) ? "—" : v >= 100 ? `${v.toFixed(1)} ms` : v >= 1 ? `${v.toFixed(3)} ms` : `${(v * 1000).toFixed(1)} µs`),
+  speedup: (v) => (v == null || !Number.isFinite(v) ? "—" : `${v.toFixed(2)}×`),
+  seconds: (v) => (v == null || !Number.isFinite(v) ? "—" : v >= 3600 ? `${(v / 3600).toFixed(1)} h` : v >= 60 ? `${(v / 60).toFixed(1)} min` : `${v.toFixed(1)} s`),
+  number: (v, digits = 3) => (v == null || !Number.isFinite(v) ? "—" : Math.abs(v) >= 1e4 || (Math.abs(v) < 1e-3 && v !== 0) ? v.toExponential(2) : Number(v.toFixed(digits)).toString()),
+  bytes: (v) => {
+    if (v == null || !Number.isFinite(v)) return "—";
+    const units = ["B", "KiB", "MiB", "GiB"];
+    let i = 0, x = v;
+    while (Math.abs(x) >= 1024 && i < units.length - 1) { x /= 1024; i += 1; }
+    return `${i ? x.toFixed(1) : x} ${units[i]}`;
+  },
+  rate: (v, unit) => {
+    if (v == null || !Number.isFinite(v)) return "—";
+    const prefixes = [["T", 1e12], ["G", 1e9], ["M", 1e6], ["k", 1e3]];
+    for (const [p, s] of prefixes) if (Math.abs(v) >= /** @type {number} */ (s)) return `${(v / /** @type {number} */ (s)).toFixed(1)} ${p}${unit}`;
+    return `${v.toFixed(1)} ${unit}`;
+  },
+};

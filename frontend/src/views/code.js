@@ -1,0 +1,69 @@
+// Code on the page: highlighted CUDA, unified diffs with added/removed lines coloured,
+// and the kernel editor (a textarea over its own highlighted copy).
+import { highlightCuda } from "../transforms/cuda.js";
+import { diffStats, parseUnifiedDiff } from "../transforms/diff.js";
+import { h } from "./dom.js";
+
+/** @param {string} source */
+export function codeBlock(source) {
+  const lines = source.replace(/\n$/, "").split("\n").length;
+  const numbers = Array.from({ length: lines }, (_, i) => i + 1).join("\n");
+  return h("div", { class: "code-block" },
+    h("pre", { class: "line-numbers", "aria-hidden": "true" }, numbers),
+    h("pre", { class: "code" }, h("code", { html: highlightCuda(source) })));
+}
+
+/** @param {string} diffText */
+export function diffBlock(diffText) {
+  const lines = parseUnifiedDiff(diffText);
+  if (lines.length === 0) return h("p", { class: "muted" }, "No change.");
+  const { added, removed } = diffStats(lines);
+  const sign = { add: "+", del: "-", ctx: " ", hunk: "", file: "", meta: "" };
+  return h("div", { class: "diff" },
+    h("p", { class: "diff-stats" }, h("span", { class: "added" }, `+${added}`), " ", h("span", { class: "removed" }, `−${removed}`)),
+    h("pre", null, lines.map((line) => {
+      const body = line.kind === "add" || line.kind === "del" || line.kind === "ctx" ? highlightCuda(line.text) : escape(line.text);
+      return h("span", { class: `diff-line diff-${line.kind}` },
+        h("span", { class: "ln" }, line.oldLine ?? ""), h("span", { class: "ln" }, line.newLine ?? ""),
+        h("span", { class: "sign" }, sign[line.kind]), h("span", { class: "text", html: body }), "\n");
+    })));
+}
+
+function escape(text) {
+  const span = document.createElement("span");
+  span.textContent = text;
+  return span.innerHTML;
+}
+
+/**
+ * A textarea with CUDA colouring behind it: the textarea's own text is transparent and
+ * a <pre> underneath shows the same text highlighted, kept in step on every input.
+ * @param {{name: string, id: string, value?: string, rows?: number, label?: string}} options
+ */
+export function codeEditor({ name, id, value = "", rows = 18, label = "kernel source" }) {
+  const highlighted = h("code");
+  const pre = h("pre", { class: "code-editor-highlight", "aria-hidden": "true" }, highlighted);
+  const textarea = /** @type {HTMLTextAreaElement} */ (h("textarea", { name, id, rows, spellcheck: "false",
+    autocomplete: "off", autocapitalize: "off", "aria-label": label, class: "code-editor-input" }));
+  textarea.value = value;
+  const sync = () => {
+    // A trailing newline needs a character after it, or the <pre> is one line short.
+    highlighted.innerHTML = highlightCuda(textarea.value) + (textarea.value.endsWith("\n") ? " " : "");
+    pre.scrollTop = textarea.scrollTop;
+    pre.scrollLeft = textarea.scrollLeft;
+  };
+  textarea.addEventListener("input", sync);
+  textarea.addEventListener("scroll", () => {
+    pre.scrollTop = textarea.scrollTop;
+    pre.scrollLeft = textarea.scrollLeft;
+  });
+  textarea.addEventListener("keydown", (event) => {
+    if (event.key !== "Tab" || event.shiftKey || event.ctrlKey || event.metaKey) return;
+    event.preventDefault(); // Tab indents in a code box; Esc then Tab leaves it
+    textarea.setRangeText("    ", textarea.selectionStart, textarea.selectionEnd, "end");
+    sync();
+  });
+  sync();
+  const root = h("div", { class: "code-editor" }, pre, textarea);
+  return { root, textarea, setValue(text) { textarea.value = text; sync(); }, sync };
+}

@@ -1,0 +1,152 @@
+// The node inspector: everything one node can say about itself.
+import { deltaBars, formatPercent } from "../transforms/deltas.js";
+import { inspectorModel } from "../transforms/inspector.js";
+import { format } from "../transforms/runs.js";
+import { renderRoofline } from "./charts.js";
+import { codeBlock, diffBlock } from "./code.js";
+import { facts, fill, h, table } from "./dom.js";
+
+/**
+ * @param {HTMLElement} container
+ * @param {Record<string, any>} detail
+ * @param {{row?: Record<string, any>, onSelect?: (id: number) => void}} [options]
+ */
+export function renderInspector(container, detail, { row, onSelect = () => {} } = {}) {
+  const m = inspectorModel(detail, row);
+  fill(container,
+    header(m, onSelect),
+    section("Proposal", [m.proposer ? h("p", { class: "proposer" }, "Proposed by ", h("code", null, m.proposer),
+      m.families.length ? h("span", { class: "muted" }, ` · ${m.families.join(", ")}`) : null) : null,
+      m.rationale ? h("p", { class: "rationale" }, m.rationale) : h("p", { class: "muted" }, "No rationale given."),
+      Object.keys(m.params).length ? h("p", { class: "params" }, Object.entries(m.params).map(([k, v]) => h("code", null, `${k}=${JSON.stringify(v)} `))) : null,
+      m.reused ? h("p", { class: "muted" }, "Measured before in this run: reused, not evaluated again.") : null], "proposal"),
+    diagnosis(m.diagnosis, m.judgeError),
+    codeTabs(m),
+    deltasSection(m),
+    rewardSection(m.rewardTerms),
+    correctnessSection(m.correctness),
+    rooflineSection(m),
+    profileSection(m.profile),
+    compileSection(m.compile),
+    m.ncuReportUrl ? section("Nsight Compute", h("a", { href: m.ncuReportUrl, download: "", class: "button" },
+      "Download .ncu-rep"), "ncu") : null);
+  return m;
+}
+
+function section(title, body, name) {
+  return h("section", { class: `inspector-section ${name}`, "data-section": name }, h("h3", null, title), body);
+}
+
+function header(m, onSelect) {
+  const time = m.timeMs == null ? "—" : `${format.ms(m.timeMs)} ± ${format.ms(m.spreadMs)}`;
+  return h("header", { class: "inspector-header" },
+    h("h2", null, `#${m.id} `, h("span", { class: "node-title" }, m.title || "(untitled)")),
+    h("p", null, h("span", { class: `badge status-${m.status ?? m.state}` }, m.status ?? m.state ?? "pending"),
+      m.guard ? h("span", { class: "badge guard" }, `guard: ${m.guard}`) : null,
+      m.replayed ? h("span", { class: "badge replayed", title: "a recorded measurement, not measured now" }, "replayed") : null,
+      m.parentId != null ? h("button", { type: "button", class: "link", onclick: () => onSelect(m.parentId) }, `parent #${m.parentId}`) : null),
+    facts([["time", time], ["reward", format.number(m.reward)], ["visits", m.visits],
+      ["value", format.number(m.value)], ["prior", format.number(m.prior)]]),
+    m.message && !m.diagnosis ? h("p", { class: "message" }, m.message) : null);
+}
+
+function diagnosis(d, judgeError) {
+  const failure = judgeError ? h("p", { class: "error" }, `The judge failed: ${typeof judgeError === "string" ? judgeError : JSON.stringify(judgeError)}`) : null;
+  if (!d) return section("Diagnosis", [failure, h("p", { class: "muted" }, "Not diagnosed (pending, or the root's profile is missing).")], "diagnosis");
+  return section("Diagnosis", [failure,
+    h("p", null, h("span", { class: "badge bottleneck" }, d.bottleneck ?? "unknown"), " ", d.summary ?? "",
+      d.source ? h("span", { class: "muted" }, ` — ${d.source}`) : null),
+    d.evidence?.length ? [h("h4", null, "Evidence"), h("ul", { class: "evidence" }, d.evidence.map((e) => h("li", null, e)))] : null,
+    d.wants?.length ? [h("h4", null, "Wants"), h("ul", { class: "wants" }, d.wants.map((w) => h("li", null, typeof w === "string" ? w : JSON.stringify(w))))] : null,
+  ], "diagnosis");
+}
+
+function codeTabs(m) {
+  const tabs = [
+    ["diff-parent", "Diff vs parent", () => diffBlock(m.diffVsParent)],
+    ["diff-root", "Diff vs root", () => diffBlock(m.diffVsRoot)],
+    ["source", "Source", () => (m.code ? codeBlock(m.code) : h("p", { class: "muted" }, "No source."))],
+    ["plan", "Launch plan", () => h("pre", { class: "plan" }, m.plan ? JSON.stringify(m.plan, null, 2) : "—")],
+  ];
+  const body = h("div", { class: "tab-body" });
+  const buttons = tabs.map(([key, label, draw]) => h("button", { type: "button", role: "tab", "data-tab": key,
+    onclick: () => choose(key, draw) }, label));
+  const choose = (key, draw) => {
+    for (const b of buttons) b.setAttribute("aria-selected", String(b.dataset.tab === key));
+    fill(body, draw());
+  };
+  const first = m.diffVsParent ? tabs[0] : tabs[2];
+  choose(first[0], first[2]);
+  return section("Kernel", [h("div", { class: "tabs", role: "tablist" }, buttons), body], "code");
+}
+
+function deltasSection(m) {
+  const body = h("div");
+  const draw = (which) => {
+    const deltas = which === "root" ? m.deltasVsRoot : m.deltasVsParent;
+    if (!deltas.length) {
+      const why = m.parentId == null ? "This is the starting kernel: there is nothing to compare it with."
+        : `No metric deltas: this node or its ${which === "root" ? "root" : "parent"} has no measurement to compare.`;
+      return fill(body, h("p", { class: "muted" }, why));
+    }
+    const bars = deltaBars(deltas);
+    fill(body, table(["metric", "change", ""], deltas.map((d, i) => [
+      d.metric, formatPercent(d.percent),
+      h("span", { class: "delta-bar-track" }, h("span", { class: `delta-bar ${bars[i].direction}${bars[i].clipped ? " clipped" : ""}`,
+        style: `width:${(bars[i].length / 2).toFixed(1)}%` })),
+    ]), { class: "deltas" }));
+  };
+  const select = h("select", { "aria-label": "compare with", onchange: (e) => draw(e.target.value) },
+    h("option", { value: "parent" }, "vs parent"), h("option", { value: "root" }, "vs root"));
+  draw("parent");
+  return section("Metric deltas", [select, body], "deltas");
+}
+
+function rewardSection(terms) {
+  if (!terms.length) return null;
+  return section("Reward terms", table(["term", "value"], terms.map(([k, v]) => [k, format.number(v)])), "reward");
+}
+
+function correctnessSection(rows) {
+  if (!rows.length) return section("Correctness", h("p", { class: "muted" }, "No correctness checks ran."), "correctness");
+  return section("Correctness", table(["level", "sizes", "seed", "inputs", "result", "max |error|"], rows.map((r) => [
+    r.level, Object.entries(r.sizes ?? {}).map(([k, v]) => `${k}=${v}`).join(", "), String(r.seed ?? "—"), r.distribution ?? "—",
+    h("span", { class: r.passed ? "pass" : "fail", title: r.detail || "" }, r.passed ? "passed" : `failed${r.guard ? ` (${r.guard})` : ""}`),
+    format.number(r.max_abs_error),
+  ]), { class: "correctness" }), "correctness");
+}
+
+function rooflineSection(m) {
+  if (!m.roofline) return section("Roofline", h("p", { class: "muted" }, m.rooflineProblem ?? "No roofline."), "roofline");
+  const holder = h("div", { class: "roofline-holder" });
+  renderRoofline(holder, m.roofline);
+  const r = m.roofline;
+  return section("Roofline", [holder, h("p", { class: "muted" },
+    `${format.number(r.point.x)} FLOP/byte: ${r.bound}-bound, ${(r.efficiency * 100).toFixed(0)}% of the attainable ` +
+    `${format.rate(r.attainable, "FLOP/s")}${r.source ? ` (ceilings: ${r.source})` : ""}.`)], "roofline");
+}
+
+function compileSection(compile) {
+  if (!compile) return null;
+  const errors = compile.errors.map((e) => (typeof e === "string" ? e : e.line != null ? `line ${e.line}: ${e.message ?? JSON.stringify(e)}` : JSON.stringify(e)));
+  return section("Compile resources", [
+    compile.ok === false ? h("p", { class: "error" }, "Did not compile.") : null,
+    compile.kernels.length ? table(["kernel", "registers", "spill st/ld", "shared (static)", "stack"], compile.kernels.map((k) => [
+      h("code", null, k.kernel), k.registers ?? "—", `${format.bytes(k.spill_store_bytes)} / ${format.bytes(k.spill_load_bytes)}`,
+      format.bytes(k.shared_static_bytes), format.bytes(k.stack_frame_bytes),
+    ]), { class: "compile" }) : null,
+    errors.length ? h("ul", { class: "compile-errors" }, errors.map((e) => h("li", null, h("code", null, e)))) : null,
+    compile.log ? h("details", null, h("summary", null, `ptxas log${compile.seconds != null ? ` (${format.seconds(compile.seconds)}${compile.cached ? ", cached" : ""})` : ""}`),
+      h("pre", { class: "plan" }, compile.log)) : null,
+  ], "compile");
+}
+
+function profileSection(profile) {
+  const metrics = Object.entries(profile?.metrics ?? {}).filter(([, v]) => typeof v === "number");
+  if (!metrics.length) return null;
+  return section("Profile (Nsight Compute)", [
+    profile.bottleneck ? h("p", null, "Bottleneck: ", h("span", { class: "badge bottleneck" }, profile.bottleneck)) : null,
+    h("details", null, h("summary", null, `${metrics.length} metrics`),
+      table(["metric", "value"], metrics.map(([k, v]) => [h("code", null, k), format.number(v)]), { class: "metrics" })),
+  ], "profile");
+}

@@ -1,0 +1,112 @@
+// The new-session form: a task (its naive kernel and plan as the starting point), the
+// kernel (typed, pasted or uploaded), the launch plan as JSON, budget, judge and seed.
+// Errors, ours or the server's, show next to their fields; nothing typed is lost.
+import { api, ApiError } from "../api.js";
+import { fieldErrors, JUDGES, prefillFor, runPayload } from "../transforms/forms.js";
+import { format } from "../transforms/runs.js";
+import { codeEditor } from "./code.js";
+import { fill, h } from "./dom.js";
+
+const FIELDS = /** @type {const} */ (["task", "intent", "source", "plan", "budget", "judge", "seed", "sources", "team"]);
+
+/** @param {HTMLElement} root */
+export async function mountNewRun(root) {
+  const [tasks, me, sourceList] = await Promise.all([api("/api/tasks/"), api("/api/me/").catch(() => ({ teams: [] })),
+    api("/api/sources/").catch(() => [])]);
+  const byName = new Map(tasks.map((t) => [t.name, t]));
+  const wanted = new URLSearchParams(window.location.search).get("task");
+  const errors = Object.fromEntries(FIELDS.map((f) => [f, h("ul", { class: "field-errors", id: `errors-${f}`, "data-errors-for": f })]));
+  const general = h("div", { class: "form-errors", role: "alert" });
+
+  const task = /** @type {HTMLSelectElement} */ (h("select", { name: "task", id: "id_task", required: true },
+    tasks.map((t) => h("option", { value: t.name, selected: t.name === wanted }, t.name))));
+  const taskInfo = h("div", { class: "task-info" });
+  const editor = codeEditor({ name: "source", id: "id_source" });
+  const upload = /** @type {HTMLInputElement} */ (h("input", { type: "file", id: "id_upload", accept: ".cu,.cuh,.h,.cpp,.txt,text/plain" }));
+  const plan = /** @type {HTMLTextAreaElement} */ (h("textarea", { name: "plan", id: "id_plan", rows: 12, spellcheck: "false", class: "mono" }));
+  const budget = /** @type {HTMLInputElement} */ (h("input", { type: "number", name: "budget", id: "id_budget", min: 1, value: 30, required: true }));
+  const judge = /** @type {HTMLSelectElement} */ (h("select", { name: "judge", id: "id_judge" },
+    JUDGES.map((j) => h("option", { value: j }, j === "rules" ? "rules (profile-driven, no LLM)" : "LLM (OpenAI-compatible endpoint)"))));
+  const seed = /** @type {HTMLInputElement} */ (h("input", { type: "number", name: "seed", id: "id_seed", value: 0, required: true }));
+  const team = /** @type {HTMLSelectElement} */ (h("select", { name: "team", id: "id_team" }, h("option", { value: "" }, "just me"),
+    (me.teams ?? []).map((t) => h("option", { value: t.id }, t.name))));
+  const intent = /** @type {HTMLTextAreaElement} */ (h("textarea", { name: "intent", id: "id_intent", rows: 2,
+    placeholder: "e.g. row softmax over 4096×8192 fp32, numerically stable" }));
+  const sourceBoxes = sourceList.map((s) => /** @type {HTMLInputElement} */ (h("input", { type: "checkbox", name: "sources", value: s.name, checked: true })));
+  const sourcesField = sourceBoxes.length ? h("fieldset", { class: "field field-sources", id: "id_sources" },
+    h("legend", null, "Proposal sources (besides the judge)"),
+    sourceBoxes.map((box) => h("label", { class: "checkbox" }, box, " ", h("code", null, box.value))), errors.sources) : null;
+  const submit = /** @type {HTMLButtonElement} */ (h("button", { type: "submit", class: "primary" }, "Start the search"));
+
+  let lastSource = /** @type {string|null} */ (null), lastPlan = /** @type {string|null} */ (null);
+  function taskChanged() {
+    const t = byName.get(task.value);
+    if (!t) return;
+    const naivePlan = JSON.stringify(t.naive_plan ?? {}, null, 2);
+    editor.setValue(prefillFor(editor.textarea.value, lastSource, t.naive_source ?? ""));
+    plan.value = prefillFor(plan.value, lastPlan, naivePlan);
+    lastSource = t.naive_source ?? "";
+    lastPlan = naivePlan;
+    fill(taskInfo, h("p", null, t.description ?? ""), h("p", { class: "muted" },
+      `sizes: ${Object.entries(t.sizes ?? {}).map(([k, v]) => `${k}=${v}`).join(", ") || "—"} · vendor library: ${format.ms(t.vendor_ms)}`));
+  }
+  task.addEventListener("change", taskChanged);
+  upload.addEventListener("change", async () => {
+    const file = upload.files?.[0];
+    if (file) editor.setValue(await file.text());
+  });
+
+  const field = (name, label, control, hint = /** @type {string|null} */ (null)) => h("div", { class: `field field-${name}` },
+    h("label", { for: `id_${name}` }, label), control, hint ? h("p", { class: "hint" }, hint) : null, errors[name]);
+  const form = h("form", { class: "new-run", novalidate: true, onsubmit: send },
+    general,
+    field("task", "Task", task), taskInfo,
+    field("intent", "Intent (optional)", intent, "What the kernel should do, in words: kept with the run, and read by an LLM judge."),
+    field("source", "Kernel (CUDA)", h("div", null, editor.root,
+      h("p", { class: "upload" }, h("label", { for: "id_upload" }, "…or upload a .cu file: "), upload))),
+    field("plan", "Launch plan (JSON)", plan, "Grid, block and shared memory as expressions over the task's sizes and tunables."),
+    h("div", { class: "field-row" },
+      field("budget", "Budget (evaluations)", budget), field("judge", "Judge", judge), field("seed", "Seed", seed),
+      (me.teams ?? []).length ? field("team", "Team", team) : null),
+    sourcesField,
+    h("div", { class: "actions" }, submit));
+  fill(root, h("h1", null, "New session"), form);
+  taskChanged();
+
+  async function send(event) {
+    event.preventDefault();
+    showErrors({}, []);
+    const { payload, errors: local } = runPayload({ task: task.value, source: editor.textarea.value, plan: plan.value,
+      budget: budget.value, judge: judge.value, seed: seed.value, team: team.value, intent: intent.value,
+      sources: sourceBoxes.every((b) => b.checked) ? null : sourceBoxes.filter((b) => b.checked).map((b) => b.value) });
+    if (!payload) return showErrors(local, ["Please fix the fields marked below."]);
+    submit.disabled = true;
+    submit.textContent = "Starting…";
+    try {
+      const run = await api("/api/runs/", { method: "POST", body: payload });
+      window.location.assign(`/runs/${run.id}/`);
+    } catch (error) {
+      if (error instanceof ApiError && error.status === 400) {
+        const { fields, general: top } = fieldErrors(error.body, FIELDS);
+        showErrors(fields, top.length ? top : ["The server did not accept the run: see the fields marked below."]);
+      } else {
+        showErrors({}, [`Could not start the run: ${error.message}`]);
+      }
+      submit.disabled = false;
+      submit.textContent = "Start the search";
+    }
+  }
+
+  function showErrors(byField, top) {
+    for (const name of FIELDS) {
+      fill(errors[name], (byField[name] ?? []).map((m) => h("li", null, m)));
+      const control = root.querySelector(`#id_${name}`);
+      if (control) control.toggleAttribute("aria-invalid", Boolean(byField[name]?.length));
+      if (control && byField[name]?.length) control.setAttribute("aria-describedby", `errors-${name}`);
+    }
+    fill(general, top.map((m) => h("p", null, m)));
+    const first = root.querySelector("[aria-invalid]");
+    if (first instanceof HTMLElement) first.focus();
+    else if (top.length) general.scrollIntoView({ block: "nearest" });
+  }
+}

@@ -1,0 +1,311 @@
+// The session page: a run's live tree, its progress and controls, the best-so-far
+// timeline, the story of the best path, and the node inspector. Read-only when shared.
+import { api } from "../api.js";
+import { LiveClient, runSocketUrl } from "../live.js";
+import { applyEvents, initialState, mergeSnapshot, progress } from "../transforms/events.js";
+import { stratifyRows } from "../transforms/stratify.js";
+import { bestSoFar } from "../transforms/timeline.js";
+import { format } from "../transforms/runs.js";
+import { formatPercent, metricDeltas } from "../transforms/deltas.js";
+import { renderTimeline } from "./charts.js";
+import { facts, fill, h } from "./dom.js";
+import { renderInspector } from "./inspector.js";
+import { TreeView } from "./tree.js";
+
+// The REST safety net (the database is the truth): every few seconds while the socket is
+// down, and now and then while it is up, in case a notification was lost.
+const POLL_MS = 4000;
+const POLL_WHILE_LIVE_MS = 30000;
+
+/** Where a session's data comes from: a signed-in user's run, or a share link. */
+/** @returns {SessionSource} */
+export function runSource(runId) {
+  const base = `/api/runs/${runId}`;
+  return {
+    readOnly: false,
+    async load() {
+      const [run, nodes] = await Promise.all([api(`${base}/`), api(`${base}/nodes/`)]);
+      return { run, nodes, lastSeq: run.last_seq ?? 0 };
+    },
+    node: (id) => api(`${base}/nodes/${id}/`),
+    events: (after) => api(`${base}/events/?after=${after}`),
+    socketUrl: (after) => runSocketUrl(runId, after),
+    control: (action) => api(`${base}/${action}/`, { method: "POST" }),
+    share: () => api(`${base}/shares/`, { method: "POST" }),
+    unshare: (shareId) => api(`${base}/shares/${shareId}/`, { method: "DELETE" }),
+    exportUrl: `${base}/export/`,
+  };
+}
+
+/** @returns {SessionSource} */
+export function sharedSource(token) {
+  const base = `/api/shared/${encodeURIComponent(token)}`;
+  let runId = null;
+  return {
+    readOnly: true,
+    async load() {
+      const { run, nodes } = await api(`${base}/`);
+      runId = run.id;
+      return { run, nodes, lastSeq: run.last_seq ?? 0 };
+    },
+    node: (id) => api(`${base}/nodes/${id}/`),
+    events: (after) => api(`${base}/events/?after=${after}`),
+    socketUrl: (after) => runSocketUrl(runId, after, token),
+    control: null,
+    share: null,
+    unshare: null,
+    exportUrl: null,
+  };
+}
+
+/**
+ * @typedef {{readOnly: boolean, load: () => Promise<{run: any, nodes: any[], lastSeq: number}>,
+ *   node: (id: number) => Promise<any>, events: ((after: number) => Promise<any[]>)|null,
+ *   socketUrl: (after: number) => string, control: ((action: string) => Promise<any>)|null,
+ *   share: (() => Promise<any>)|null, unshare: ((shareId: number) => Promise<any>)|null,
+ *   exportUrl: string|null}} SessionSource
+ */
+
+/**
+ * @param {HTMLElement} root
+ * @param {SessionSource} source
+ */
+export async function mountSession(root, source) {
+  fill(root, h("p", { class: "loading" }, "Loading the run…"));
+  const snapshot = await source.load();
+  let state = initialState(snapshot);
+  let why = snapshot.run.why ?? [];
+  const ui = { selectedId: /** @type {number|null} */ (null), expanded: new Set(), collapsed: new Set(), collapseFailed: true };
+  let lastMessageAt = 0, lastPollAt = 0, liveStatus = "connecting";
+
+  const el = {
+    header: h("header", { class: "session-header" }),
+    progress: h("div", { class: "progress-panel", "aria-live": "polite" }),
+    tree: h("div", { class: "tree-holder" }),
+    timeline: h("div", { class: "timeline-holder" }),
+    why: h("section", { class: "why panel" }),
+    inspector: h("aside", { class: "inspector panel", "aria-label": "node inspector" },
+      h("p", { class: "muted" }, "Click a node to see its kernel, diagnosis and measurements.")),
+    share: h("div", { class: "share-result" }),
+    status: h("span", { class: "live-status" }),
+  };
+  const foldToggle = /** @type {HTMLInputElement} */ (h("input", { type: "checkbox", checked: true, onchange: (e) => {
+    ui.collapseFailed = e.target.checked;
+    ui.expanded.clear();
+    scheduleRender();
+  } }));
+  fill(root,
+    el.header,
+    source.readOnly ? h("p", { class: "notice" }, "A shared, read-only view of this run.")
+      : snapshot.run.can_control === false ? h("p", { class: "notice" }, "You can watch this run; its owner controls it.") : controls(),
+    el.progress,
+    h("div", { class: "session-grid" },
+      h("div", { class: "session-main" },
+        h("section", { class: "panel tree-panel" },
+          h("div", { class: "toolbar" },
+            h("h2", null, "Search tree"),
+            h("button", { type: "button", onclick: () => treeView.fit() }, "Fit"),
+            h("label", null, foldToggle, " fold failed"),
+            legend(), el.status),
+          el.tree),
+        h("section", { class: "panel" }, h("h2", null, "Best time so far"), el.timeline),
+        el.why),
+      el.inspector));
+
+  const treeView = new TreeView(el.tree, {
+    width: Math.max(400, Math.round(el.tree.clientWidth || 900)), height: 520,
+    onSelect: (id) => select(id),
+    onToggleFailed: (parentId) => toggle(ui.expanded, parentId),
+    onToggleCollapse: (id) => toggle(ui.collapsed, id),
+  });
+
+  function toggle(set, id) {
+    if (set.has(id)) set.delete(id);
+    else set.add(id);
+    scheduleRender();
+  }
+
+  let frame = 0;
+  function scheduleRender() {
+    if (frame) return;
+    frame = requestAnimationFrame(() => {
+      frame = 0;
+      render();
+    });
+  }
+
+  function render() {
+    const { root: tree, waiting } = stratifyRows(state.rows.values());
+    treeView.render({ root: tree, rows: state.rows, run: state.run, selectedId: ui.selectedId,
+      expanded: ui.expanded, collapsed: ui.collapsed, collapseFailed: ui.collapseFailed });
+    renderHeader();
+    renderProgress(waiting.length);
+    renderTimeline(el.timeline, bestSoFar(state.rows.values()), { budget: state.run.budget ?? null, onSelect: select });
+    renderWhy();
+  }
+
+  function renderHeader() {
+    const run = state.run;
+    fill(el.header,
+      h("h1", null, `Run #${run.id} `, h("span", { class: "task" }, run.task ?? ""), " ",
+        h("span", { class: `badge status-${run.status}`, "data-run-status": run.status }, run.status ?? "")),
+      facts([["judge", run.judge], ["root", format.ms(run.root_ms)], ["best", format.ms(run.best_ms)],
+        ["speedup", format.speedup(run.speedup ?? (run.root_ms && run.best_ms ? run.root_ms / run.best_ms : null))],
+        ["GPU time", format.seconds(run.gpu_seconds)], ["by", run.created_by ?? null]], "facts inline"));
+    for (const button of root.querySelectorAll("[data-action]")) {
+      const action = /** @type {HTMLElement} */ (button).dataset.action;
+      /** @type {HTMLButtonElement} */ (button).disabled = !allowed(action, run.status);
+    }
+  }
+
+  function renderProgress(waiting) {
+    const p = progress(state);
+    fill(el.progress,
+      h("progress", { max: p.budget ?? 1, value: p.evaluated, "aria-label": "evaluations" }),
+      h("span", { class: "progress-text", "data-evaluated": p.evaluated },
+        `${p.evaluated} / ${p.budget ?? "?"} evaluated · ${p.pending} pending · ${p.nodes} nodes` +
+        (waiting ? ` · ${waiting} waiting for their parent` : "") +
+        (state.run.status === "running" && state.run.queue?.ahead ? ` · ${state.run.queue.ahead} run(s) ahead on the GPU` : "")));
+  }
+
+  function renderWhy() {
+    if (!why.length) return fill(el.why, h("h2", null, "Why it is faster"),
+      h("p", { class: "muted" }, state.run.status === "running" ? "No faster kernel yet." : "No candidate beat the starting kernel."));
+    fill(el.why, h("h2", null, "Why it is faster"), h("ol", { class: "why-steps" }, why.map((step) => h("li", null,
+      h("button", { type: "button", class: "link", onclick: () => select(step.to) }, `#${step.from} → #${step.to}`), " ",
+      h("strong", null, step.change?.title ?? ""), ` (${step.change?.source ?? "?"}): `,
+      `${format.ms(step.time_before_ms)} → ${format.ms(step.time_after_ms)}`,
+      step.speedup ? ` (${format.speedup(step.speedup)})` : "",
+      step.diagnosis ? h("div", { class: "muted" }, `${step.diagnosis.bottleneck}: ${step.diagnosis.summary}`) : null,
+      step.metric_deltas?.length ? h("div", { class: "muted" }, metricDeltas(Object.fromEntries(step.metric_deltas.map((d) => [d.metric, d.ratio])))
+        .map((d) => `${d.metric} ${formatPercent(d.percent)}`).join(", ")) : null))));
+  }
+
+  let inspecting = 0;
+  async function select(id) {
+    if (id == null) return;
+    ui.selectedId = id;
+    history.replaceState(null, "", `#node-${id}`);
+    scheduleRender();
+    const ticket = ++inspecting;
+    el.inspector.classList.add("loading");
+    try {
+      const detail = await source.node(id);
+      if (ticket !== inspecting) return; // another node was clicked meanwhile
+      renderInspector(el.inspector, detail, { row: state.rows.get(id), onSelect: select });
+      el.inspector.dataset.nodeId = String(id);
+    } catch (error) {
+      if (ticket === inspecting) fill(el.inspector, h("p", { class: "error" }, `Could not load node #${id}: ${error.message}`));
+    } finally {
+      if (ticket === inspecting) el.inspector.classList.remove("loading");
+    }
+  }
+
+  function receive(events) {
+    lastMessageAt = Date.now();
+    const before = state;
+    const selectedBefore = ui.selectedId == null ? null : state.rows.get(ui.selectedId)?.state;
+    const result = applyEvents(state, events);
+    state = result.state;
+    if (result.gap) live.resync(); // the server replays from our last seq
+    if (state === before) return;
+    scheduleRender();
+    if (ui.selectedId != null && selectedBefore !== state.rows.get(ui.selectedId)?.state) select(ui.selectedId);
+    if (before.run.status !== state.run.status && ["finished", "stopped", "failed"].includes(state.run.status)) refresh();
+  }
+
+  async function refresh() {
+    // Backpropagation changes visits up the tree without an event per node; at the end,
+    // take the stored rows (and the "why" story) once.
+    const fresh = await source.load();
+    state = mergeSnapshot(state, fresh);
+    why = fresh.run.why ?? why;
+    scheduleRender();
+  }
+
+  const live = new LiveClient({
+    url: (after) => source.socketUrl(after),
+    lastSeq: () => state.lastSeq,
+    onEvents: receive,
+    onSynced: () => { lastMessageAt = Date.now(); },
+    onStatus: (status) => {
+      liveStatus = status;
+      el.status.textContent = { connecting: "connecting…", open: "live", synced: "live", retrying: "reconnecting…",
+        refused: "live updates refused", stopped: "" }[status];
+      el.status.dataset.status = status;
+    },
+    onError: (error) => console.error(error),
+  });
+  live.start();
+
+  const poll = setInterval(async () => {
+    if (!source.events || document.hidden || !["running", "paused"].includes(state.run.status)) return;
+    const quiet = Date.now() - Math.max(lastMessageAt, lastPollAt);
+    if (quiet < (liveStatus === "synced" ? POLL_WHILE_LIVE_MS : POLL_MS)) return;
+    lastPollAt = Date.now();
+    try {
+      receive(await source.events(state.lastSeq));
+    } catch (error) {
+      console.error(error);
+    }
+  }, POLL_MS);
+
+  function controls() {
+    const control = /** @type {NonNullable<SessionSource["control"]>} */ (source.control);
+    const act = (action) => async () => {
+      try {
+        const run = await control(action);
+        if (run?.status) state = { ...state, run: { ...state.run, status: run.status } };
+        scheduleRender();
+      } catch (error) {
+        alert(`Could not ${action} the run: ${error.message}`);
+      }
+    };
+    return h("div", { class: "controls" },
+      h("button", { type: "button", "data-action": "pause", onclick: act("pause") }, "Pause"),
+      h("button", { type: "button", "data-action": "resume", onclick: act("resume") }, "Resume"),
+      h("button", { type: "button", "data-action": "stop", class: "danger", onclick: act("stop") }, "Stop"),
+      h("button", { type: "button", "data-action": "share", onclick: share }, "Share link"),
+      source.exportUrl ? h("a", { class: "button", href: source.exportUrl, download: "" }, "Export JSON") : null,
+      el.share);
+  }
+
+  async function share() {
+    const create = /** @type {NonNullable<SessionSource["share"]>} */ (source.share);
+    const revoke = /** @type {NonNullable<SessionSource["unshare"]>} */ (source.unshare);
+    try {
+      const link = await create();
+      const url = new URL(link.url ?? `/share/${link.token}/`, window.location.origin).href;
+      const input = h("input", { type: "text", readonly: true, value: url, class: "share-url", "aria-label": "share link" });
+      fill(el.share, input,
+        h("button", { type: "button", onclick: () => navigator.clipboard?.writeText(url) }, "Copy"),
+        h("button", { type: "button", class: "danger", onclick: async () => {
+          await revoke(link.id);
+          fill(el.share, h("span", { class: "muted" }, "Link revoked."));
+        } }, "Revoke"));
+    } catch (error) {
+      fill(el.share, h("span", { class: "error" }, `Could not share: ${error.message}`));
+    }
+  }
+
+  render();
+  const fromHash = /^#node-(\d+)$/.exec(window.location.hash);
+  if (fromHash) select(Number(fromHash[1]));
+  return {
+    get state() { return state; },
+    stop() { live.stop(); clearInterval(poll); },
+  };
+}
+
+function allowed(action, status) {
+  if (action === "pause") return status === "running";
+  if (action === "resume") return status === "paused";
+  if (action === "stop") return status === "running" || status === "paused";
+  return true;
+}
+
+function legend() {
+  const items = [["passed, faster", "better"], ["passed, slower", "worse"], ["failed", "failed"], ["pending", "pending"]];
+  return h("span", { class: "legend" }, items.map(([label, cls]) => h("span", { class: `legend-item ${cls}` }, h("i"), label)),
+    h("span", { class: "legend-item best-path" }, h("i"), "best path"));
+}

@@ -1,0 +1,70 @@
+import { describe, expect, it } from "vitest";
+import { applyEvents, initialState, progress } from "../src/transforms/events.js";
+
+const added = (seq, id, parent) => ({ seq, kind: "node_added", data: { id, parent, state: "pending", status: null, visits: 0 } });
+const evaluated = (seq, id, parent, extra = {}) => ({ seq, kind: "node_evaluated", data: { id, parent, state: "done", status: "passed", time_ms: 1, visits: 1, evaluation: id + 1, ...extra } });
+
+describe("applyEvents", () => {
+  it("applies events in seq order and counts evaluations", () => {
+    const start = initialState({ run: { budget: 4, status: "running", last_seq: 1 } });
+    const { state, applied, gap } = applyEvents(start, [evaluated(3, 0, null), added(2, 0, null), added(4, 1, 0)]);
+    expect(gap).toBeNull();
+    expect(applied).toBe(3);
+    expect(state.lastSeq).toBe(4);
+    expect(state.rows.get(0)).toMatchObject({ state: "done", parentId: null });
+    expect(state.rows.get(1)).toMatchObject({ state: "pending", parentId: 0 });
+    expect(progress(state)).toMatchObject({ evaluated: 1, budget: 4, pending: 1, nodes: 2, fraction: 0.25 });
+  });
+
+  it("skips events it has seen (a replay after reconnecting) and leaves the state untouched", () => {
+    const { state } = applyEvents(initialState(), [added(1, 0, null), evaluated(2, 0, null)]);
+    const again = applyEvents(state, [added(1, 0, null), evaluated(2, 0, null)]);
+    expect(again.applied).toBe(0);
+    expect(again.state).toBe(state);
+  });
+
+  it("stops at a gap and says which seqs are missing", () => {
+    const { state, applied, gap } = applyEvents(initialState(), [added(1, 0, null), added(4, 1, 0)]);
+    expect(applied).toBe(1);
+    expect(gap).toEqual({ after: 1, next: 4 });
+    expect(state.rows.has(1)).toBe(false);
+  });
+
+  it("does not change the state it was given", () => {
+    const start = initialState({ nodes: [{ id: 0, parentId: null, state: "pending" }] });
+    applyEvents(start, [evaluated(1, 0, null)]);
+    expect(start.rows.get(0)?.state).toBe("pending");
+    expect(start.lastSeq).toBe(0);
+  });
+
+  it("follows run status, the best node and the finish", () => {
+    const start = initialState({ run: { status: "running", root_ms: 0.8 } });
+    const { state } = applyEvents(start, [
+      { seq: 1, kind: "best_improved", data: { id: 3, time_ms: 0.4 } },
+      { seq: 2, kind: "run_status", data: { status: "paused" } },
+      { seq: 3, kind: "run_status", data: { status: "running" } },
+      { seq: 4, kind: "run_finished", data: { evaluations: 8, best_id: 3, best_time_ms: 0.4 } },
+      { seq: 5, kind: "something_new", data: {} },
+    ]);
+    expect(state.run).toMatchObject({ status: "finished", best_node: 3, best_ms: 0.4, speedup: 2, evaluated: 8 });
+    expect(state.unknownKinds).toEqual(["something_new"]);
+  });
+
+  it("takes the root's time as the run's baseline once the root is measured", () => {
+    const { state } = applyEvents(initialState({ run: { status: "running" } }), [
+      evaluated(1, 0, null, { time_ms: 0.8 }),
+      { seq: 2, kind: "best_improved", data: { id: 0, time_ms: 0.8 } },
+      evaluated(3, 1, 0, { time_ms: 0.4 }),
+      { seq: 4, kind: "best_improved", data: { id: 1, time_ms: 0.4 } },
+    ]);
+    expect(state.run).toMatchObject({ root_ms: 0.8, best_ms: 0.4, speedup: 2, best_node: 1 });
+  });
+
+  it("keeps a stopped run stopped when the finish arrives", () => {
+    const { state } = applyEvents(initialState({ run: { status: "running" } }), [
+      { seq: 1, kind: "run_status", data: { status: "stopped" } },
+      { seq: 2, kind: "run_finished", data: {} },
+    ]);
+    expect(state.run.status).toBe("stopped");
+  });
+});

@@ -1,0 +1,69 @@
+import { describe, expect, it } from "vitest";
+import { fieldErrors, prefillFor, runPayload } from "../src/transforms/forms.js";
+import { filtersFromQuery, format, runsQuery, runsSummary } from "../src/transforms/runs.js";
+
+const good = { task: "relu", source: "__global__ void k() {}", plan: '{"launches": []}', budget: "12", judge: "rules", seed: "0" };
+
+describe("runPayload", () => {
+  it("builds the POST body with numbers and the parsed plan", () => {
+    expect(runPayload({ ...good, team: "3" })).toEqual({ errors: {}, payload: {
+      task: "relu", source: good.source, plan: { launches: [] }, budget: 12, judge: "rules", seed: 0, team: 3 } });
+  });
+  it("reports each bad field before anything is sent", () => {
+    const { payload, errors } = runPayload({ ...good, plan: "{launches", budget: "0", seed: "x", judge: "oracle", source: " " });
+    expect(payload).toBeNull();
+    expect(Object.keys(errors).sort()).toEqual(["budget", "judge", "plan", "seed", "source"]);
+    expect(errors.plan[0]).toMatch(/Not valid JSON/);
+  });
+  it("sends the intent and a chosen subset of proposal sources only when given", () => {
+    const { payload } = runPayload({ ...good, intent: " row softmax ", sources: ["tunable"] });
+    expect(payload).toMatchObject({ intent: "row softmax", sources: ["tunable"] });
+    expect(runPayload({ ...good, intent: "", sources: null }).payload).not.toHaveProperty("sources");
+  });
+  it("wants the plan to be an object", () => {
+    expect(runPayload({ ...good, plan: "[1]" }).errors.plan).toEqual(["The plan must be a JSON object."]);
+  });
+});
+
+describe("fieldErrors", () => {
+  const known = ["task", "source", "plan", "budget"];
+  it("puts DRF's messages next to their fields and the rest at the top", () => {
+    const body = { source: ["Kernel does not compile."], plan: { launches: ["kernel 'relu2' is not in the source"] },
+      non_field_errors: ["Too many runs."], team: ["Not a member."] };
+    expect(fieldErrors(body, known)).toEqual({
+      fields: { source: ["Kernel does not compile."], plan: ["launches: kernel 'relu2' is not in the source"] },
+      general: ["Too many runs.", "team: Not a member."] });
+  });
+  it("reads a bare detail or text body as a general error", () => {
+    expect(fieldErrors({ detail: "Authentication credentials were not provided." }, known).general).toHaveLength(1);
+    expect(fieldErrors("Bad Gateway", known)).toEqual({ fields: {}, general: ["Bad Gateway"] });
+  });
+});
+
+describe("prefillFor", () => {
+  it("fills an empty or untouched box with the task's naive kernel, and keeps what the person typed", () => {
+    expect(prefillFor("", null, "naive B")).toBe("naive B");
+    expect(prefillFor("naive A", "naive A", "naive B")).toBe("naive B");
+    expect(prefillFor("my kernel", "naive A", "naive B")).toBe("my kernel");
+  });
+});
+
+describe("runs list", () => {
+  it("turns filters into a query and back", () => {
+    expect(runsQuery({ task: "relu", status: "running", mine: true })).toBe("?task=relu&status=running&mine=1");
+    expect(runsQuery({})).toBe("");
+    expect(() => runsQuery({ status: "exploded" })).toThrow(/unknown run status/);
+    expect(filtersFromQuery(new URLSearchParams("task=relu&status=bogus&mine=1"))).toEqual({ task: "relu", status: "", mine: true });
+  });
+  it("summarises runs", () => {
+    const summary = runsSummary([{ status: "finished", speedup: 1.5, gpu_seconds: 10, evaluated: 30 },
+      { status: "running", speedup: null, gpu_seconds: 2, evaluated: 3 }, { status: "finished", speedup: 2.5 }]);
+    expect(summary).toEqual({ count: 3, byStatus: { finished: 2, running: 1 }, bestSpeedup: 2.5, gpuSeconds: 12, evaluations: 33 });
+  });
+  it("formats numbers for the tables", () => {
+    expect([format.ms(0.8061), format.ms(12.5), format.ms(null)]).toEqual(["806.1 µs", "12.500 ms", "—"]);
+    expect(format.speedup(2)).toBe("2.00×");
+    expect(format.bytes(2048)).toBe("2.0 KiB");
+    expect(format.rate(4.8e12, "B/s")).toBe("4.8 TB/s");
+  });
+});

@@ -1,0 +1,39 @@
+import { describe, expect, it } from "vitest";
+import { compileModel, inspectorModel } from "../src/transforms/inspector.js";
+
+describe("inspectorModel", () => {
+  it("reads the kernel's code and its proposer apart, as the API sends them", () => {
+    const m = inspectorModel({ id: 3, parentId: 0, source: "__global__ void k() {\n}\n", proposer: "rewrite:unroll" });
+    expect(m.code).toBe("__global__ void k() {\n}\n");
+    expect(m.proposer).toBe("rewrite:unroll");
+  });
+
+  it("takes the proposer from the tree's row when the detail only has the code", () => {
+    const m = inspectorModel({ id: 3, source: "int x;\n" }, { id: 3, parentId: 0, source: "tunable" });
+    expect(m).toMatchObject({ code: "int x;\n", proposer: "tunable", parentId: 0 });
+  });
+
+  it("says why there is no roofline instead of drawing one", () => {
+    expect(inspectorModel({ id: 1 }).rooflineProblem).toBe("no profile for this node");
+    const missing = inspectorModel({ id: 1, roofline: { flops: null, bytes: 8, time_ms: 1,
+      ceilings: { dram_bytes_per_s: 4.25e12, fp32_flops_per_s: 50.7e12 } } });
+    expect(missing.roofline).toBeNull();
+    expect(missing.rooflineProblem).toMatch(/missing/);
+  });
+
+  it("sorts reward terms by size and turns deltas into percent", () => {
+    const m = inspectorModel({ id: 1, reward_terms: { a: 0.01, b: -0.3 }, deltas_vs_parent: { time: 0.8 } });
+    expect(m.rewardTerms.map(([k]) => k)).toEqual(["b", "a"]);
+    expect(m.deltasVsParent[0].percent).toBeCloseTo(-20);
+  });
+});
+
+describe("compileModel", () => {
+  it("takes the gate's compile record or a bare list of kernels", () => {
+    const kernel = { kernel: "relu", registers: 10 };
+    expect(compileModel({ ok: false, errors: ["line 3: expected ';'"], kernels: [], log: "", seconds: 0.2 }))
+      .toMatchObject({ ok: false, errors: ["line 3: expected ';'"], kernels: [] });
+    expect(compileModel([kernel])).toMatchObject({ ok: null, kernels: [kernel] });
+    expect(compileModel(null)).toBeNull();
+  });
+});

@@ -1,0 +1,67 @@
+import { describe, expect, it } from "vitest";
+import { deltaBars, formatPercent, metricDeltas } from "../src/transforms/deltas.js";
+import { rooflineModel, RooflineError } from "../src/transforms/roofline.js";
+import { bestSoFar } from "../src/transforms/timeline.js";
+import { smallRun } from "./fixtures.js";
+
+describe("metricDeltas", () => {
+  it("turns ratios into percent change, the biggest move first, halving and doubling alike", () => {
+    const deltas = metricDeltas({ time: 0.5, dram_bytes: 1.1, sol_dram: 2, registers: 1 });
+    expect(deltas.map((d) => d.metric)).toEqual(["sol_dram", "time", "dram_bytes", "registers"]);
+    expect(deltas[1].percent).toBeCloseTo(-50);
+    expect(deltas[2].percent).toBeCloseTo(10);
+  });
+  it("puts unusable ratios last with no percent", () => {
+    const deltas = metricDeltas({ a: 0, b: 1.5, c: /** @type {any} */ (null) });
+    expect(deltas.map((d) => [d.metric, d.percent])).toEqual([["b", 50], ["a", null], ["c", null]]);
+  });
+  it("formats percent for people", () => {
+    expect([12.34, -45, 0.01, null].map(formatPercent)).toEqual(["+12.3%", "−45.0%", "±0%", "—"]);
+  });
+  it("scales bars to the largest change, clamped at the cap", () => {
+    const bars = deltaBars(metricDeltas({ a: 0.5, b: 1.25, c: 40 }), { capPercent: 100 });
+    expect(bars.map((b) => [b.metric, b.direction, Math.round(b.length), b.clipped])).toEqual([
+      ["c", "up", 100, true], ["a", "down", 50, false], ["b", "up", 25, false]]);
+  });
+});
+
+describe("rooflineModel", () => {
+  // H200: 4.8 TB/s HBM3e, 67 TFLOP/s FP32 (NVIDIA H200 datasheet); a relu over 2^28 floats.
+  const relu = { flops: 2 ** 28, bytes: 2 * 4 * 2 ** 28, time_ms: 0.5,
+    ceilings: { dram_bytes_per_s: 4.8e12, fp32_flops_per_s: 6.7e13, source: "datasheet" } };
+  it("places a memory-bound kernel left of the ridge, under the DRAM roof", () => {
+    const model = rooflineModel(relu);
+    expect(model.point.x).toBeCloseTo(0.125);
+    expect(model.point.y).toBeCloseTo(2 ** 28 / 5e-4);
+    expect(model.bound).toBe("memory");
+    expect(model.ridge).toBeCloseTo(6.7e13 / 4.8e12);
+    expect(model.attainable).toBeCloseTo(4.8e12 * 0.125);
+    expect(model.efficiency).toBeGreaterThan(0.8);
+    expect(model.efficiency).toBeLessThan(1);
+    expect(model.xDomain[0]).toBeLessThan(model.point.x);
+    expect(model.xDomain[1]).toBeGreaterThan(model.ridge);
+    expect(model.roof[1]).toEqual({ x: model.ridge, y: 6.7e13 });
+  });
+  it("says what is missing instead of drawing nonsense", () => {
+    expect(() => rooflineModel({ ...relu, ceilings: {} })).toThrow(RooflineError);
+    expect(() => rooflineModel({ ceilings: relu.ceilings })).toThrow(/missing/);
+  });
+});
+
+describe("bestSoFar", () => {
+  it("tracks the best passing time over evaluations, skipping pending and reused nodes", () => {
+    const rows = [...smallRun(), { id: 7, parentId: 0, state: "done", status: "passed", time_ms: 0.1, reused: true }];
+    const points = bestSoFar(rows);
+    expect(points.map((p) => [p.id, p.best_ms, p.improved])).toEqual([
+      [0, 0.8, true], [1, 0.5, true], [2, 0.5, false], [3, 0.5, false], [4, 0.5, false], [5, 0.45, true]]);
+    expect(points[3]).toMatchObject({ passed: false, time_ms: null, index: 4 });
+  });
+  it("orders by the server's evaluation index when there is one", () => {
+    const rows = [
+      { id: 0, parentId: null, state: "done", status: "passed", time_ms: 1, evaluation: 1 },
+      { id: 2, parentId: 0, state: "done", status: "passed", time_ms: 0.5, evaluation: 2 },
+      { id: 1, parentId: 0, state: "done", status: "passed", time_ms: 0.7, evaluation: 3 },
+    ];
+    expect(bestSoFar(rows).map((p) => [p.id, p.best_ms])).toEqual([[0, 1], [2, 0.5], [1, 0.5]]);
+  });
+});

@@ -1,0 +1,144 @@
+// @vitest-environment happy-dom
+// Snapshot tests of rendered SVG and panels: the drawing code run into a DOM, its markup
+// compared with the stored one (`npx vitest -u` to accept a deliberate change).
+import { describe, expect, it, vi } from "vitest";
+import { renderRoofline, renderTimeline } from "../src/views/charts.js";
+import { diffBlock } from "../src/views/code.js";
+import { renderInspector } from "../src/views/inspector.js";
+import { TreeView } from "../src/views/tree.js";
+import { rooflineModel } from "../src/transforms/roofline.js";
+import { stratifyRows } from "../src/transforms/stratify.js";
+import { bestSoFar } from "../src/transforms/timeline.js";
+import { smallRun } from "./fixtures.js";
+
+function drawTree(rows, extra = {}) {
+  const container = document.createElement("div");
+  const onSelect = vi.fn();
+  const onToggleFailed = vi.fn();
+  const view = new TreeView(container, { width: 600, height: 300, zoom: false, onSelect, onToggleFailed });
+  const byId = new Map(rows.map((r) => [r.id, r]));
+  view.render({ root: stratifyRows(rows).root, rows: byId, run: {}, ...extra });
+  return { container, view, byId, onSelect, onToggleFailed };
+}
+
+describe("TreeView", () => {
+  it("draws the tree with the best path, folded failures and the selection", () => {
+    const { container } = drawTree(smallRun(), { selectedId: 2 });
+    expect(container.innerHTML).toMatchSnapshot();
+  });
+
+  it("highlights the path root → best and labels the best node", () => {
+    const { container } = drawTree(smallRun());
+    const onBest = [...container.querySelectorAll("g.node.on-best")].map((g) => g.getAttribute("data-id"));
+    expect(onBest.sort()).toEqual(["0", "1", "5"]);
+    expect(container.querySelector("g.node.best text")?.textContent).toBe("#5 450.0 µs");
+    expect(container.querySelector("path.links.best")?.getAttribute("d")).toMatch(/^M0,/);
+  });
+
+  it("keeps node elements by id across updates, adding and removing only what changed", () => {
+    const rows = smallRun();
+    const { container, view, byId } = drawTree(rows);
+    const rootElement = container.querySelector('g.node[data-id="0"]');
+    const grown = [...rows, { id: 7, parentId: 5, state: "pending", visits: 0 }];
+    const grownById = new Map(grown.map((r) => [r.id, r]));
+    view.render({ root: stratifyRows(grown).root, rows: grownById, run: {} });
+    expect(container.querySelector('g.node[data-id="0"]')).toBe(rootElement);
+    expect(container.querySelector('g.node[data-id="7"]')?.getAttribute("class")).toContain("pending");
+    view.render({ root: stratifyRows(rows).root, rows: byId, run: {}, collapseFailed: false });
+    expect(container.querySelector('g.node[data-id="7"]')).toBeNull();
+    expect(container.querySelector('g.node[data-id="failed:0"]')).toBeNull();
+    expect(container.querySelectorAll("g.node")).toHaveLength(7);
+  });
+
+  it("reports clicks: a node selects it, a failed stub unfolds its parent", () => {
+    const { container, onSelect, onToggleFailed } = drawTree(smallRun());
+    container.querySelector('g.node[data-id="2"]')?.dispatchEvent(new MouseEvent("click", { bubbles: true }));
+    container.querySelector('g.node[data-id="failed:0"]')?.dispatchEvent(new MouseEvent("click", { bubbles: true }));
+    expect(onSelect).toHaveBeenCalledWith(2);
+    expect(onToggleFailed).toHaveBeenCalledWith(0);
+  });
+});
+
+const RELU_ROOFLINE = { flops: 2 ** 28, bytes: 2 * 4 * 2 ** 28, time_ms: 0.5,
+  ceilings: { dram_bytes_per_s: 4.8e12, fp32_flops_per_s: 6.7e13, source: "NVIDIA H200 datasheet" } };
+
+describe("charts", () => {
+  it("draws the best-so-far timeline", () => {
+    const container = document.createElement("div");
+    renderTimeline(container, bestSoFar(smallRun()), { width: 400, height: 160, budget: 8 });
+    expect(container.innerHTML).toMatchSnapshot();
+  });
+
+  it("says so when nothing is measured yet", () => {
+    const container = document.createElement("div");
+    renderTimeline(container, [], {});
+    expect(container.textContent).toBe("No measured kernel yet");
+  });
+
+  it("draws the roofline with both ceilings and the kernel's point", () => {
+    const container = document.createElement("div");
+    renderRoofline(container, rooflineModel(RELU_ROOFLINE), { width: 420, height: 260 });
+    expect(container.querySelectorAll("path.ceiling")).toHaveLength(2);
+    expect(container.querySelector("circle.kernel-point title")?.textContent).toMatch(/memory roof/);
+    expect(container.innerHTML).toMatchSnapshot();
+  });
+});
+
+const DETAIL = {
+  id: 5, parentId: 1, title: "grid stride", source: "__global__ void relu() {\n}\n", rationale: "Fewer blocks, each doing more.",
+  state: "done", status: "passed", time_ms: 0.45, spread_ms: 0.01, reward: 0.1, visits: 1, value: 0.1, prior: 0.4,
+  diff: "--- a/k.cu\n+++ b/k.cu\n@@ -1,2 +1,2 @@\n-__global__ void relu() {\n+__global__ void __launch_bounds__(256) relu() {\n }\n",
+  diff_vs_root: "", plan: { launches: [] }, measurement: { replayed: true },
+  diagnosis: { bottleneck: "memory", summary: "DRAM bandwidth at 71% of peak", evidence: ["sol_dram 71%"], wants: ["wider loads"], source: "rules" },
+  deltas_vs_parent: { time: 0.9, dram_bytes: 1.0, sol_dram: 1.12 }, deltas_vs_root: { time: 0.56 },
+  reward_terms: { time: 0.08, sol_dram: 0.02 },
+  compile: { ok: true, seconds: 0.72, cached: false, errors: [], log: "ptxas info    : Used 12 registers",
+    kernels: [{ kernel: "relu", registers: 12, spill_store_bytes: 0, spill_load_bytes: 0, shared_static_bytes: 0, stack_frame_bytes: 0 }] },
+  profile: { metrics: { sol_dram_pct: 71.2, dram_bytes: 2147483648 }, bottleneck: "memory", evidence: [] },
+  correctness: [{ level: "L0", sizes: { n: 1 }, seed: 1, distribution: "normal", passed: true, guard: null, detail: "", max_abs_error: 0 },
+    { level: "L1", sizes: { n: 268435456 }, seed: 2, distribution: "normal", passed: false, guard: "unwritten_output", detail: "12 outputs unwritten", max_abs_error: 1.5 }],
+  roofline: RELU_ROOFLINE, ncu_report_url: "/api/runs/1/nodes/5/ncu-rep/",
+};
+
+describe("renderInspector", () => {
+  it("shows every section of a node", () => {
+    const container = document.createElement("div");
+    renderInspector(container, DETAIL, { row: { id: 5, parentId: 1, source: "rewrite:grid_stride" } });
+    const sections = [...container.querySelectorAll("[data-section]")].map((s) => s.getAttribute("data-section"));
+    expect(sections).toEqual(["proposal", "diagnosis", "code", "deltas", "reward", "correctness", "roofline", "profile", "compile", "ncu"]);
+    expect(container.querySelector("table.compile tbody")?.textContent).toContain("relu12");
+    expect(container.querySelector(".proposer code")?.textContent).toBe("rewrite:grid_stride");
+    expect(container.querySelector(".diff-add .text")?.textContent).toBe("__global__ void __launch_bounds__(256) relu() {");
+    expect(container.querySelector(".diff-del .text")?.textContent).toBe("__global__ void relu() {");
+    expect([...container.querySelectorAll("table.deltas tbody tr")].map((tr) => tr.textContent))
+      .toEqual(["sol_dram+12.0%", "time−10.0%", "dram_bytes±0%"]);
+    expect(container.querySelector("table.correctness .fail")?.textContent).toBe("failed (unwritten_output)");
+    expect(container.querySelector('a[download]')?.getAttribute("href")).toBe("/api/runs/1/nodes/5/ncu-rep/");
+    expect(container.querySelector(".inspector-header")?.textContent).toContain("450.0 µs ± 10.0 µs");
+  });
+
+  it("switches the code tab to the source and the deltas to the root", () => {
+    const container = document.createElement("div");
+    renderInspector(container, DETAIL);
+    /** @type {HTMLElement} */ (container.querySelector('[data-tab="source"]')).click();
+    expect(container.querySelector(".code-block .code")?.textContent).toBe("__global__ void relu() {\n}\n");
+    const select = /** @type {HTMLSelectElement} */ (container.querySelector(".deltas select"));
+    select.value = "root";
+    select.dispatchEvent(new Event("change"));
+    expect(container.querySelector("table.deltas tbody")?.textContent).toBe("time−44.0%");
+  });
+
+  it("explains what is missing for a pending node", () => {
+    const container = document.createElement("div");
+    renderInspector(container, { id: 6, parentId: 1, state: "pending", title: "BLOCK=512", source: "tunable" });
+    expect(container.querySelector('[data-section="roofline"]')?.textContent).toContain("no profile");
+    expect(container.querySelector('[data-section="correctness"]')?.textContent).toContain("No correctness checks ran");
+  });
+});
+
+describe("diffBlock", () => {
+  it("colours added and removed lines", () => {
+    const block = diffBlock("@@ -1 +1 @@\n-a\n+b\n");
+    expect([...block.querySelectorAll(".diff-line")].map((l) => l.className)).toEqual(["diff-line diff-hunk", "diff-line diff-del", "diff-line diff-add"]);
+  });
+});
