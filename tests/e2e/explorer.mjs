@@ -118,6 +118,8 @@ try {
   result.child_diff_added = await page.locator(".inspector .diff-add").count();
   result.child_diff_removed = await page.locator(".inspector .diff-del").count();
   result.child_diff_text = await page.locator(".inspector .diff").textContent();
+  result.child_title = await page.locator(".inspector h2, .inspector h3").first().textContent();
+  result.child_deltas_text = await page.locator('.inspector [data-section="deltas"]').textContent();
   await shot(page, "inspector-child");
 
   log("inspect the root");
