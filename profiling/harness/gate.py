@@ -23,7 +23,7 @@ from pathlib import Path
 
 from . import HARNESS_VERSION, expr, profile, tasks
 from .candidate import Candidate, CandidateError
-from .compile import CompilerUnavailable, compile_candidate, default_cache_dir
+from .compile import CompilerUnavailable, compile_candidate
 from .policy import PolicyViolation
 from .sandbox import IsolatedResult, run_isolated
 from .spec import Task
@@ -251,4 +251,4 @@ def profile_candidate(task: Task, candidate: Candidate, report: CompileReport, r
                          bottleneck=bottleneck, evidence=evidence, report_path=str(report_path))
 
 
-__all__ = ["GateOptions", "evaluate", "gpu_name", "check_plan", "default_cache_dir"]
+__all__ = ["GateOptions", "evaluate", "gpu_name", "check_plan"]
