@@ -40,6 +40,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 RECORDING = REPO / "tests" / "fixtures" / "recorded" / "h200-relu-naive.json"
+EVALUATOR = "bench-only: the naive relu H200 verdict for every candidate"
 
 
 # -- the Django side (run in subprocesses: the bench's own loop stays free of Django) ---
@@ -96,16 +97,19 @@ def drive(run_id: int, interval: float, out: str) -> None:
     from search import broadcast, services
 
     committed: dict[int, tuple[float, str]] = {}
+    nodes: dict[int, int] = {}  # seq -> the node a node_added / node_evaluated event is of
     sent = broadcast.event_committed
 
     def record(**event):
         committed[event["seq"]] = (time.time(), event["kind"])
+        if event["kind"] in ("node_added", "node_evaluated"):
+            nodes[event["seq"]] = event["data"]["id"]
         sent(**event)
 
     broadcast.event_committed = record
     evaluator = NaiveVerdictForAll(interval)
     run = services.run_drive(run_id=run_id, evaluator=evaluator)
-    Path(out).write_text(json.dumps({"committed": committed, "evaluated": run.evaluated,
+    Path(out).write_text(json.dumps({"committed": committed, "nodes": nodes, "evaluated": run.evaluated,
                                      "last_seq": run.next_seq - 1}))
 
 
@@ -223,12 +227,8 @@ def main() -> int:
         "command": " ".join(["python", "bench/live.py", *sys.argv[1:]]),
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "machine": machine(),
-        "settings": {"embedded_default": "SQLite, InMemoryChannelLayer, no Redis; one daphne "
-                                         "process; the run driven from another process",
-                     "OPTIML_LIVE_POLL_S": float(os.environ.get("OPTIML_LIVE_POLL_S") or 0.1),
-                     "OPTIML_LIVE_COALESCE_S": float(os.environ.get("OPTIML_LIVE_COALESCE_S") or 0.2),
-                     "budget": args.budget, "interval_s": args.interval, "away_s": args.away,
-                     "evaluator": "bench-only: the naive relu H200 verdict for every candidate"},
+        "settings": {**live_settings(), "budget": args.budget, "interval_s": args.interval,
+                     "away_s": args.away, "evaluator": EVALUATOR},
         "rounds": rounds,
     }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
@@ -236,28 +236,80 @@ def main() -> int:
     return 0
 
 
+def live_settings() -> dict:
+    return {"embedded_default": "SQLite, InMemoryChannelLayer, no Redis; one daphne "
+                                "process; the run driven from another process",
+            "OPTIML_LIVE_POLL_S": float(os.environ.get("OPTIML_LIVE_POLL_S") or 0.1),
+            "OPTIML_LIVE_COALESCE_S": float(os.environ.get("OPTIML_LIVE_COALESCE_S") or 0.2)}
+
+
 def one_round(args, viewers: int) -> dict:
     var = Path(tempfile.mkdtemp(prefix="optiml-live-bench-"))
+    env = app_env(var)
+    run = create_run(env, args.budget)
+    web, port = serve(env)
+    commits = var / "commits.json"
+    try:
+        watched, took = asyncio.run(watch_all(args, viewers, port, run,
+                                              drive_command(run["run_id"], args.interval, commits), env))
+    finally:
+        stop(web)
+    return summarize(watched, json.loads(commits.read_text()), took)
+
+
+# -- the embedded default's processes (bench/browser_live.py uses these too) -----------
+
+
+ME = [sys.executable, str(Path(__file__).resolve())]
+
+
+def app_env(var: Path) -> dict[str, str]:
+    """The environment of the web process and the worker: the embedded default (SQLite
+    in `var`, no Redis, so the in-memory channel layer), DEBUG, the bench's recording."""
     env = {key: value for key, value in os.environ.items() if key not in ("REDIS_URL", "DATABASE_URL")}
     env.update(OPTIML_VAR_DIR=str(var), OPTIML_DEBUG="true", OPTIML_LOG_LEVEL="WARNING",
                OPTIML_EVALUATOR=f"recorded:{RECORDING}", DJANGO_SETTINGS_MODULE="optiml_web.settings")
-    me = [sys.executable, str(Path(__file__).resolve())]
-    made = subprocess.run([*me, "_setup", str(args.budget)], env=env, check=True, capture_output=True,
+    return env
+
+
+def create_run(env: dict[str, str], budget: int) -> dict:
+    """Migrate the bench's database and make a relu run and a share link: {run_id, token}."""
+    made = subprocess.run([*ME, "_setup", str(budget)], env=env, check=True, capture_output=True,
                           text=True, cwd=REPO)
-    run = json.loads(made.stdout.strip().splitlines()[-1])
+    return json.loads(made.stdout.strip().splitlines()[-1])
+
+
+def drive_command(run_id: int, interval: float, out: Path) -> list[str]:
+    """The worker's command: drive the run to its end, writing commit times to `out`."""
+    return [*ME, "_drive", str(run_id), str(interval), str(out)]
+
+
+def serve(env: dict[str, str], *, pages: bool = False) -> tuple[subprocess.Popen, int]:
+    """One daphne process on a free port, listening once this returns. `pages`: through
+    `manage.py runserver --noreload` (daphne's runserver, as `make start` runs it), which
+    also serves the front end's files under DEBUG; else daphne itself, websockets and API."""
     port = free_port()
-    web = subprocess.Popen([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
-                            "optiml_web.asgi:application"], env=env, cwd=REPO,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    commits = var / "commits.json"
-    drive_command = [*me, "_drive", str(run["run_id"]), str(args.interval), str(commits)]
+    if pages:
+        command = [sys.executable, "manage.py", "runserver", "--noreload", f"127.0.0.1:{port}"]
+    else:
+        command = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
+                   "optiml_web.asgi:application"]
+    web = subprocess.Popen(command, env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_for_port(port)
-        watched, took = asyncio.run(watch_all(args, viewers, port, run, drive_command, env))
-    finally:
-        web.terminate()
+    except BaseException:
+        stop(web)
+        raise
+    return web, port
+
+
+def stop(web: subprocess.Popen) -> None:
+    web.terminate()
+    try:
         web.wait(timeout=30)
-    return summarize(watched, json.loads(commits.read_text()), took)
+    except subprocess.TimeoutExpired:
+        web.kill()
+        web.wait()
 
 
 def summarize(viewers: list[Viewer], log: dict, took: float) -> dict:
