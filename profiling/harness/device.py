@@ -83,6 +83,11 @@ class Buffer:
         if self.nbytes:
             cuda.memcpy_htod(self.ptr, np.ascontiguousarray(array))
 
+    def copy_from(self, source: cuda.DeviceAllocation) -> None:
+        """Fill the user's bytes from a device copy of the same size (a resident seed)."""
+        if self.nbytes:
+            cuda.memcpy_dtod(self.ptr, source, self.nbytes)
+
     def download(self) -> np.ndarray:
         out = np.empty(self.shape, dtype=self.dtype)
         if self.nbytes:
@@ -98,6 +103,83 @@ class Buffer:
 
     def free(self) -> None:
         self.allocation.free()
+
+
+@dataclass
+class SeedOnGpu:
+    inputs: dict[str, cuda.DeviceAllocation]
+    reference: dict[str, cuda.DeviceAllocation]
+
+
+class ResidentSeeds:
+    """A serving worker's L1 seeds on the GPU: inputs and reference outputs, uploaded once
+    and shared by the candidates it screens (the two most recent seeds are kept)."""
+
+    KEEP = 2
+
+    def __init__(self) -> None:
+        self._seeds: dict[tuple, SeedOnGpu] = {}
+
+    def get(self, key: tuple, inputs: Mapping[str, np.ndarray],
+            reference: Mapping[str, np.ndarray]) -> SeedOnGpu:
+        if key not in self._seeds:
+            while len(self._seeds) >= self.KEEP:
+                self._free(self._seeds.pop(next(iter(self._seeds))))
+            self._seeds[key] = SeedOnGpu({n: _upload(a) for n, a in inputs.items()},
+                                         {n: _upload(a) for n, a in reference.items()})
+        return self._seeds[key]
+
+    def clear(self) -> None:
+        for seed in self._seeds.values():
+            self._free(seed)
+        self._seeds.clear()
+
+    @staticmethod
+    def _free(seed: SeedOnGpu) -> None:
+        for allocation in (*seed.inputs.values(), *seed.reference.values()):
+            allocation.free()
+
+
+def _upload(array: np.ndarray) -> cuda.DeviceAllocation:
+    allocation = cuda.mem_alloc(max(1, array.nbytes))
+    if array.nbytes:
+        cuda.memcpy_htod(allocation, np.ascontiguousarray(array))
+    return allocation
+
+
+COMPARE_GRID, COMPARE_BLOCK = (1024, 1, 1), (256, 1, 1)
+
+
+def count_differences(harness: cuda.Module, gpu: Gpu, buffer: Buffer,
+                      copy: cuda.DeviceAllocation) -> int:
+    """How many words of the buffer differ from the copy (0: bit for bit the same)."""
+    result = cuda.mem_alloc(16)
+    cuda.memset_d32(result, 0, 4)
+    harness.get_function("optiml_count_differences")(
+        np.uintp(buffer.ptr), np.uintp(int(copy)), np.uint64(buffer.nbytes), result,
+        grid=COMPARE_GRID, block=COMPARE_BLOCK, stream=gpu.stream)
+    counts = np.empty(4, np.uint32)
+    gpu.synchronize()
+    cuda.memcpy_dtoh(counts, result)
+    result.free()
+    return int(counts[0])
+
+
+def compare_f32(harness: cuda.Module, gpu: Gpu, out: Buffer, reference: cuda.DeviceAllocation,
+                atol: float, rtol: float) -> tuple[int, int, float, float]:
+    """(unwritten elements, elements outside tolerance, max abs error, max rel error)."""
+    result = cuda.mem_alloc(16)
+    cuda.memset_d32(result, 0, 4)
+    harness.get_function("optiml_compare_f32")(
+        np.uintp(out.ptr), np.uintp(int(reference)), np.uint64(out.nbytes // 4),
+        np.float64(atol), np.float64(rtol), result,
+        grid=COMPARE_GRID, block=COMPARE_BLOCK, stream=gpu.stream)
+    counts = np.empty(4, np.uint32)
+    gpu.synchronize()
+    cuda.memcpy_dtoh(counts, result)
+    result.free()
+    floats = counts[2:].view(np.float32)
+    return int(counts[0]), int(counts[1]), float(floats[0]), float(floats[1])
 
 
 @dataclass

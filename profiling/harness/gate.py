@@ -90,9 +90,19 @@ def evaluate(task_name: str, candidate: Candidate, options: GateOptions | None =
 
 
 def _evaluate(task: Task, candidate: Candidate, options: GateOptions) -> Verdict:
+    compiled = compile_checked(task, candidate, options.l1_sizes or task.sizes)
+    if isinstance(compiled, Verdict):
+        return compiled
+    return _run_on_gpu(task, candidate, candidate.content_hash(), compiled, options)
+
+
+def compile_checked(task: Task, candidate: Candidate, l1_sizes: dict[str, int]) -> Verdict | CompileReport:
+    """Everything before the GPU: the plan, the policy, nvcc, the kernels the plan names.
+    Returns the compile report, or the verdict that ends the evaluation here (a rejection,
+    or "incomplete" on a host without a GPU)."""
     digest = candidate.content_hash()
     try:
-        check_plan(task, candidate, options.l1_sizes or task.sizes)
+        check_plan(task, candidate, l1_sizes)
     except CandidateError as error:
         return rejected(task.name, digest, "plan", str(error), "plan")
     try:
@@ -120,7 +130,7 @@ def _evaluate(task: Task, candidate: Candidate, options: GateOptions) -> Verdict
         return Verdict(task=task.name, candidate_hash=digest, status=INCOMPLETE, stage="compile",
                        compile=report, message="compiled and checked; running it needs a GPU "
                        "host (an NVIDIA GPU with pycuda installed)")
-    return _run_on_gpu(task, candidate, digest, report, options)
+    return report
 
 
 def check_plan(task: Task, candidate: Candidate, l1_sizes: dict[str, int]) -> None:
@@ -152,14 +162,14 @@ def check_plan(task: Task, candidate: Candidate, l1_sizes: dict[str, int]) -> No
                 raise CandidateError(f"scratch {scratch.name!r}: {error}") from None
 
 
-def _harness_cubin() -> str:
+def harness_cubin() -> str:
     report = compile_candidate(Candidate(source=HARNESS_KERNELS.read_text(), launches=()))
     if not report.ok or report.cubin_path is None:
         raise RuntimeError(f"the harness's own kernels failed to compile: {report.log[-2000:]}")
     return report.cubin_path
 
 
-def _child_env() -> dict[str, str]:
+def child_env() -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PACKAGE_ROOT), env.get("PYTHONPATH")]))
     env["PYTHONUNBUFFERED"] = "1"
@@ -172,7 +182,7 @@ def _run_on_gpu(task: Task, candidate: Candidate, digest: str, report: CompileRe
     workdir.mkdir(parents=True, exist_ok=True)
     request = {
         "task": task.name, "candidate": candidate.to_dict(), "cubin": report.cubin_path,
-        "harness_cubin": _harness_cubin(),
+        "harness_cubin": harness_cubin(),
         "options": {"levels": list(options.levels), "seeds": options.seeds,
                     "warmup_runs": options.warmup_runs, "timing_runs": options.timing_runs,
                     "l1_sizes": options.l1_sizes, "seed": options.seed,
@@ -184,7 +194,7 @@ def _run_on_gpu(task: Task, candidate: Candidate, digest: str, report: CompileRe
     request_path.write_text(json.dumps(request))
     result = run_isolated([sys.executable, "-m", "profiling.harness.worker", str(request_path)],
                           time_limit_s=options.time_limit_s, log_path=workdir / "worker.log",
-                          env=_child_env())
+                          env=child_env())
     verdict = verdict_from_result(task.name, digest, report, result, options.time_limit_s)
     if verdict.status == PASSED and options.profile:
         verdict.profile = profile_candidate(task, candidate, report, request, workdir, digest)
@@ -233,7 +243,7 @@ def profile_candidate(task: Task, candidate: Candidate, report: CompileReport, r
     target = [sys.executable, "-m", "profiling.harness.worker", str(request_path), "-1"]
     result = run_isolated(profile.ncu_command(str(report_path), kernels, target),
                           time_limit_s=PROFILE_TIME_LIMIT_S, log_path=workdir / "ncu.log",
-                          channel_arg=False, env=_child_env())
+                          channel_arg=False, env=child_env())
     if result.timed_out or not report_path.exists():
         return ProfileReport(metrics={}, per_kernel=[], bottleneck="unknown",
                              evidence=[f"ncu produced no report: {result.log_tail[-400:].strip()}"])
@@ -251,4 +261,4 @@ def profile_candidate(task: Task, candidate: Candidate, report: CompileReport, r
                          bottleneck=bottleneck, evidence=evidence, report_path=str(report_path))
 
 
-__all__ = ["GateOptions", "evaluate", "gpu_name", "check_plan"]
+__all__ = ["GateOptions", "evaluate", "gpu_name", "check_plan", "compile_checked"]

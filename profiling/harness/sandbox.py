@@ -1,10 +1,15 @@
-"""Run one untrusted evaluation in its own process group, with a private result channel.
+"""Run untrusted evaluations in their own process group, with a private result channel.
 
 The child gets a pipe's write end as an inherited file descriptor and sends JSON lines
 on it. Its stdout and stderr go to a log file we never parse: a kernel's printf lands on
 stdout, so stdout cannot be trusted to carry a verdict. At the time limit the whole
-process group is killed; a crash, a hang or a fault becomes a result, never an exception,
-and the next evaluation starts from a clean process.
+process group is killed; a crash, a hang or a fault becomes a result, never an exception.
+
+`run_isolated` runs one child for one evaluation: the next starts from a clean process.
+`PersistentChild` keeps one child for many requests (the search's screen, which cannot
+afford a new CUDA context per candidate): requests go down its stdin as JSON lines, each
+answered by messages ending in one "result"; a child that dies or hangs is killed and
+the next request starts a new one.
 """
 
 from __future__ import annotations
@@ -84,34 +89,48 @@ def run_isolated(
 
 def _read_messages(fd: int, proc: subprocess.Popen, deadline: float, result: IsolatedResult,
                    on_message: Callable[[dict], None] | None) -> None:
-    buffer, total = b"", 0
+    reader = _LineReader(fd)
     while True:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             result.timed_out = True
             return
-        ready, _, _ = select.select([fd], [], [], min(remaining, 1.0))
-        if not ready:
-            continue
-        chunk = os.read(fd, 1 << 20)
-        if not chunk:  # EOF: the child closed the channel or exited
+        lines = reader.read(remaining)
+        if lines is None:  # EOF: the child closed the channel or exited
             break
-        total += len(chunk)
-        if total > MAX_MESSAGE_BYTES:
+        if reader.overflowed:
             result.messages.append({"type": "error", "message": "result channel overflowed"})
             return
-        buffer += chunk
-        *lines, buffer = buffer.split(b"\n")
         for line in lines:
-            if line.strip():
-                message = _decode(line)
-                result.messages.append(message)
-                if on_message is not None:
-                    on_message(message)
+            message = _decode(line)
+            result.messages.append(message)
+            if on_message is not None:
+                on_message(message)
     try:
         proc.wait(timeout=max(0.1, deadline - time.monotonic()))
     except subprocess.TimeoutExpired:
         result.timed_out = True
+
+
+class _LineReader:
+    """JSON lines from a pipe, at most MAX_MESSAGE_BYTES in all."""
+
+    def __init__(self, fd: int):
+        self.fd, self.buffer, self.total, self.overflowed = fd, b"", 0, False
+
+    def read(self, timeout_s: float) -> list[bytes] | None:
+        """Complete lines that arrived within timeout_s (maybe none); None at EOF."""
+        ready, _, _ = select.select([self.fd], [], [], min(timeout_s, 1.0))
+        if not ready:
+            return []
+        chunk = os.read(self.fd, 1 << 20)
+        if not chunk:
+            return None
+        self.total += len(chunk)
+        self.overflowed = self.total > MAX_MESSAGE_BYTES
+        self.buffer += chunk
+        *lines, self.buffer = self.buffer.split(b"\n")
+        return [line for line in lines if line.strip()]
 
 
 def _decode(line: bytes) -> dict:
@@ -151,3 +170,115 @@ class Channel:
         if self._file is not None:
             self._file.write(json.dumps({"type": kind, **data}, default=str) + "\n")
             self._file.flush()
+
+
+class PersistentChild:
+    """One long-lived child for many requests; killed and restarted when it dies or hangs.
+
+        child = PersistentChild([sys.executable, "-m", "worker", "--serve"], log_path=...)
+        result = child.request({"task": ...}, time_limit_s=60)   # an IsolatedResult
+        child.close()
+
+    The child reads one JSON request per line on stdin and answers on the channel (its
+    fd is the last argument) with messages ending in one {"type": "result"}. Stdin
+    carries only what this process writes; the channel only what the child sends; its
+    stdout and stderr go to the log. A request that meets a dead or hung child gets a
+    result with `returncode` or `timed_out` set, as run_isolated's would, and the child
+    is gone: the next request starts a new one.
+    """
+
+    def __init__(self, argv: list[str], *, log_path: Path, env: dict[str, str] | None = None):
+        self.argv, self.log_path, self.env = argv, log_path, env
+        self._proc: subprocess.Popen | None = None
+        self._reader: _LineReader | None = None
+        self._log = None
+        self.starts = 0  # how many children were started (a test and a benchmark read it)
+
+    @property
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def _start(self) -> None:
+        read_fd, write_fd = os.pipe()
+        self._log = open(self.log_path, "ab")  # noqa: SIM115  (closed in _stop)
+        try:
+            self._proc = subprocess.Popen(
+                [*self.argv, str(write_fd)], stdin=subprocess.PIPE, stdout=self._log,
+                stderr=subprocess.STDOUT, pass_fds=(write_fd,), start_new_session=True,
+                env=self.env, preexec_fn=_child_limits,
+            )
+        finally:
+            os.close(write_fd)
+        self._reader = _LineReader(read_fd)
+        self.starts += 1
+
+    def request(self, payload: dict, *, time_limit_s: float,
+                on_message: Callable[[dict], None] | None = None) -> IsolatedResult:
+        result = self._request(payload, time_limit_s, on_message)
+        if not result.messages and not result.timed_out:
+            # It died without a word for this request: a child that answered its last
+            # request and then left (after a CUDA fault it must not serve on) can still
+            # look alive when the next request is written. Once more, to a new child.
+            result = self._request(payload, time_limit_s, on_message)
+        return result
+
+    def _request(self, payload: dict, time_limit_s: float,
+                 on_message: Callable[[dict], None] | None) -> IsolatedResult:
+        if not self.alive:
+            self._stop()
+            self._start()
+        assert self._proc is not None and self._proc.stdin is not None and self._reader is not None
+        started = time.monotonic()
+        result = IsolatedResult()
+        try:
+            self._proc.stdin.write(json.dumps(payload).encode() + b"\n")
+            self._proc.stdin.flush()
+        except BrokenPipeError:
+            pass  # it died before reading: the read below sees EOF and says so
+        self._reader.total = 0  # the overflow bound is per request
+        deadline = started + time_limit_s
+        while result.last("result") is None:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                result.timed_out = True
+                break
+            lines = self._reader.read(remaining)
+            if lines is None:
+                break
+            if self._reader.overflowed:
+                result.messages.append({"type": "error", "message": "result channel overflowed"})
+                break
+            for line in lines:
+                message = _decode(line)
+                result.messages.append(message)
+                if on_message is not None:
+                    on_message(message)
+        if result.last("result") is None:  # dead, hung, or flooding: it serves no more
+            self._stop()
+            result.returncode = self._last_returncode
+        result.seconds = time.monotonic() - started
+        result.log_tail = _tail(self.log_path)
+        return result
+
+    _last_returncode: int | None = None
+
+    def _stop(self) -> None:
+        if self._proc is not None:
+            with contextlib.suppress(OSError):
+                self._proc.stdin.close()  # type: ignore[union-attr]
+            _kill_group(self._proc)
+            self._last_returncode = self._proc.returncode
+        if self._reader is not None:
+            os.close(self._reader.fd)
+        if self._log is not None:
+            self._log.close()
+        self._proc = self._reader = self._log = None
+
+    def close(self) -> None:
+        """End the child: EOF on its stdin lets it leave cleanly; then its group is killed."""
+        if self._proc is not None and self._proc.stdin is not None:
+            with contextlib.suppress(OSError):
+                self._proc.stdin.close()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._proc.wait(timeout=10)
+        self._stop()

@@ -144,6 +144,9 @@ class Verdict:
     profile: ProfileReport | None = None
     environment: Environment = field(default_factory=Environment)
     seconds: float = 0.0
+    # "full": the whole gate. "screen": the search's cheaper first look (screen.py), which
+    # decides only what the full gate looks at again, never what a search keeps.
+    level: str = "full"
 
     @property
     def passed(self) -> bool:

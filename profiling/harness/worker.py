@@ -20,13 +20,11 @@ import numpy as np
 from . import HARNESS_VERSION, expr, tasks
 from .candidate import Candidate
 from .ceilings import ceilings_for, physics_floor_ms, summarize
-from .checks import GUARD_BYTES, GuardFailure, RunBuffers, check_run
+from .checks import GUARD_BYTES, GuardFailure, RunBuffers, check_canaries, check_run
 from .inputs import inputs_and_reference, reference_outputs
 from .sandbox import Channel
 from .spec import Task
 from .verdict import CheckRecord, TimingReport
-
-SPOT_CHECKS = 3  # timed runs, chosen at random, whose outputs are verified
 
 
 class Rejection(Exception):
@@ -36,6 +34,8 @@ class Rejection(Exception):
 
 
 def main(argv: list[str]) -> int:
+    if len(argv) > 1 and argv[1] == "--serve":
+        return serve(Channel(int(argv[2])))
     request = json.loads(Path(argv[1]).read_text())
     channel = Channel(int(argv[2]) if len(argv) > 2 else -1)
     try:
@@ -44,18 +44,55 @@ def main(argv: list[str]) -> int:
         channel.send("result", status="error", guard="internal", message=f"pycuda: {error}")
         return 1
     session = Session(request, channel)
+    run_session(session, channel)
+    session.close()
+    return 0
+
+
+def run_session(session: Session, channel: Channel) -> bool:
+    """Run one request and send its result; False when the CUDA context may be unusable
+    (a fault, a device error): its process must not serve another candidate."""
     try:
         session.run()
-        session.close()
+        return True
     except Rejection as rejection:
         channel.send("result", status="rejected", guard=rejection.guard, message=rejection.message,
                      **session.partial())
-        session.close()
+        return True
     except Exception as error:  # a CUDA fault surfaces as pycuda's exception on sync
         guard, message = classify_exception(error)
         channel.send("result", status="rejected" if guard != "internal" else "error",
                      guard=guard, message=message, **session.partial(),
                      traceback=traceback.format_exc()[-3000:] if guard == "internal" else "")
+        return False
+
+
+def serve(channel: Channel) -> int:
+    """The screen's long-lived worker: one CUDA context, one request per stdin line.
+
+    Each candidate gets its own module and freshly allocated, canaried, poisoned
+    buffers, as in a one-shot run. What it shares with earlier candidates is the
+    context, so after any CUDA error the process answers and exits, and the parent
+    starts a clean one for the next candidate. Nothing here decides what a search keeps:
+    a screened candidate that looks faster is judged again by the full gate in a fresh
+    process (search/engine/evaluators.py, ScreeningEvaluator).
+    """
+    try:
+        from . import device
+    except ImportError as error:
+        for _ in sys.stdin:
+            channel.send("result", status="error", guard="internal", message=f"pycuda: {error}")
+        return 1
+    gpu = device.Gpu()
+    resident = device.ResidentSeeds()
+    try:
+        for line in sys.stdin:
+            session = Session(json.loads(line), channel, gpu=gpu, resident=resident)
+            if not run_session(session, channel):
+                break
+    finally:
+        resident.clear()
+        gpu.close()
     return 0
 
 
@@ -74,8 +111,11 @@ def classify_exception(error: Exception) -> tuple[str, str]:
 
 
 class Session:
-    def __init__(self, request: dict, channel: Channel):
+    def __init__(self, request: dict, channel: Channel, gpu=None, resident=None):
         self.request, self.channel = request, channel
+        # A serving process's L1 inputs and references kept on the GPU (device.ResidentSeeds):
+        # the screen's L1 check copies and compares there. None: everything on the host.
+        self.resident = resident
         self.task: Task = tasks.get(request["task"])
         self.candidate = Candidate.from_dict(request["candidate"])
         self.options = request["options"]
@@ -83,7 +123,8 @@ class Session:
         self.records: list[CheckRecord] = []
         self.timing: TimingReport | None = None
         self.environment: dict = {}
-        self.gpu = None
+        self.gpu = gpu  # given: a serving process's context, shared and kept open
+        self.owns_gpu = gpu is None
         seed = self.options.get("seed")
         self.base_seed = int(seed) if seed is not None else secrets.randbits(31)
         self.rng = np.random.default_rng(secrets.randbits(63))  # secret: picks spot checks
@@ -95,7 +136,7 @@ class Session:
 
     def close(self) -> None:
         """Pop the context: pycuda aborts the process at exit if one is left current."""
-        if self.gpu is not None:
+        if self.gpu is not None and self.owns_gpu:
             self.gpu.close()
 
     def stage(self, name: str, **detail) -> None:
@@ -105,7 +146,8 @@ class Session:
         from . import device
 
         self.stage("init")
-        self.gpu = device.Gpu()
+        if self.gpu is None:
+            self.gpu = device.Gpu()
         self.environment = {**self.gpu.environment(), "harness_version": HARNESS_VERSION}
         self.module = device.cuda.module_from_file(self.request["cubin"])
         self.harness_module = device.cuda.module_from_file(self.request["harness_cubin"])
@@ -114,8 +156,9 @@ class Session:
             return
         for level in self.options["levels"]:
             shapes = list(self.task.l0_sizes) if level == "L0" else [self.l1_sizes]
+            seeds = self.options.get(f"{level.lower()}_seeds") or self.options["seeds"]
             for shape_index, sizes in enumerate(shapes):
-                for seed_index in range(self.options["seeds"]):
+                for seed_index in range(seeds):
                     self.check_once(level, shape_index, sizes, seed_index)
         if self.options.get("timing_runs", 0) > 0:
             self.time_runs()
@@ -176,15 +219,26 @@ class Session:
                                                  self.options.get("input_cache"))
         if self.options.get("adversary", {}).get("stale_reference"):
             self.leave_reference_in_freed_memory(reference)
+        seed_on_gpu = None
+        if self.resident is not None and level == "L1":
+            seed_on_gpu = self.resident.get((self.task.name, tuple(sorted(sizes.items())), seed),
+                                            inputs, reference)
         buffers = self.allocate(sizes)
         try:
             for t in self.task.inputs:
-                buffers[t.name].upload(inputs[t.name])
+                if seed_on_gpu is None:
+                    buffers[t.name].upload(inputs[t.name])
+                else:
+                    buffers[t.name].copy_from(seed_on_gpu.inputs[t.name])
             self.poison_writable(buffers)
             launches = device.resolve_plan(self.gpu, self.module, self.candidate, sizes, buffers)
             device.launch_all(launches, self.gpu.stream)
             self.gpu.synchronize()
-            failure, max_abs, max_rel = self.check(self.read_back(buffers, inputs, reference), sizes)
+            if seed_on_gpu is None:
+                failure, max_abs, max_rel = self.check(self.read_back(buffers, inputs, reference), sizes)
+            else:
+                failure, max_abs, max_rel = self.check_resident(buffers, seed_on_gpu, inputs,
+                                                                reference, sizes)
         finally:
             for b in buffers.values():
                 b.free()
@@ -196,6 +250,42 @@ class Session:
         if failure:
             raise Rejection(failure.guard, f"{level} {sizes} seed {seed} ({distribution}): "
                                            f"{failure.message}")
+
+    def check_resident(self, buffers: dict, seed_on_gpu, inputs: dict, reference: dict,
+                       sizes: dict) -> tuple[GuardFailure | None, float, float]:
+        """The screen's L1 check, compared on the GPU against the seed kept there.
+
+        Inputs are compared bit for bit with their untouched copies, and float32 outputs
+        of tasks with the default comparison against the reference, by the harness's own
+        kernels; only what those find (or a task's custom comparison) brings outputs to
+        the host, where check_run names the guard and the element, as in a one-shot run.
+        """
+        from . import device
+
+        guards = {name: b.guards() for name, b in buffers.items()}
+        mutated = [t.name for t in self.task.inputs
+                   if device.count_differences(self.harness_module, self.gpu, buffers[t.name],
+                                               seed_on_gpu.inputs[t.name])]
+        canaries_ok = all(check_canaries(name, *pair) is None for name, pair in guards.items())
+        elementwise = self.task.compare is None and all(t.dtype == "float32" for t in self.task.outputs)
+        if canaries_ok and not mutated and elementwise:
+            worst_abs = worst_rel = 0.0
+            clean = True
+            for t in self.task.outputs:
+                tol = self.task.tolerance_for(t.dtype)
+                unwritten, bad, max_abs, max_rel = device.compare_f32(
+                    self.harness_module, self.gpu, buffers[t.name], seed_on_gpu.reference[t.name],
+                    tol.atol, tol.rtol)
+                clean = clean and not unwritten and not bad
+                worst_abs, worst_rel = max(worst_abs, max_abs), max(worst_rel, max_rel)
+            if clean:
+                return None, worst_abs, worst_rel
+        run = RunBuffers(
+            inputs_before={name: inputs[name] for name in mutated},
+            inputs_after={name: buffers[name].download() for name in mutated},
+            outputs={t.name: buffers[t.name].download() for t in self.task.outputs},
+            reference=reference, guards=guards)
+        return self.check(run, sizes)
 
     def leave_reference_in_freed_memory(self, reference: dict) -> None:
         """Adversarial test hook: put the right answer where the outputs will be allocated,
@@ -233,8 +323,7 @@ class Session:
         sizes = self.l1_sizes
         warmup, runs = self.options["warmup_runs"], self.options["timing_runs"]
         self.stage("timing", sizes=sizes, runs=runs)
-        checks = min(max(1, int(self.options.get("spot_checks", SPOT_CHECKS))), runs)
-        spot = set(self.rng.choice(runs, size=checks, replace=False).tolist())
+        spot = set(self.rng.choice(runs, size=self.spot_checks(runs), replace=False).tolist())
         buffers = self.allocate(sizes)
         launches = device.resolve_plan(self.gpu, self.module, self.candidate, sizes, buffers)
         start, stop = device.cuda.Event(), device.cuda.Event()
@@ -259,6 +348,11 @@ class Session:
                 spot_failure = self.check(run, sizes)[0]
         self.finish_timing(samples, sizes, spot_failure)
 
+    def spot_checks(self, runs: int) -> int:
+        """How many timed runs are verified: GateOptions.spot_checks (0 for the screen,
+        whose survivors the full gate times again with its own)."""
+        return min(max(0, int(self.options.get("spot_checks", 3))), runs)
+
     def finish_timing(self, samples: list[float], sizes: dict, spot_failure) -> None:
         stats = summarize(samples)
         moved, flops = float(self.task.bytes(sizes)), float(self.task.flops(sizes))
@@ -269,7 +363,7 @@ class Session:
             runs=stats.runs, median_ms=stats.median, mean_ms=stats.mean, stdev_ms=stats.stdev,
             min_ms=stats.min, max_ms=stats.max, p10_ms=stats.p10, p90_ms=stats.p90,
             floor_ms=floor_ms, floor_reason=reason, bytes=moved, flops=flops,
-            spot_checks=min(max(1, int(self.options.get("spot_checks", SPOT_CHECKS))), len(samples)))
+            spot_checks=self.spot_checks(len(samples)))
         # The floor is checked before the spot checks are reported: a kernel that skips
         # its work when timed is named for the impossible time, its clearest symptom.
         if stats.median < floor_ms:

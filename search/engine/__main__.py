@@ -25,9 +25,10 @@ from profiling.harness import gate, tasks
 from profiling.harness.candidate import Candidate
 from profiling.harness.gate import GateOptions
 from profiling.harness.jsonfile import write_json_atomically
+from profiling.harness.screen import ScreenOptions
 from profiling.harness.spec import Task
 
-from .evaluators import GateEvaluator, RecordingEvaluator, ReplayEvaluator
+from .evaluators import GateEvaluator, RecordingEvaluator, ReplayEvaluator, ScreeningEvaluator
 from .explain import render_why, why_faster
 from .search import Search, SearchConfig, run_search
 from .types import Evaluator, Judge, ProposalSource
@@ -51,6 +52,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--judge", choices=("rules", "llm"), default="rules")
     run.add_argument("--seed", type=int, default=0)
     run.add_argument("--parallel", type=int, default=1, help="asks outstanding at once")
+    run.add_argument("--time-limit", type=float, metavar="MINUTES",
+                     help="ask for no new candidate after this many minutes")
     run.add_argument("--json", type=Path, help="write the trajectory (tree + summary) here")
     run.add_argument("--record", type=Path, help="record every measurement here, for --replay")
     run.add_argument("--replay", type=Path, help="serve recorded measurements instead of the gate")
@@ -60,6 +63,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--spot-checks", type=int, default=GateOptions.spot_checks,
                      help="timed runs (of the 30) whose outputs are verified")
     run.add_argument("--workdir", help="keep logs and .ncu-rep reports here")
+    run.add_argument("--no-screen", action="store_true",
+                     help="give every candidate the full gate (default: screen them in one "
+                          "long-lived process, full gate for those faster than the best)")
+    run.add_argument("--screen-runs", type=int, default=ScreenOptions.timing_runs,
+                     help="timed runs of the screen")
     return parser
 
 
@@ -88,12 +96,15 @@ def optimize(args: argparse.Namespace, *, judge: Judge | None = None,
     started = time.monotonic()
     try:
         run_search(search, evaluator, budget=args.budget, parallel=args.parallel,
-                   on_event=_progress(search, args.budget, out))
+                   on_event=_progress(search, args.budget, out),
+                   time_limit_s=args.time_limit * 60 if args.time_limit else None)
     finally:
         close = getattr(evaluator, "close", None)
         if close is not None:
             close()
-    summary = run_summary(search, task, wall_s=time.monotonic() - started, budget=args.budget)
+    wall_s = time.monotonic() - started
+    timed_out = bool(args.time_limit) and wall_s >= args.time_limit * 60
+    summary = run_summary(search, task, wall_s=wall_s, budget=args.budget, timed_out=timed_out)
     _report(search, summary, args.json, out)
     return 0
 
@@ -122,10 +133,16 @@ def _make_evaluator(args: argparse.Namespace, out: Printer) -> Evaluator | None:
         # One fixed input seed for the whole search, kept on disk between candidates: the
         # host builds each 1 GB input and its reference once, not once per candidate.
         workdir = Path(args.workdir or tempfile.mkdtemp(prefix="optiml-search-"))
-        evaluator = GateEvaluator(GateOptions(
+        options = GateOptions(
             seeds=args.seeds, timing_runs=args.runs, profile=not args.no_profile,
             workdir=str(workdir), seed=args.seed, input_cache=str(workdir / "inputs"),
-            spot_checks=args.spot_checks))
+            spot_checks=args.spot_checks)
+        if args.no_screen:
+            evaluator = GateEvaluator(options)
+        else:
+            evaluator = ScreeningEvaluator(options, ScreenOptions(
+                timing_runs=args.screen_runs, seed=args.seed, input_cache=options.input_cache,
+                workdir=str(workdir / "screen")))
     return RecordingEvaluator(evaluator, args.record) if args.record else evaluator
 
 
@@ -183,22 +200,35 @@ def _progress(search: Search, budget: int, out: Printer) -> Callable[[str, dict[
         where = f"node {node.id}" + (f" <- {node.parent}" if node.parent is not None else "")
         if m.passed:
             result = f"{m.time_ms:.4f} ± {m.spread_ms or 0:.4f} ms"
+            if m.screen:
+                result += f" (full gate; screen said {m.screen['time_ms']:.4f} ms)"
         else:
             result = f"{m.status}{f' ({m.guard})' if m.guard else ''}: {m.message[:80]}"
+        result += " [screen]" if m.level == "screen" else ""
         index = f"{node.evaluation:>3}/{budget}" if node.evaluation else " reused"
         out(f"[{index}] {where} {node.proposal.source}: {node.proposal.title} -> {result}"
             f"  reward {node.reward:+.3f}{'  (replayed)' if m.replayed else ''}")
     return on_event
 
 
-def run_summary(search: Search, task: Task, *, wall_s: float, budget: int) -> dict[str, Any]:
+def run_summary(search: Search, task: Task, *, wall_s: float, budget: int,
+                timed_out: bool = False) -> dict[str, Any]:
     summary = search.summary()
     vendor = task.vendor
     best_time = summary["best_time_ms"]
     gpus = sorted({n.measurement.gpu for n in search.tree.nodes.values()
                    if n.measurement is not None and n.measurement.gpu})
+    measured = [n.measurement for n in search.tree.nodes.values()
+                if n.measurement is not None and not n.reused and not n.measurement.replayed]
+    gpu_seconds = sum(m.seconds for m in measured)
     return {**summary, "gpu": ", ".join(gpus), "wall_s": wall_s, "budget": budget,
-            "exhausted": summary["evaluations"] < budget,  # nothing left to try
+            # Time the GPU host spent on evaluations (compiles mostly ran ahead of it).
+            "evaluation_seconds": gpu_seconds,
+            "screened_only": sum(m.level == "screen" for m in measured),
+            "full_gate": sum(m.level == "full" for m in measured),
+            "candidates_per_gpu_minute": len(measured) / (gpu_seconds / 60) if gpu_seconds else None,
+            "stopped_by_time_limit": timed_out and summary["evaluations"] < budget,
+            "exhausted": not timed_out and summary["evaluations"] < budget,  # nothing left to try
             "vendor_time_ms": vendor.time_ms if vendor else None,
             "vendor": vendor.what if vendor else None,
             "speedup_vs_vendor": vendor.time_ms / best_time if vendor and best_time else None}
@@ -220,8 +250,14 @@ def render_summary(summary: dict[str, Any]) -> str:
     found = summary["best_found_at_evaluation"]
     lines.append(f"  candidates evaluated: {summary['evaluations']} ({summary['nodes']} in the tree)"
                  + (f"; best found at evaluation {found}" if found else ""))
-    if summary["exhausted"]:
+    if summary.get("stopped_by_time_limit"):
+        lines.append(f"  stopped by the time limit before the budget of {summary['budget']} evaluations")
+    elif summary["exhausted"]:
         lines.append(f"  the proposals ran out before the budget of {summary['budget']} evaluations")
+    if summary.get("evaluation_seconds"):
+        lines.append(f"  evaluations: {summary['full_gate']} by the full gate, {summary['screened_only']} "
+                     f"by the screen only; {summary['evaluation_seconds']:.1f} s on the GPU host "
+                     f"({summary['candidates_per_gpu_minute']:.1f} candidates per GPU-minute)")
     lines.append(f"  wall time: {summary['wall_s']:.1f} s")
     return "\n".join(lines)
 

@@ -31,6 +31,7 @@ from profiling.harness.candidate import Candidate
 from profiling.harness.compile import compile_candidate
 from profiling.harness.gate import GateOptions
 from profiling.harness.jsonfile import write_json_atomically
+from profiling.harness.screen import Screener, ScreenOptions
 from profiling.harness.verdict import Verdict
 
 from .types import Evaluator, Measurement
@@ -61,6 +62,7 @@ def measurement_from_verdict(verdict: Verdict | dict[str, Any], *, replayed: boo
         registers=max((k["registers"] for k in kernels), default=None),
         spill_bytes=sum(k["spill_store_bytes"] + k["spill_load_bytes"] for k in kernels),
         replayed=replayed, gpu=(data.get("environment") or {}).get("gpu", ""), verdict=data,
+        level=data.get("level", "full"),
     )
 
 
@@ -130,6 +132,57 @@ class GateEvaluator:
             return digest, Measurement(status="error", message=f"the gate failed: "
                                        f"{type(error).__name__}: {error}")
         return digest, measurement_from_verdict(verdict, replayed=False)
+
+
+class ScreeningEvaluator(GateEvaluator):
+    """Screen every candidate; give the full gate those that beat the best it has passed.
+
+    The first candidate (the root) goes straight to the full gate, as does every one
+    until some candidate passes it. After that each candidate is screened in one
+    long-lived GPU process (profiling/harness/screen.py); one that the screen rejects, or
+    that is not at least `promote_margin` faster than the best full-gate time, is
+    reported as the screen saw it (level "screen"); one that is gets the full gate in a
+    fresh process, whose verdict is what the search records (level "full", with the
+    screen's look in `screen`). So the search's best is always a full-gate verdict.
+    """
+
+    def __init__(self, options: GateOptions | None = None, screen_options: ScreenOptions | None = None,
+                 *, promote_margin: float = 0.02, screener: Any = None, **kwargs: Any) -> None:
+        self.screener = screener or Screener(screen_options or ScreenOptions(
+            seed=(options or GateOptions()).seed, input_cache=(options or GateOptions()).input_cache,
+            l1_sizes=(options or GateOptions()).l1_sizes, workdir=(options or GateOptions()).workdir))
+        self.promote_margin = promote_margin
+        self.best_full_ms: dict[str, float] = {}  # task -> best time the full gate passed
+        super().__init__(options, **kwargs)
+
+    def close(self) -> None:
+        super().close()
+        self.screener.close()
+
+    def _measure(self, task: str, candidate: Candidate) -> tuple[str, Measurement]:
+        digest = candidate.content_hash()
+        best = self.best_full_ms.get(task)
+        if best is None:
+            return self._full(task, candidate, None)
+        try:
+            screened = measurement_from_verdict(self.screener.screen(task, candidate), replayed=False)
+        except Exception as error:  # as in GateEvaluator._measure: a state, not a crash
+            return digest, Measurement(status="error", level="screen",
+                                       message=f"the screen failed: {type(error).__name__}: {error}")
+        if not screened.passed or screened.time_ms is None or \
+                screened.time_ms >= best * (1.0 - self.promote_margin):
+            return digest, screened
+        return self._full(task, candidate, screened)
+
+    def _full(self, task: str, candidate: Candidate,
+              screened: Measurement | None) -> tuple[str, Measurement]:
+        digest, measurement = super()._measure(task, candidate)
+        if screened is not None:
+            measurement = dataclasses.replace(measurement, screen={
+                "time_ms": screened.time_ms, "seconds": screened.seconds})
+        if measurement.passed and measurement.time_ms is not None:
+            self.best_full_ms[task] = min(self.best_full_ms.get(task, float("inf")), measurement.time_ms)
+        return digest, measurement
 
 
 def load_recordings(path: Path | str) -> dict[str, Any]:

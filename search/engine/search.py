@@ -18,6 +18,7 @@ ask/tell itself from stored results.
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -179,10 +180,15 @@ class Search:
             "speedup_vs_root": root_time / node.measurement.time_ms if root_time else None})
 
     def _context(self, node: Node, diagnosis: Diagnosis | None = None) -> NodeContext:
+        path = self.tree.path(node.id)
+        profiled = next(((n.id, n.diagnosis) for n in reversed(path[:-1])
+                         if n.diagnosis is not None and n.measurement is not None
+                         and n.measurement.metrics), None)
         return NodeContext(task=self.task, candidate=node.proposal.candidate,
                            measurement=node.measurement, diagnosis=diagnosis,
                            tolerance_allows_fast_math=self.tolerance_allows_fast_math,
-                           history=tuple(n.proposal.title for n in self.tree.path(node.id)[1:]))
+                           history=tuple(n.proposal.title for n in path[1:]),
+                           profiled_ancestor=profiled)
 
     def _consult(self, node: Node) -> tuple[Diagnosis, list[Untried]]:
         """Diagnose, gather proposals from the judge and every source, drop kernels already
@@ -285,15 +291,19 @@ class Search:
 
 def run_search(search: Search, evaluator: Evaluator, *, budget: int | None = None,
                on_event: EventSink | None = None, parallel: int = 1,
-               collect_timeout_s: float = 1.0) -> Search:
+               collect_timeout_s: float = 1.0, time_limit_s: float | None = None) -> Search:
     """Ask up to `parallel` candidates, submit them, collect, tell; until the search has
     made `budget` evaluations in all (those before a resume count; default
-    config.budget) or the tree has nothing left to try. Every result in flight is
-    collected before returning, so the state it leaves has nothing half-done."""
+    config.budget), the tree has nothing left to try, or `time_limit_s` has passed (no
+    new candidate is asked for after it). Every result in flight is collected before
+    returning, so the state it leaves has nothing half-done."""
     target = search.config.budget if budget is None else budget
+    deadline = None if time_limit_s is None else time.monotonic() + time_limit_s
     in_flight: set[str] = set()
     while True:
         room = min(parallel - len(in_flight), target - search.evaluations - len(in_flight))
+        if deadline is not None and time.monotonic() >= deadline:
+            room = 0
         for _, candidate in search.ask(room) if room > 0 else []:
             evaluator.submit(search.task, candidate)
             in_flight.add(candidate.content_hash())

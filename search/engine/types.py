@@ -74,6 +74,17 @@ class Measurement:
     replayed: bool = False  # True when served from recorded measurements, not measured now
     gpu: str = ""
     verdict: dict[str, Any] = field(default_factory=dict)  # the full Verdict.to_dict()
+    # "full": the whole gate said this. "screen": only the search's screen did
+    # (profiling/harness/screen.py): fewer seeds and runs, no profile.
+    level: str = "full"
+    # For a full measurement that the screen promoted: what the screen saw first
+    # ({"time_ms", "seconds"}), so a run can account for both looks.
+    screen: dict[str, Any] | None = None
+
+    @property
+    def seconds(self) -> float:
+        """Time spent measuring this kernel on the GPU host, both looks included."""
+        return float(self.verdict.get("seconds") or 0.0) + float((self.screen or {}).get("seconds") or 0.0)
 
     @property
     def passed(self) -> bool:
@@ -116,6 +127,9 @@ class NodeContext:
     diagnosis: Diagnosis | None
     tolerance_allows_fast_math: bool = False
     history: tuple[str, ...] = ()  # titles of the proposals on the path from the root
+    # For a node measured without a profile (the screen's): the nearest ancestor's
+    # diagnosis that read one, as (node id, diagnosis).
+    profiled_ancestor: tuple[int, Diagnosis] | None = None
 
 
 class ProposalSource(Protocol):

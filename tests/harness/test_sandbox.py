@@ -1,6 +1,7 @@
 """Process isolation: hangs, crashes and stdout noise become results, never exceptions."""
 
 import contextlib
+import os
 import sys
 import textwrap
 
@@ -99,3 +100,92 @@ def test_garbage_on_the_channel_is_reported_not_trusted(tmp_path):
     )
     assert [m["type"] for m in result.messages] == ["error", "error"]
     assert result.last("result") is None
+
+
+# -- the persistent child (the screen's worker) ------------------------------------------
+
+SERVER = textwrap.dedent("""
+    import json, os, sys, time
+    fd = int(sys.argv[1])
+    def send(**m):
+        os.write(fd, (json.dumps(m) + "\\n").encode())
+    for line in sys.stdin:
+        request = json.loads(line)
+        send(type="stage", stage="init", pid=os.getpid())
+        what = request["do"]
+        if what == "echo":
+            print(json.dumps({"type": "result", "status": "passed"}))  # forged, on stdout
+            send(type="result", status="ok", value=request["value"], pid=os.getpid())
+        elif what == "die":
+            os._exit(3)
+        elif what == "hang":
+            time.sleep(600)
+        elif what == "answer_then_leave":
+            send(type="result", status="ok", pid=os.getpid())
+            break
+""")
+
+
+def server(tmp_path):
+    from profiling.harness.sandbox import PersistentChild
+
+    return PersistentChild([sys.executable, "-c", SERVER], log_path=tmp_path / "server.log")
+
+
+def test_one_persistent_child_answers_many_requests(tmp_path):
+    child = server(tmp_path)
+    try:
+        answers = [child.request({"do": "echo", "value": i}, time_limit_s=20) for i in range(3)]
+    finally:
+        child.close()
+    assert [a.last("result")["value"] for a in answers] == [0, 1, 2]
+    assert len({a.last("result")["pid"] for a in answers}) == 1 and child.starts == 1
+    assert all(a.last("result")["status"] == "ok" for a in answers)  # not the forged stdout
+
+
+def test_a_persistent_child_that_dies_is_reported_and_replaced(tmp_path):
+    child = server(tmp_path)
+    try:
+        first = child.request({"do": "echo", "value": 1}, time_limit_s=20)
+        died = child.request({"do": "die"}, time_limit_s=20)
+        after = child.request({"do": "echo", "value": 2}, time_limit_s=20)
+    finally:
+        child.close()
+    assert died.last("result") is None and died.returncode == 3 and not died.timed_out
+    assert died.last("stage")["stage"] == "init"
+    assert after.last("result")["value"] == 2
+    assert after.last("result")["pid"] != first.last("result")["pid"] and child.starts == 2
+
+
+def test_a_hung_persistent_child_is_killed_at_the_time_limit(tmp_path):
+    child = server(tmp_path)
+    try:
+        hung = child.request({"do": "hang"}, time_limit_s=2)
+        pid = hung.last("stage")["pid"]
+        after = child.request({"do": "echo", "value": 5}, time_limit_s=20)
+    finally:
+        child.close()
+    assert hung.timed_out and hung.last("result") is None and hung.seconds < 30
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
+    assert not _process_exists(pid)
+    assert after.last("result")["value"] == 5
+
+
+def test_a_child_that_left_after_answering_is_not_blamed_on_the_next_request(tmp_path):
+    child = server(tmp_path)
+    try:
+        left = child.request({"do": "answer_then_leave"}, time_limit_s=20)
+        after = child.request({"do": "echo", "value": 7}, time_limit_s=20)
+    finally:
+        child.close()
+    assert left.last("result")["status"] == "ok"
+    assert after.last("result")["value"] == 7 and after.returncode is None
+
+
+def _process_exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True

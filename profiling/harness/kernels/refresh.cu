@@ -34,3 +34,69 @@ extern "C" __global__ void optiml_refresh_int32(int* p, unsigned long long n,
         p[i] = lo + (int)(splitmix64(seed ^ splitmix64(i)) % span);
     }
 }
+
+// -- the screen's comparisons on the GPU (worker.py, Session.check_resident) ------------
+// A search's screen keeps one seed's inputs and reference outputs on the GPU between
+// candidates and compares there, instead of copying gigabytes to the host per candidate.
+// Anything these find is looked at again on the host, whose guards name it exactly; the
+// full gate never uses them.
+
+// result: [0] outputs still holding the poison where the reference does not,
+//         [1] elements outside atol + rtol * |ref| or NaN/Inf where the reference differs,
+//         [2] bits of the largest absolute error, [3] bits of the largest relative error
+//         (non-negative floats order like their bit patterns).
+extern "C" __global__ void optiml_compare_f32(const float* out, const float* ref,
+                                              unsigned long long n, double atol, double rtol,
+                                              unsigned int* result) {
+    unsigned int unwritten = 0, bad = 0;
+    float max_abs = 0.0f, max_rel = 0.0f;
+    unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+    for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += stride) {
+        float o = out[i], r = ref[i];
+        if (__float_as_uint(o) == 0xFFFFFFFFu) {
+            unwritten += __float_as_uint(r) != 0xFFFFFFFFu;
+        } else if (isnan(r)) {
+            bad += !isnan(o);
+        } else if (isinf(r)) {
+            bad += o != r;
+        } else if (!isfinite(o)) {
+            bad += 1;
+        } else {
+            double diff = fabs((double)o - (double)r);
+            bad += diff > atol + rtol * fabs((double)r);
+            max_abs = fmaxf(max_abs, (float)diff);
+            if (r != 0.0f) max_rel = fmaxf(max_rel, (float)(diff / fabs((double)r)));
+        }
+    }
+    unwritten = __reduce_add_sync(0xFFFFFFFFu, unwritten);
+    bad = __reduce_add_sync(0xFFFFFFFFu, bad);
+    unsigned int abs_bits = __reduce_max_sync(0xFFFFFFFFu, __float_as_uint(max_abs));
+    unsigned int rel_bits = __reduce_max_sync(0xFFFFFFFFu, __float_as_uint(max_rel));
+    if ((threadIdx.x & 31) == 0) {
+        if (unwritten) atomicAdd(&result[0], unwritten);
+        if (bad) atomicAdd(&result[1], bad);
+        atomicMax(&result[2], abs_bits);
+        atomicMax(&result[3], rel_bits);
+    }
+}
+
+// result[0] += how many 4-byte words (and tail bytes) differ between a and b (an input
+// against its untouched copy).
+extern "C" __global__ void optiml_count_differences(const unsigned char* a, const unsigned char* b,
+                                                    unsigned long long nbytes,
+                                                    unsigned int* result) {
+    unsigned long long words = nbytes / 4, stride = (unsigned long long)gridDim.x * blockDim.x;
+    const unsigned int* a4 = (const unsigned int*)a;
+    const unsigned int* b4 = (const unsigned int*)b;
+    unsigned int differ = 0;
+    for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < words;
+         i += stride) {
+        differ += a4[i] != b4[i];
+    }
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        for (unsigned long long i = words * 4; i < nbytes; ++i) differ += a[i] != b[i];
+    }
+    differ = __reduce_add_sync(0xFFFFFFFFu, differ);
+    if ((threadIdx.x & 31) == 0 && differ) atomicAdd(&result[0], differ);
+}

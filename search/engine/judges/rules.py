@@ -105,6 +105,8 @@ class RuleJudge:
                              wants=CLASS_WANTS["unknown"], source=self.name)
         if not m.passed:
             return self._failed(m)
+        if not m.metrics and context.profiled_ancestor is not None:
+            return self._inherited(m, *context.profiled_ancestor)
         if not m.metrics:
             return Diagnosis("unknown", SUMMARIES["unknown"], self._resources(m),
                              CLASS_WANTS["unknown"], source=self.name)
@@ -125,6 +127,16 @@ class RuleJudge:
         if m.time_ms is not None:
             evidence.insert(0, f"time {m.time_ms:.4g} ms (CUDA events, median)")
         return Diagnosis(bottleneck, SUMMARIES[flavour], tuple(evidence), wants, self.name)
+
+    def _inherited(self, m: Measurement, node_id: int, ancestor: Diagnosis) -> Diagnosis:
+        """No profile of its own (the search's screen does not profile): the nearest
+        profiled ancestor's reading, said to be that, with this kernel's own time."""
+        level = "screened, not profiled" if m.level == "screen" else "not profiled"
+        evidence = [f"time {m.time_ms:.4g} ms (CUDA events, median, {level})"] if m.time_ms else []
+        evidence += [f"node {node_id}: {line}" for line in ancestor.evidence]
+        return Diagnosis(ancestor.bottleneck, f"{level}; the profile of node {node_id}, its nearest "
+                         f"profiled ancestor, read: {ancestor.summary}", (*evidence, *self._resources(m)),
+                         ancestor.wants, source=self.name)
 
     def _failed(self, m: Measurement) -> Diagnosis:
         guard = m.guard or "none named"
