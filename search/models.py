@@ -39,6 +39,11 @@ class Run(models.Model):
     best_found_at = models.PositiveIntegerField(null=True, blank=True)  # evaluation index
     gpu_seconds = models.FloatField(default=0.0)  # summed evaluation wall time on the GPU host
     next_seq = models.PositiveBigIntegerField(default=1)
+    # The token the run's next Celery step message must carry (search.services.run_advance).
+    # Each step that is handed on, and each pause, resume or stop, moves it on, so a
+    # duplicate, a redelivery or a message queued before a pause finds it changed and
+    # does nothing: a run has at most one driver chain.
+    drive_token = models.PositiveBigIntegerField(default=0)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
                                    on_delete=models.SET_NULL, related_name="runs")
     # Visible to its creator and, when set, to every member of this team.

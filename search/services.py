@@ -4,7 +4,8 @@ A run's truth is its rows: `Run.state` is the engine's serialised Search; each s
 loads it under a row lock, asks for candidates, evaluates them through the gate's
 services (one Evaluation per kernel, task, harness and GPU: a kernel seen before costs
 nothing), tells the engine, mirrors the changed nodes and appends events, and saves.
-A worker that dies mid-step loses only that step's uncommitted work.
+A worker that dies mid-step loses only that step's uncommitted work. On the worker a
+run is driven one step per Celery message, each queuing the next (run_advance).
 """
 
 from __future__ import annotations
@@ -219,10 +220,49 @@ def _save(run: Run, search: Search) -> None:
 
 def run_drive(*, run_id: int, evaluator: Evaluator | None = None, parallel: int = 1,
               on_event: EventSink | None = None) -> Run:
-    """Step until the budget is spent, or someone pauses or stops the run."""
+    """Step in this process until the budget is spent, or someone pauses or stops the run
+    (the `optimize` command, benchmarks). The worker steps through run_advance instead."""
     run = Run.objects.get(pk=run_id)
     while run.status == Run.Status.RUNNING:
         run = run_step(run_id=run_id, evaluator=evaluator, parallel=parallel, on_event=on_event)
+    return run
+
+
+# A step whose candidates are all being evaluated by other workers changes nothing; the
+# next message waits this long rather than spinning through the queue. An H200 candidate
+# takes about 18 s (README, 2026-11-29 suite): a few idle messages per such wait.
+IDLE_STEP_DELAY_S = 5.0
+
+
+def run_advance(*, run_id: int, token: int, evaluator: Evaluator | None = None) -> Run | None:
+    """One link of a run's driver chain (the Celery task `search.drive_run`): one step,
+    then the next message, queued after commit, while the run runs and has budget left.
+
+    The message carries the run's `drive_token`. A message whose token is no longer the
+    run's (a redelivery of a step already handed on, a message queued before a pause,
+    stop or resume) does nothing and returns None. A worker killed mid-step leaves the
+    token as it was, so the broker's redelivery takes the step up again. Only the step
+    that moves the token queues a successor, so even a twin running at the same time
+    cannot fork the chain."""
+    before = (Run.objects.filter(pk=run_id, drive_token=token, status=Run.Status.RUNNING)
+              .values_list("evaluated", flat=True).first())
+    if before is None:
+        return None
+    run = run_step(run_id=run_id, evaluator=evaluator)
+    return _run_hand_on(run_id=run_id, token=token, idle=run.evaluated == before)
+
+
+@transaction.atomic
+def _run_hand_on(*, run_id: int, token: int, idle: bool) -> Run | None:
+    from search.tasks import drive_run_enqueue  # tasks import services: import here
+
+    # Conditional update: of two holders of one token, one moves it; the other stops here.
+    if not Run.objects.filter(pk=run_id, drive_token=token).update(drive_token=token + 1):
+        return None
+    run = Run.objects.get(pk=run_id)  # locked by the update until this commits
+    if run.status == Run.Status.RUNNING and run.evaluated < run.budget:
+        drive_run_enqueue(run_id=run.pk, token=run.drive_token,
+                          countdown_s=IDLE_STEP_DELAY_S if idle else 0.0)
     return run
 
 
@@ -235,6 +275,7 @@ def run_set_status(*, run_id: int, status: str) -> Run:
     if status not in allowed or run.status not in allowed[status]:
         raise RunError(f"a {run.status} run cannot become {status}")
     run.status = status
+    run.drive_token += 1  # whatever message is queued or running now cannot go on
     _append(run, "run_status", {"status": status})
     run.save()
     return run
@@ -249,7 +290,7 @@ def run_launch(*, task_name: str, source: str, plan: dict, budget: int, judge: s
 
     run = run_create(task_name=task_name, source=source, plan=plan, budget=budget, judge=judge,
                      seed=seed, user=user, team=team, intent=intent, source_names=source_names)
-    drive_run_enqueue(run_id=run.pk)
+    drive_run_enqueue(run_id=run.pk, token=run.drive_token)
     return run
 
 
@@ -258,14 +299,15 @@ CONTROLS = {"pause": Run.Status.PAUSED, "resume": Run.Status.RUNNING, "stop": Ru
 
 @transaction.atomic
 def run_control(*, run_id: int, action: str) -> Run:
-    """pause, resume or stop; a resumed run goes back on the GPU queue."""
+    """pause, resume or stop. A resumed run starts one new driver chain on the GPU queue;
+    the status change moved the drive token, so a step still under way ends its old one."""
     from search.tasks import drive_run_enqueue
 
     if action not in CONTROLS:
         raise RunError(f"unknown action {action!r}: use pause, resume or stop")
     run = run_set_status(run_id=run_id, status=CONTROLS[action])
     if run.status == Run.Status.RUNNING:
-        drive_run_enqueue(run_id=run.pk)
+        drive_run_enqueue(run_id=run.pk, token=run.drive_token)
     return run
 
 
@@ -276,6 +318,7 @@ def run_fail(*, run_id: int, message: str) -> Run | None:
     if run is None or run.status not in (Run.Status.RUNNING, Run.Status.PAUSED):
         return run
     run.status, run.message = Run.Status.FAILED, message
+    run.drive_token += 1
     _append(run, "run_status", {"status": Run.Status.FAILED, "message": message})
     run.save()
     return run

@@ -14,25 +14,27 @@ logger = logging.getLogger(__name__)
 
 
 @shared_task(name="search.drive_run")
-def drive_run(run_id: int) -> str | None:
-    """Step a run until its budget is spent or someone pauses or stops it. Routed to the
-    `gpu` queue (optiml_web/celery.py): its evaluations run where the GPU is. A repeated
-    message is harmless: a run that is not running is left alone, and each step works
-    under the run's row lock."""
+def drive_run(run_id: int, token: int) -> str | None:
+    """One step of a run, which queues the next while the run runs and has budget left
+    (services.run_advance). Routed to the `gpu` queue (optiml_web/celery.py): its
+    evaluations run where the GPU is. A message whose token the run no longer holds (a
+    duplicate, a redelivery, one queued before a pause) does nothing and returns None."""
     if not Run.objects.filter(pk=run_id).exists():
         logger.warning("run %s no longer exists; nothing to drive", run_id)
         return None
     try:
-        run = services.run_drive(run_id=run_id)
+        run = services.run_advance(run_id=run_id, token=token)
     except Exception as error:
         # A failure is a state people see on the run, not only a traceback in a log.
         logger.exception("driving run %s failed", run_id)
         services.run_fail(run_id=run_id, message=f"{type(error).__name__}: {error}")
         return Run.Status.FAILED
-    return run.status
+    return run.status if run is not None else None
 
 
-def drive_run_enqueue(*, run_id: int) -> None:
-    """Queue the run's search once the current transaction commits, so the worker never
-    looks for a run (or a status) it cannot see yet."""
-    transaction.on_commit(lambda: drive_run.apply_async(args=[run_id]))
+def drive_run_enqueue(*, run_id: int, token: int, countdown_s: float = 0.0) -> None:
+    """Queue a step of the run once the current transaction commits, so the worker never
+    looks for a run (or a status, or a token) it cannot see yet."""
+    transaction.on_commit(
+        lambda: drive_run.apply_async(args=[run_id, token], countdown=countdown_s or None)
+    )

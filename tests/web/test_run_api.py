@@ -103,7 +103,7 @@ def test_creating_a_run_answers_201_and_queues_its_search_after_commit(
     from search import tasks
 
     queued = []
-    monkeypatch.setattr(tasks.drive_run, "apply_async", lambda args: queued.append(args))
+    monkeypatch.setattr(tasks.drive_run, "apply_async", lambda args, **options: queued.append(args))
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
         response = api(people["alice"]).post("/api/runs/", relu_request(team=people["team"].pk),
                                              format="json")
@@ -115,7 +115,7 @@ def test_creating_a_run_answers_201_and_queues_its_search_after_commit(
     assert queued == []  # nothing is queued before the run is committed
     for callback in callbacks:
         callback()
-    assert queued == [[body["id"]]]
+    assert queued == [[body["id"], 0]]  # the run and the token its first step must carry
 
 
 def test_a_run_driven_by_its_celery_task_is_finished_with_the_recorded_times(
@@ -132,6 +132,7 @@ def test_a_run_driven_by_its_celery_task_is_finished_with_the_recorded_times(
         app.conf.task_always_eager = False
     run = Run.objects.get(pk=response.json()["id"])
     assert run.status == Run.Status.FINISHED and run.evaluated == 3
+    assert run.drive_token == 3  # one message per step, each handing the token on
 
 
 def test_the_drive_task_goes_to_the_gpu_queue_and_records_a_failure_on_the_run(relu_run, monkeypatch):
@@ -144,8 +145,8 @@ def test_the_drive_task_goes_to_the_gpu_queue_and_records_a_failure_on_the_run(r
     def broken(**kwargs):
         raise RuntimeError("the GPU fell off the bus")
 
-    monkeypatch.setattr(services, "run_drive", broken)
-    assert tasks.drive_run.apply(args=[run.pk]).get() == "failed"
+    monkeypatch.setattr(services, "run_step", broken)
+    assert tasks.drive_run.apply(args=[run.pk, run.drive_token]).get() == "failed"
     run.refresh_from_db()
     assert run.status == "failed" and "fell off the bus" in run.message
     assert RunEvent.objects.filter(run=run).last().data["status"] == "failed"
@@ -217,14 +218,14 @@ def test_pause_resume_and_stop_move_the_run_and_resume_queues_it_again(
     from search import tasks
 
     queued = []
-    monkeypatch.setattr(tasks.drive_run, "apply_async", lambda args: queued.append(args))
+    monkeypatch.setattr(tasks.drive_run, "apply_async", lambda args, **options: queued.append(args))
     run = relu_run(user=people["alice"], drive=False)
     alice = api(people["alice"])
 
     assert alice.post(f"/api/runs/{run.pk}/pause/").json()["status"] == "paused"
     with django_capture_on_commit_callbacks(execute=True):
         assert alice.post(f"/api/runs/{run.pk}/resume/").json()["status"] == "running"
-    assert queued == [[run.pk]]
+    assert queued == [[run.pk, 2]]  # pause and resume each moved the token on
     assert alice.post(f"/api/runs/{run.pk}/stop/").json()["status"] == "stopped"
     refused = alice.post(f"/api/runs/{run.pk}/resume/")
     assert refused.status_code == 409 and "stopped run cannot become running" in refused.json()["detail"]
