@@ -89,27 +89,35 @@ def run_isolated(
 
 def _read_messages(fd: int, proc: subprocess.Popen, deadline: float, result: IsolatedResult,
                    on_message: Callable[[dict], None] | None) -> None:
-    reader = _LineReader(fd)
-    while True:
+    if _collect(_LineReader(fd), deadline, result, on_message, until_result=False) != "eof":
+        return
+    try:
+        proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        result.timed_out = True
+
+
+def _collect(reader: _LineReader, deadline: float, result: IsolatedResult,
+             on_message: Callable[[dict], None] | None, *, until_result: bool) -> str:
+    """Read messages into result until EOF, the deadline, an overflow or (until_result)
+    a "result" message; returns which of "eof", "timeout", "overflow", "result"."""
+    while not (until_result and result.last("result") is not None):
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             result.timed_out = True
-            return
+            return "timeout"
         lines = reader.read(remaining)
         if lines is None:  # EOF: the child closed the channel or exited
-            break
+            return "eof"
         if reader.overflowed:
             result.messages.append({"type": "error", "message": "result channel overflowed"})
-            return
+            return "overflow"
         for line in lines:
             message = _decode(line)
             result.messages.append(message)
             if on_message is not None:
                 on_message(message)
-    try:
-        proc.wait(timeout=max(0.1, deadline - time.monotonic()))
-    except subprocess.TimeoutExpired:
-        result.timed_out = True
+    return "result"
 
 
 class _LineReader:
@@ -236,23 +244,7 @@ class PersistentChild:
         except BrokenPipeError:
             pass  # it died before reading: the read below sees EOF and says so
         self._reader.total = 0  # the overflow bound is per request
-        deadline = started + time_limit_s
-        while result.last("result") is None:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                result.timed_out = True
-                break
-            lines = self._reader.read(remaining)
-            if lines is None:
-                break
-            if self._reader.overflowed:
-                result.messages.append({"type": "error", "message": "result channel overflowed"})
-                break
-            for line in lines:
-                message = _decode(line)
-                result.messages.append(message)
-                if on_message is not None:
-                    on_message(message)
+        _collect(self._reader, started + time_limit_s, result, on_message, until_result=True)
         if result.last("result") is None:  # dead, hung, or flooding: it serves no more
             self._stop()
             result.returncode = self._last_returncode
