@@ -30,7 +30,9 @@ APPLIES = {
     "launch_bounds": set(NAIVE_TASKS),
     "grid_stride": {"conv2d", "maxpool3d", "relu", "self_attention"},
     "vectorize_float4": {"relu"},
+    "grid_stride_accumulate": {"reduce_sum"},
     "warp_shuffle_reduce": {"reduce_sum"},
+    "block_per_row": {"cross_entropy", "layernorm", "self_attention", "softmax"},
     "fast_math": {"cross_entropy", "layernorm", "self_attention", "softmax"},
 }
 REWRITES = {rewrite.name: rewrite for rewrite in all_rewrites()}

@@ -17,8 +17,10 @@ from profiling.harness.gate import check_plan
 from ..sources import candidate_diff
 from ..types import NodeContext, Proposal
 from .base import Rewrite, task_of
+from .block_per_row import BlockPerRow
 from .fast_math import FastMath
 from .grid_stride import GridStride
+from .grid_stride_accumulate import GridStrideAccumulate
 from .launch_bounds import LaunchBounds
 from .restrict import Restrict
 from .syntax import RewriteError, parse
@@ -28,8 +30,8 @@ from .warp_reduce import WarpShuffleReduce
 
 
 def all_rewrites() -> tuple[Rewrite, ...]:
-    return (Restrict(), Unroll(), LaunchBounds(), GridStride(), VectorizeFloat4(), WarpShuffleReduce(),
-            FastMath())
+    return (Restrict(), Unroll(), LaunchBounds(), GridStride(), VectorizeFloat4(), GridStrideAccumulate(),
+            WarpShuffleReduce(), BlockPerRow(), FastMath())
 
 
 class RewriteSource:

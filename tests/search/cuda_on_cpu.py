@@ -1,0 +1,183 @@
+"""Run a candidate's CUDA source and launch plan on the CPU, one std::thread per CUDA thread.
+
+For tests of generated kernels on a machine without a GPU. It executes the source text
+the rewrites produce, at small sizes, and says nothing about speed or about the GPU's
+memory model: blocks run one after another, the threads of a block run concurrently,
+__syncthreads is a std::barrier (a thread that returns drops out of it, as on sm_70+),
+__shfl_down_sync exchanges values through a per-warp slot array between two barriers,
+atomicAdd takes a mutex, and __shared__ becomes `static`, which the block's threads
+share (blocks never overlap in time). Only what the rewritten naive kernels use is
+provided; anything else fails to compile, loudly.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import subprocess
+from pathlib import Path
+
+import numpy as np
+
+from profiling.harness import expr
+from profiling.harness.candidate import Candidate
+from profiling.harness.checks import compare_values
+from profiling.harness.spec import Task
+from search.engine.rewrites.syntax import find_kernels, parse
+
+POISON = np.float32(np.nan)  # outputs start as NaN, as in the harness: unwritten values show
+
+SHIM = r"""
+#include <math.h>
+#include <barrier>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+struct dim3 { unsigned x, y, z; };
+thread_local dim3 threadIdx{0, 0, 0}, blockIdx{0, 0, 0};
+dim3 blockDim{1, 1, 1}, gridDim{1, 1, 1};
+
+#define __global__
+#define __device__
+#define __forceinline__ inline
+#define __shared__ static
+#define __launch_bounds__(...)
+
+namespace emu {
+std::barrier<>* block_barrier = nullptr;
+std::vector<std::unique_ptr<std::barrier<>>> warp_barriers;
+std::vector<uint64_t> warp_slots;  // 32 per warp
+std::mutex atomic_mutex;
+}
+
+inline void __syncthreads() { emu::block_barrier->arrive_and_wait(); }
+
+template <typename T> T __shfl_down_sync(unsigned, T value, int offset) {
+    static_assert(sizeof(T) <= sizeof(uint64_t), "shuffled values are at most 8 bytes");
+    const unsigned warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    uint64_t* slots = &emu::warp_slots[warp * 32];
+    std::memcpy(&slots[lane], &value, sizeof(T));
+    emu::warp_barriers[warp]->arrive_and_wait();
+    T result = value;
+    if (lane + offset < 32) std::memcpy(&result, &slots[lane + offset], sizeof(T));
+    emu::warp_barriers[warp]->arrive_and_wait();
+    return result;
+}
+
+template <typename T> T atomicAdd(T* address, T value) {
+    std::lock_guard<std::mutex> lock(emu::atomic_mutex);
+    T old = *address;
+    *address = old + value;
+    return old;
+}
+
+void emu_launch(unsigned grid, unsigned block, const std::function<void()>& kernel) {
+    gridDim = {grid, 1, 1};
+    blockDim = {block, 1, 1};
+    const unsigned warps = (block + 31) / 32;
+    emu::warp_slots.assign(warps * 32, 0);
+    for (unsigned b = 0; b < grid; ++b) {
+        std::barrier<> barrier(block);
+        emu::block_barrier = &barrier;
+        emu::warp_barriers.clear();
+        for (unsigned w = 0; w < warps; ++w)
+            emu::warp_barriers.emplace_back(new std::barrier<>(std::min(32u, block - 32 * w)));
+        std::vector<std::thread> threads;
+        for (unsigned t = 0; t < block; ++t) {
+            threads.emplace_back([&, t] {
+                blockIdx = {b, 0, 0};
+                threadIdx = {t, 0, 0};
+                kernel();
+                emu::warp_barriers[t / 32]->arrive_and_drop();
+                emu::block_barrier->arrive_and_drop();
+            });
+        }
+        for (auto& thread : threads) thread.join();
+    }
+}
+"""
+
+_CTYPES = {"float": ctypes.c_float, "double": ctypes.c_double, "int": ctypes.c_int,
+           "long long": ctypes.c_longlong, "unsigned": ctypes.c_uint, "unsigned int": ctypes.c_uint}
+
+
+def _launchers(source: str) -> str:
+    """extern "C" launch_<kernel>(grid, block, args): the kernel's call with typed arguments."""
+    parts = []
+    for kernel in find_kernels(parse(source)):
+        args = ", ".join(f"{'' if p.pointer is not None else '*'}({p.base_type}*)args[{p.position}]"
+                         for p in kernel.params)
+        parts.append(f'extern "C" void launch_{kernel.name}(unsigned grid, unsigned block, void** args) {{\n'
+                     f"    emu_launch(grid, block, [=] {{ {kernel.name}({args}); }});\n}}\n")
+    return "\n".join(parts)
+
+
+class CpuKernels:
+    """The candidate's source compiled with g++ against the shim; `run` executes its plan."""
+
+    def __init__(self, candidate: Candidate, workdir: Path):
+        self.candidate = candidate
+        workdir.mkdir(parents=True, exist_ok=True)
+        source = workdir / "kernels.cpp"
+        launchers = _launchers(candidate.source)
+        source.write_text(f"{SHIM}\n#line 1 \"candidate.cu\"\n{candidate.source}\n{launchers}")
+        library = workdir / "kernels.so"
+        defines = [f"-D{name}={value}" for name, value in sorted(candidate.tunables.items())]
+        subprocess.run(["g++", "-std=c++20", "-O1", "-shared", "-fPIC", "-pthread", *defines, str(source),
+                        "-o", str(library)], check=True, capture_output=True, text=True)
+        self.library = ctypes.CDLL(str(library))
+        self.kernels = {k.name: k for k in find_kernels(parse(candidate.source))}
+
+    def run(self, task: Task, sizes: dict[str, int], inputs: dict[str, np.ndarray],
+            grids: dict[str, int] | None = None) -> dict[str, np.ndarray]:
+        """Every launch of the plan in order; the outputs. `grids` overrides a kernel's grid."""
+        names = {**sizes, **self.candidate.tunables}
+        buffers = {name: np.array(values, copy=True) for name, values in inputs.items()}
+        for spec in task.outputs:
+            buffers[spec.name] = np.full(spec.resolve_shape(sizes), POISON, dtype=spec.numpy_dtype())
+        for scratch in self.candidate.scratch:
+            buffers[scratch.name] = np.full(expr.evaluate_int(scratch.count, names), POISON, dtype=np.float32)
+        for launch in self.candidate.launches:
+            kernel = self.kernels[launch.kernel]
+            values = [self._argument(param.base_type, arg, buffers, names)
+                      for param, arg in zip(kernel.params, launch.args, strict=True)]
+            pointers = (ctypes.c_void_p * len(values))(
+                *[v.value if isinstance(v, ctypes.c_void_p) else ctypes.addressof(v) for v in values])
+            grid = (grids or {}).get(launch.kernel) or expr.evaluate_int(launch.grid[0], names)
+            block = expr.evaluate_int(launch.block[0], names)
+            launcher = getattr(self.library, f"launch_{launch.kernel}")
+            launcher(ctypes.c_uint(grid), ctypes.c_uint(block), pointers)
+        return {spec.name: buffers[spec.name] for spec in task.outputs}
+
+    @staticmethod
+    def _argument(kind: str, arg: str | int, buffers: dict[str, np.ndarray], names: dict[str, int]):
+        if isinstance(arg, str) and arg in buffers:
+            return ctypes.c_void_p(buffers[arg].ctypes.data)
+        value = str(arg)
+        value = value.split(":", 1)[1] if value[:4] in ("f32:", "i64:", "i32:") else value
+        number = float(value) if kind in ("float", "double") else expr.evaluate_int(value, names)
+        return _CTYPES[kind](number)
+
+
+def mismatch(task: Task, sizes: dict[str, int], inputs: dict[str, np.ndarray],
+             outputs: dict[str, np.ndarray]) -> str | None:
+    """Why the outputs differ from the task's reference beyond its tolerance, or None."""
+    expected = task.reference(inputs, sizes)
+    if task.compare is not None:
+        found = task.compare(outputs, expected, inputs, sizes)
+        return None if found is None else f"{found.output}: {found.message}"
+    for name, ref in expected.items():
+        failure, _, _ = compare_values(name, outputs[name], ref, task.tolerance_for(str(ref.dtype)))
+        if failure is not None:
+            return f"{name}: {failure}"
+    return None
+
+
+def inputs_for(task: Task, sizes: dict[str, int], seed: int = 0) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return {spec.name: spec.make(rng, sizes, "heavy_tailed") for spec in task.inputs}
