@@ -198,6 +198,9 @@ class RunBuffers:
     outputs: Mapping[str, np.ndarray]
     reference: Mapping[str, np.ndarray]
     guards: Mapping[str, tuple[np.ndarray, np.ndarray]]  # buffer name -> (before, after) bytes
+    # The inputs a task's custom comparison reads, when they are not all in inputs_before
+    # (the screen checks unchanged inputs on the GPU and brings back only what changed).
+    compare_inputs: Mapping[str, np.ndarray] | None = None
 
 
 CustomCompare = Callable[..., Mismatch | None]
@@ -224,8 +227,8 @@ def check_run(
         if failure := check_written(name, out, ref):
             return failure, 0.0, 0.0
     if custom_compare is not None:
-        mismatch = custom_compare(
-            dict(buffers.outputs), dict(buffers.reference), dict(buffers.inputs_before), sizes)
+        inputs = buffers.inputs_before if buffers.compare_inputs is None else buffers.compare_inputs
+        mismatch = custom_compare(dict(buffers.outputs), dict(buffers.reference), dict(inputs), sizes)
         if mismatch is not None:
             return GuardFailure("wrong_values", f"'{mismatch.output}': {mismatch.message}",
                                 mismatch.max_abs_error, mismatch.max_rel_error), \

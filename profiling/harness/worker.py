@@ -284,7 +284,7 @@ class Session:
             inputs_before={name: inputs[name] for name in mutated},
             inputs_after={name: buffers[name].download() for name in mutated},
             outputs={t.name: buffers[t.name].download() for t in self.task.outputs},
-            reference=reference, guards=guards)
+            reference=reference, guards=guards, compare_inputs=inputs)
         return self.check(run, sizes)
 
     def leave_reference_in_freed_memory(self, reference: dict) -> None:

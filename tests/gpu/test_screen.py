@@ -103,3 +103,15 @@ def test_comparing_on_the_gpu_agrees_with_the_hosts_comparison(tmp_path):
     assert on_gpu.passed and on_host.passed and on_gpu.seed == on_host.seed
     assert on_gpu.max_abs_error == pytest.approx(on_host.max_abs_error, rel=1e-3)
     assert on_gpu.max_abs_error > 0
+
+
+def test_a_task_with_its_own_comparison_is_screened_with_its_inputs(tmp_path):
+    """reduce_sum's comparison bounds the error by the inputs' magnitudes (3e-7 * sum |x|):
+    the screen, which checks unchanged inputs on the GPU, must still hand them to it."""
+    task = tasks.get("reduce_sum")
+    naive = Candidate.from_source_and_plan(task.naive_source, task.naive_plan)
+    with Screener(ScreenOptions(l1_sizes={"n": 1 << 24}, seed=5, input_cache=str(tmp_path / "in"),
+                                workdir=str(tmp_path))) as screener:
+        verdict = screener.screen("reduce_sum", naive)
+
+    assert verdict.status == "passed", verdict.message

@@ -136,3 +136,22 @@ def test_a_custom_compare_decides_when_the_task_has_one():
     failure, _, _ = check_run(run_of(ref.copy(), ref), lambda dtype: TOL, {"n": 8}, compare)
     assert failure.guard == "wrong_values" and "custom says no" in failure.message
     assert calls == [{"n": 8}]
+
+
+def test_a_custom_compare_reads_the_inputs_it_is_given_even_when_none_were_checked_here():
+    """The screen checks unchanged inputs on the GPU, so inputs_before is empty, and the
+    task's comparison still needs them (reduce_sum bounds its error by sum |x|)."""
+    import dataclasses
+
+    ref = np.ones(8, np.float32)
+    x = np.arange(8, dtype=np.float32)
+    seen = []
+
+    def compare(outputs, expected, inputs, sizes):
+        seen.append(sorted(inputs))
+        return None
+
+    buffers = dataclasses.replace(run_of(ref.copy(), ref), inputs_before={}, inputs_after={},
+                                  compare_inputs={"x": x})
+    assert check_run(buffers, lambda dtype: TOL, {"n": 8}, compare)[0] is None
+    assert seen == [["x"]]
