@@ -168,7 +168,11 @@ class Search:
             node.deltas_vs_root = ratios(root.measurement, node.measurement)
 
     def _update_best(self, node: Node) -> None:
+        """The best is the fastest kernel the full gate passed: a time only the screen
+        measured (fewer seeds and runs) steers the search but is never its answer."""
         if not node.passed or node.measurement is None or node.measurement.time_ms is None:
+            return
+        if node.measurement.level != "full":
             return
         best = self.tree.best
         if best is not None and best.measurement.time_ms <= node.measurement.time_ms:

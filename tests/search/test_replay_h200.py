@@ -10,6 +10,7 @@ import pytest
 
 from profiling.harness import tasks
 from profiling.harness.candidate import Candidate
+from search.engine.__main__ import fast_math_allowed
 from search.engine.evaluators import ReplayEvaluator
 from search.engine.judges import RuleJudge
 from search.engine.rewrites import RewriteSource, all_rewrites
@@ -53,3 +54,51 @@ def test_the_reduce_sum_search_replays_and_finds_nothing_faster_in_three_steps()
     times = [r["time_ms"] for r in search.tree.rows()]
     assert all(t is not None for t in times), "a proposal has no H200 recording"
     assert max(times) / min(times) < 1.01  # the per-block atomics, not the tree, set the time
+
+
+# -- the suite searches with the screen (bench/results/2026-11-29-h200-search.json) --------
+
+SUITE = Path(__file__).parents[2] / "bench" / "results" / "2026-11-29-h200-search"
+
+
+def replayed_suite_search(task_name: str) -> Search:
+    """Every source the benchmark ran, over that run's recording, for as many evaluations
+    as it made: the screen's and the full gate's measurements, each labelled by level."""
+    task = tasks.get(task_name)
+    evaluator = ReplayEvaluator(SUITE / f"rec-{task_name}.json")
+    budget = len(evaluator._recorded)
+    judge = RuleJudge()
+    search = Search(task_name, Candidate.from_source_and_plan(task.naive_source, task.naive_plan),
+                    judge=judge, fallback_judge=judge, sources=[TunableSource(), RewriteSource()],
+                    config=SearchConfig(budget=budget, seed=0),
+                    tolerance_allows_fast_math=fast_math_allowed(task))  # as the CLI sets it
+    return run_search(search, evaluator, budget=budget)
+
+
+@pytest.mark.parametrize(("task_name", "best_ms", "step"), [
+    ("reduce_sum", 0.2593, "rewrite:grid_stride_accumulate"),
+    ("softmax", 0.1206, "rewrite:block_per_row"),
+    ("layernorm", 0.1254, "rewrite:block_per_row"),
+    ("cross_entropy", 0.8522, "rewrite:block_per_row"),
+])
+def test_the_suite_searches_replay_to_their_best_kernel_through_the_structural_rewrite(
+        task_name, best_ms, step):
+    search = replayed_suite_search(task_name)
+    rows = search.tree.rows()
+
+    assert all(r["status"] != "error" for r in rows), "a proposal has no H200 recording"
+    assert search.evaluations == len(rows)
+    best = search.tree.best
+    assert best.measurement.time_ms == pytest.approx(best_ms, abs=5e-5)
+    assert best.measurement.level == "full" and best.measurement.replayed
+    assert step in [n.proposal.source for n in search.tree.path(best.id)]
+    # Everything the search kept as best went through the full gate; the rest only
+    # through the screen, and said so.
+    levels = {n.measurement.level for n in search.tree.nodes.values()}
+    assert levels == {"full", "screen"}
+
+
+def test_reduce_sum_reaches_the_copy_ceiling_target_after_replay():
+    best = replayed_suite_search("reduce_sum").tree.best
+    moved = tasks.get("reduce_sum").bytes(tasks.get("reduce_sum").sizes)
+    assert moved / (best.measurement.time_ms * 1e-3) > 0.85 * 4.25e12

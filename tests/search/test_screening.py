@@ -138,3 +138,35 @@ def test_a_screened_node_is_diagnosed_from_its_nearest_profiled_ancestor_and_say
     assert diagnosis.summary.startswith("screened, not profiled; the profile of node 3")
     assert "node 3: DRAM throughput 55% < 80% of peak" in diagnosis.evidence
     assert diagnosis.evidence[0] == "time 0.52 ms (CUDA events, median, screened, not profiled)"
+
+
+def test_a_time_only_the_screen_measured_is_never_the_search_best():
+    from engine_fakes import StepSource
+
+    from search.engine.search import Search, SearchConfig
+
+    class OneScreen:
+        """The root by the full gate; every later kernel only screened, and faster."""
+
+        def __init__(self):
+            self.ready = []
+
+        def submit(self, task, candidate):
+            first = not self.ready and not getattr(self, "seen", False)
+            self.seen = True
+            level, ms = ("full", 0.80) if first else ("screen", 0.50)
+            self.ready.append((candidate.content_hash(),
+                               Measurement(status="passed", time_ms=ms, level=level)))
+
+        def collect(self, timeout_s):
+            ready, self.ready = self.ready, []
+            return ready
+
+    from search.engine.search import run_search
+
+    judge = RuleJudge()
+    search = run_search(Search("relu", ROOT, judge=judge, sources=[StepSource()],
+                               config=SearchConfig(budget=4, seed=0)), OneScreen(), budget=4)
+
+    assert search.tree.best_id == search.tree.root_id
+    assert search.summary()["best_time_ms"] == 0.80
