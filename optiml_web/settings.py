@@ -156,6 +156,11 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # "recorded:<path>" (verdicts measured earlier on a real GPU, for CI and demos).
 OPTIML_EVALUATOR = evaluator_setting(env_str("OPTIML_EVALUATOR", "gate"))
 OPTIML_WORKDIR = Path(env_str("OPTIML_WORKDIR", str(VAR_DIR / "work")))
+# Where tasks declared in the browser are written as <name>.json. The profiling app puts
+# it on OPTIML_TASK_PATH at start-up, so the web process, the Celery worker and the gate's
+# subprocesses all know the tasks by name; a worker on another host writes the files it
+# lacks from the database (profiling.services.task_spec).
+OPTIML_TASK_DIR = Path(env_str("OPTIML_TASK_DIR", str(VAR_DIR / "tasks")))
 # Where a search's proposals come from, besides its judge: dotted paths of classes with
 # a no-argument constructor. The lineage app's skill source is added here, not imported
 # by search.

@@ -4,11 +4,13 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from accounts.apis import MeApi
 from optiml_web import pages
-from profiling.apis import TaskListApi
+from profiling.apis import DeclaredTaskDetailApi, DeclaredTaskListApi, TaskListApi
 
 api_urlpatterns = [
     path("me/", MeApi.as_view(), name="api-me"),
     path("tasks/", TaskListApi.as_view(), name="api-tasks"),
+    path("tasks/declared/", DeclaredTaskListApi.as_view(), name="api-declared-tasks"),
+    path("tasks/declared/<str:name>/", DeclaredTaskDetailApi.as_view(), name="api-declared-task"),
     path("", include("search.urls")),
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),

@@ -3,7 +3,7 @@ import json
 from django.contrib import admin
 from django.utils.html import format_html
 
-from profiling.models import Candidate, Evaluation, Task
+from profiling.models import Candidate, DeclaredTask, Evaluation, Task
 
 
 @admin.register(Task)
@@ -23,6 +23,29 @@ class TaskAdmin(admin.ModelAdmin):
         "naive_candidate",
         "updated",
     ]
+
+
+@admin.register(DeclaredTask)
+class DeclaredTaskAdmin(admin.ModelAdmin):
+    list_display = ["name", "owner", "team", "created"]
+    list_filter = ["team", "created"]
+    search_fields = ["name", "owner__username"]
+    list_select_related = ["owner", "team"]
+    exclude = ["definition"]
+    readonly_fields = ["name", "owner", "team", "created", "definition_json"]
+
+    # Declared through the API, which validates the definition and writes its file; never
+    # changed or deleted here, because measurements are stored under the task's name and
+    # the harness on every host would keep the file.
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+    @admin.display(description="definition")
+    def definition_json(self, task: DeclaredTask) -> str:
+        return format_html("<pre>{}</pre>", json.dumps(task.definition, indent=2))
 
 
 @admin.register(Candidate)

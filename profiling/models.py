@@ -7,6 +7,7 @@ profiling.services, reads through profiling.selectors.
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import models
 
 from profiling.harness.candidate import Candidate as HarnessCandidate
@@ -45,6 +46,26 @@ class Task(models.Model):
         Candidate, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     updated = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class DeclaredTask(models.Model):
+    """A task a person defined in the browser: the definition the harness validated (with
+    its generated small sizes), as written to `<name>.json` in settings.OPTIML_TASK_DIR.
+    The row is the truth; the file is how the harness knows the task, and a host that
+    lacks it writes it from here. Never changed once made: measurements are stored under
+    the task's name."""
+
+    name = models.CharField(max_length=100, unique=True)
+    definition = models.JSONField()
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL,
+                              related_name="declared_tasks")
+    # Members of the team may see it and start runs on it, as with a run.
+    team = models.ForeignKey("accounts.Team", null=True, blank=True, on_delete=models.SET_NULL,
+                             related_name="declared_tasks")
+    created = models.DateTimeField(auto_now_add=True)
 
     def __str__(self) -> str:
         return self.name

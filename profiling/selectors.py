@@ -2,10 +2,35 @@
 
 from __future__ import annotations
 
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 
-from profiling.harness import HARNESS_VERSION
-from profiling.models import Candidate, Evaluation, Task
+from accounts.selectors import user_team_ids
+from profiling.harness import HARNESS_VERSION, declared
+from profiling.harness.spec import Task as TaskSpec
+from profiling.models import Candidate, DeclaredTask, Evaluation, Task
+
+
+def declared_tasks_visible_to(*, user) -> QuerySet[DeclaredTask]:
+    """A declared task is visible to its owner and the members of its team, like a run."""
+    if not user.is_authenticated:
+        return DeclaredTask.objects.none()
+    visible = Q(owner=user) | Q(team_id__in=user_team_ids(user=user))
+    return DeclaredTask.objects.filter(visible).select_related("owner").order_by("-created", "-pk")
+
+
+def task_specs_visible_to(*, user) -> list[TaskSpec]:
+    """The harness's tasks a new session of `user` may use: the suite (and task modules),
+    and the declared tasks they may see."""
+    from profiling.harness import tasks as task_registry
+
+    visible = set(declared_tasks_visible_to(user=user).values_list("name", flat=True))
+    return [spec for spec in task_registry.all_tasks()
+            if not declared.is_declared_name(spec.name) or spec.name in visible]
+
+
+def declared_task_visible(*, user, name: str) -> DeclaredTask | None:
+    """The task if `user` may see it; None when it does not exist or is not theirs."""
+    return declared_tasks_visible_to(user=user).filter(name=name).first()
 
 
 def evaluation_for(

@@ -19,12 +19,12 @@ from django.utils import timezone
 
 from profiling import selectors
 from profiling.evaluators import Evaluator, EvaluatorError, get_evaluator
-from profiling.harness import HARNESS_VERSION
+from profiling.harness import HARNESS_VERSION, declared
 from profiling.harness.candidate import Candidate as HarnessCandidate
 from profiling.harness.gate import GateOptions
 from profiling.harness.spec import Task as TaskSpec
 from profiling.harness.verdict import ERROR, INCOMPLETE, PASSED, REJECTED, Verdict
-from profiling.models import Candidate, Evaluation, Task
+from profiling.models import Candidate, DeclaredTask, Evaluation, Task
 from profiling.serialization import json_safe
 
 logger = logging.getLogger(__name__)
@@ -51,9 +51,11 @@ def tasks_sync() -> list[Task]:
 
 @transaction.atomic
 def task_upsert(*, spec: TaskSpec) -> Task:
-    naive = candidate_get_or_create(
-        source=spec.naive_source, plan=spec.naive_plan, label=f"{spec.name}: naive"
-    )
+    naive = None  # a declared task has no naive kernel (its source is empty): no baseline
+    if spec.naive_source:
+        naive = candidate_get_or_create(
+            source=spec.naive_source, plan=spec.naive_plan, label=f"{spec.name}: naive"
+        )
     task, _ = Task.objects.update_or_create(
         name=spec.name,
         defaults={
@@ -77,9 +79,47 @@ def task_get_or_sync(*, name: str) -> Task:
     task = Task.objects.filter(name=name).first()
     if task is not None:
         return task
+    return task_upsert(spec=task_spec(name=name))
+
+
+def task_spec(*, name: str) -> TaskSpec:
+    """The harness's task by name, a declared one included even where its file was never
+    written (a worker on another host). Raises UnknownTask for a name nobody knows."""
     from profiling.harness import tasks as task_registry
 
-    return task_upsert(spec=task_registry.get(name))
+    declared_task_file_ensure(name=name)
+    return task_registry.get(name)
+
+
+def declared_task_file_ensure(*, name: str) -> None:
+    """Write a declared task's file from its row if this host lacks it (a no-op else)."""
+    if not declared.is_declared_name(name):
+        return
+    row = DeclaredTask.objects.filter(name=name).only("definition").first()
+    if row is not None:
+        declared.write_definition(row.definition, settings.OPTIML_TASK_DIR)
+
+
+@transaction.atomic
+def declared_task_create(*, definition: dict, owner, team=None) -> DeclaredTask:
+    """Validate a task definition through the harness (its reference run at every small
+    size), store it, and write its file where the harness looks. Raises
+    declared.DefinitionError, whose `field` names the input at fault."""
+    canonical, spec = declared.declare(definition)
+    taken = declared.DefinitionError("name", f"a task named {spec.name!r} exists already: pick another name")
+    if DeclaredTask.objects.filter(name=spec.name).exists():
+        raise taken
+    try:
+        with transaction.atomic():  # a savepoint: losing a race leaves this transaction usable
+            row = DeclaredTask.objects.create(name=spec.name, definition=canonical, owner=owner, team=team)
+    except IntegrityError:
+        raise taken from None
+    task_upsert(spec=spec)
+    # Last: if writing fails, the row goes with the transaction. A file left behind by a
+    # transaction that failed later holds this same definition, or write_definition
+    # refuses to replace it.
+    declared.write_definition(canonical, settings.OPTIML_TASK_DIR)
+    return row
 
 
 @transaction.atomic
@@ -191,6 +231,7 @@ def evaluation_run(
     """
     evaluator = evaluator or get_evaluator()
     task = task_get_or_sync(name=task_name)
+    declared_task_file_ensure(name=task_name)  # the gate looks the task up by name
     gpu = evaluator.gpu()
     existing = selectors.evaluation_for(candidate=candidate, task=task, gpu=gpu)
     if existing is not None and existing.finished and not existing.retryable:

@@ -18,6 +18,9 @@ from rest_framework.views import APIView
 
 from accounts.models import Team
 from accounts.selectors import user_team_ids
+from profiling import selectors as gate_selectors
+from profiling import services as gate_services
+from profiling.harness import declared
 from profiling.harness import tasks as task_registry
 from profiling.harness.candidate import CandidateError
 from profiling.harness.expr import ExpressionError
@@ -121,8 +124,13 @@ class RunListApi(APIView):
         data = form.validated_data
         team = _team_of(request, data.get("team"))
         notice = None
+        _check_declared_task_visible(request, data["task"])
         if data.get("source") is None:
-            spec = _task_spec(data["task"])
+            spec = _task_spec(request, data["task"])
+            if not spec.naive_source:
+                raise ValidationError({"source": [
+                    f"the task {spec.name} has no naive kernel to start from: paste your kernel "
+                    "(and a launch plan: the task's starting plan is a template)"]})
             source, plan = spec.naive_source, spec.naive_plan
             notice = (f"no kernel given: the search starts from the {spec.name} task's naive kernel "
                       "(generating a first kernel from the intent is not available yet)")
@@ -133,8 +141,8 @@ class RunListApi(APIView):
                 task_name=data["task"], source=source, plan=plan, budget=data["budget"],
                 judge=data["judge"], seed=data["seed"], user=request.user, team=team,
                 intent=data.get("intent", ""), source_names=data.get("sources"))
-        except task_registry.UnknownTask as error:
-            raise ValidationError({"task": [str(error)]}) from None
+        except task_registry.UnknownTask:
+            raise _unknown_task(request, data["task"]) from None
         except CandidateError as error:
             raise ValidationError({_candidate_field(error): [str(error)]}) from None
         except ExpressionError as error:  # a grid, block or argument expression that does not parse
@@ -147,11 +155,25 @@ class RunListApi(APIView):
         return Response(RunCreatedSerializer(run, context=context).data, status=status.HTTP_201_CREATED)
 
 
-def _task_spec(name: str):
+def _task_spec(request: Request, name: str):
     try:
-        return task_registry.get(name)
-    except task_registry.UnknownTask as error:
-        raise ValidationError({"task": [str(error)]}) from None
+        return gate_services.task_spec(name=name)
+    except task_registry.UnknownTask:
+        raise _unknown_task(request, name) from None
+
+
+def _unknown_task(request: Request, name: str) -> ValidationError:
+    # The registry's own message names every task, other people's declared ones included.
+    known = [spec.name for spec in gate_selectors.task_specs_visible_to(user=request.user)]
+    return ValidationError({"task": [f"unknown task {name!r}; known tasks: {', '.join(known)}"]})
+
+
+def _check_declared_task_visible(request: Request, name: str) -> None:
+    # Somebody else's declared task answers like one that does not exist.
+    if not declared.is_declared_name(name):
+        return
+    if gate_selectors.declared_task_visible(user=request.user, name=name) is None:
+        raise ValidationError({"task": [f"unknown task {name!r}: not declared by you or your teams"]})
 
 
 def _candidate_field(error: CandidateError) -> str:

@@ -21,7 +21,6 @@ from django.utils import timezone
 
 from profiling import services as gate_services
 from profiling.evaluators import Evaluator, get_evaluator, options_from_dict, options_to_dict
-from profiling.harness import tasks as task_registry
 from profiling.harness.candidate import Candidate as HarnessCandidate
 from profiling.harness.gate import GateOptions
 from profiling.models import Evaluation
@@ -86,7 +85,7 @@ def _search_for(run: Run) -> Search:
 def run_create(*, task_name: str, source: str, plan: dict, budget: int, judge: str = "rules",
                seed: int = 0, gate_options: GateOptions | None = None, user=None,
                team=None, intent: str = "", source_names: list[str] | None = None) -> Run:
-    spec = task_registry.get(task_name)  # UnknownTask names the known ones
+    spec = gate_services.task_spec(name=task_name)  # UnknownTask names the known ones
     if budget < 1:
         raise RunError("the budget must be at least one evaluation", field="budget")
     root = HarnessCandidate.from_source_and_plan(source, plan)  # CandidateError says which field

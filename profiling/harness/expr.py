@@ -36,6 +36,7 @@ def _cdiv(a: int, b: int) -> int:
 
 _FUNCTIONS = {"cdiv": _cdiv, "min": min, "max": max, "ceil": math.ceil, "floor": math.floor}
 _MAX_LENGTH = 400  # characters; a plan expression is a short formula, not a program
+_MAX_POWER_BITS = 4096  # a power's result in bits; sizes and grids need under 64
 
 
 def evaluate(expression: str | Number, names: Mapping[str, Number]) -> Number:
@@ -93,10 +94,16 @@ def _eval(node: ast.AST, names: Mapping[str, Number], source: str) -> Number:
         left, right = _eval(node.left, names, source), _eval(node.right, names, source)
         if isinstance(node.op, ast.Pow) and abs(right) > 64:
             raise ExpressionError(f"exponent {right} too large in {source!r}")
+        if (isinstance(node.op, ast.Pow) and isinstance(left, int)
+                and left.bit_length() * abs(right) > _MAX_POWER_BITS):
+            # ((2**64)**64)**64... keeps each exponent small but grows without bound.
+            raise ExpressionError(f"{left}**{right} is too large in {source!r}")
         try:
             return _BINARY[type(node.op)](left, right)
         except ZeroDivisionError:
             raise ExpressionError(f"division by zero in {source!r}") from None
+        except OverflowError:
+            raise ExpressionError(f"a number overflows in {source!r}") from None
     if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
         return _UNARY[type(node.op)](_eval(node.operand, names, source))
     if (

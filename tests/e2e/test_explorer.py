@@ -257,3 +257,38 @@ def test_a_person_starts_a_run_watches_it_grow_inspects_a_node_and_shares_it(ser
         "shared",
     ):
         assert (SHOTS / f"{name}.png").stat().st_size > 10_000, name
+
+
+DEFINE_SCRIPT = Path(__file__).with_name("define_task.mjs")
+
+
+def test_a_person_defines_a_task_and_starts_a_run_on_it(server, app_env, tmp_path):
+    base_url, server_log = server
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    finished = subprocess.run(
+        ["node", str(DEFINE_SCRIPT)], cwd=REPO, text=True, capture_output=True, timeout=SCRIPT_TIMEOUT_S,
+        env={**os.environ, "BASE_URL": base_url, "E2E_USER": USER, "E2E_PASSWORD": PASSWORD,
+             "SHOTS_DIR": str(SHOTS), "CHROMIUM": str(CHROMIUM)},
+    )
+    lines = [line for line in finished.stdout.splitlines() if line.startswith("RESULT ")]
+    assert finished.returncode == 0 and lines, (
+        f"{finished.stdout}\n{finished.stderr}\n--- server log ---\n{server_log.read_text()[-4000:]}")
+    result = json.loads(lines[-1][len("RESULT "):])
+
+    # The refused reference was shown on its own row, and nothing typed was lost.
+    assert "is not allowed" in result["refused_reference"], result
+    assert result["refused_reference"].startswith("reference.y:")
+    assert result["kept_after_refusal"] is True
+    # Created, picked, and its starting plan filled in; the run was made on it.
+    assert result["selected_task"] == "user-double-relu" and result["refusal_cleared"] is True
+    assert result["plan"]["launches"][0]["kernel"] == "double_relu"
+    assert result["page_errors"] == []
+    stored = _manage(app_env, "shell", "-c", (
+        "from search.models import Run\n"
+        f"run = Run.objects.get(pk={result['run_id']})\n"
+        "print(run.task.name, run.budget, 'double_relu' in run.root_candidate.source)"))
+    assert stored.splitlines()[-1].split() == ["user-double-relu", "1", "True"]
+    written = json.loads((tmp_path / "var" / "tasks" / "user-double-relu.json").read_text())
+    assert written["reference"] == {"y": "np.maximum(x, 0) * 2"}
+    assert written["tolerances"] == {"float32": {"atol": 0.0, "rtol": 0.0}}
+    assert (SHOTS / "define-task-errors.png").stat().st_size > 10_000

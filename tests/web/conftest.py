@@ -170,3 +170,22 @@ def relu_run(db):
         return run
 
     return make
+
+
+# -- declared tasks ------------------------------------------------------------------------
+
+
+@pytest.fixture
+def task_dir(tmp_path, settings, monkeypatch) -> Path:
+    """settings.OPTIML_TASK_DIR in a temporary folder, the only one on the task path, as
+    the profiling app arranges at start-up; the registry forgets what it loaded before."""
+    from profiling.harness import tasks as task_registry
+
+    directory = tmp_path / "tasks"
+    directory.mkdir()
+    settings.OPTIML_TASK_DIR = directory
+    monkeypatch.setenv("OPTIML_TASK_PATH", "")
+    task_registry._reset_for_tests()
+    task_registry.add_directory(directory)
+    yield directory
+    task_registry._reset_for_tests()

@@ -7,7 +7,8 @@ import pytest
 pytestmark = pytest.mark.django_db
 
 PATHS = [
-    "/api/me/", "/api/tasks/", "/api/sources/", "/api/runs/", "/api/runs/import/",
+    "/api/me/", "/api/tasks/", "/api/tasks/declared/", "/api/tasks/declared/{name}/", "/api/sources/",
+    "/api/runs/", "/api/runs/import/",
     "/api/runs/{run_id}/", "/api/runs/{run_id}/nodes/", "/api/runs/{run_id}/nodes/{node_id}/",
     "/api/runs/{run_id}/nodes/{node_id}/ncu-report/", "/api/runs/{run_id}/pause/",
     "/api/runs/{run_id}/resume/", "/api/runs/{run_id}/stop/", "/api/runs/{run_id}/events/",

@@ -1,10 +1,12 @@
-// The new-session form: a task (its naive kernel and plan as the starting point), the
-// kernel (typed, pasted or uploaded), the launch plan as JSON, budget, judge and seed.
-// Errors, ours or the server's, show next to their fields; nothing typed is lost.
+// The new-session form: a task (its naive kernel and plan as the starting point) or one
+// defined here (defineTask.js), the kernel (typed, pasted or uploaded), the launch plan
+// as JSON, budget, judge and seed. Errors, ours or the server's, show next to their
+// fields; nothing typed is lost.
 import { api, ApiError } from "../api.js";
 import { fieldErrors, JUDGES, prefillFor, runPayload } from "../transforms/forms.js";
 import { format } from "../transforms/runs.js";
 import { codeEditor } from "./code.js";
+import { defineTaskSection } from "./defineTask.js";
 import { fill, h } from "./dom.js";
 
 const FIELDS = /** @type {const} */ (["task", "intent", "source", "plan", "budget", "judge", "seed", "sources", "team"]);
@@ -47,9 +49,20 @@ export async function mountNewRun(root) {
     plan.value = prefillFor(plan.value, lastPlan, naivePlan);
     lastSource = t.naive_source ?? "";
     lastPlan = naivePlan;
+    const args = t.naive_plan?.launches?.[0]?.args ?? [];
     fill(taskInfo, h("p", null, t.description ?? ""), h("p", { class: "muted" },
-      `sizes: ${Object.entries(t.sizes ?? {}).map(([k, v]) => `${k}=${v}`).join(", ") || "—"} · vendor library: ${format.ms(t.vendor_ms)}`));
+      `sizes: ${Object.entries(t.sizes ?? {}).map(([k, v]) => `${k}=${v}`).join(", ") || "—"} · vendor library: ${format.ms(t.vendor_ms)}`),
+    t.declared ? h("p", { class: "hint" }, `A task defined here has no naive kernel: paste yours. The plan below is a `
+      + `starting point that passes ${args.join(", ")} in this order.`) : null);
   }
+  const defineTask = defineTaskSection({ team: () => team.value, onCreated: (created) => {
+    const t = { name: created.name, description: created.description, sizes: created.definition.sizes,
+      vendor_ms: null, naive_source: "", naive_plan: created.starting_plan, declared: true };
+    byName.set(t.name, t);
+    task.append(h("option", { value: t.name }, t.name));
+    task.value = t.name;
+    taskChanged();
+  } });
   task.addEventListener("change", taskChanged);
   upload.addEventListener("change", async () => {
     const file = upload.files?.[0];
@@ -60,7 +73,7 @@ export async function mountNewRun(root) {
     h("label", { for: `id_${name}` }, label), control, hint ? h("p", { class: "hint" }, hint) : null, errors[name]);
   const form = h("form", { class: "new-run", novalidate: true, onsubmit: send },
     general,
-    field("task", "Task", task), taskInfo,
+    field("task", "Task", task), taskInfo, defineTask,
     field("intent", "Intent (optional)", intent, "What the kernel should do, in words: kept with the run, and read by an LLM judge."),
     field("source", "Kernel (CUDA)", h("div", null, editor.root,
       h("p", { class: "upload" }, h("label", { for: "id_upload" }, "…or upload a .cu file: "), upload))),

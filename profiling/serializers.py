@@ -1,0 +1,94 @@
+"""Shapes of the task API: the tasks a new session may use, and declaring a task.
+
+The input serializer checks JSON types only; the harness (profiling.harness.declared)
+checks meaning, and its DefinitionError is mapped to the same {"field": ["message"]}.
+"""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from profiling.harness import declared
+from profiling.harness.spec import DISTRIBUTIONS
+from profiling.models import DeclaredTask
+
+FORMULA = "a whole number or an expression over the sizes, e.g. \"M * N\" or \"cdiv(n, 2)\""
+
+
+class TaskSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    description = serializers.CharField()
+    sizes = serializers.DictField(child=serializers.IntegerField())
+    vendor_ms = serializers.FloatField(allow_null=True, help_text="the vendor library on the H200")
+    naive_source = serializers.CharField(allow_blank=True, help_text="empty for a declared task")
+    naive_plan = serializers.JSONField(help_text="for a declared task, a starting plan for your kernel")
+    declared = serializers.BooleanField(help_text="defined in the browser (POST /api/tasks/declared/)")
+
+
+class TensorDefinitionSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=32)
+    dtype = serializers.ChoiceField(choices=declared.DECLARED_DTYPES, default="float32")
+    shape = serializers.ListField(child=serializers.CharField(max_length=400, help_text=FORMULA),
+                                  min_length=1, max_length=declared.MAX_DIMS)
+    range = serializers.ListField(child=serializers.CharField(max_length=400), required=False,
+                                  min_length=2, max_length=2,
+                                  help_text="int32 inputs only: values are drawn from lo to hi - 1")
+
+
+class ToleranceSerializer(serializers.Serializer):
+    atol = serializers.FloatField(min_value=0, required=False, help_text="default 1e-4 (float32), 0 (int32)")
+    rtol = serializers.FloatField(min_value=0, required=False, help_text="default 1e-4 (float32), 0 (int32)")
+
+
+class DeclaredTaskCreateSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=60, help_text="a slug; the task is called user-<slug>")
+    description = serializers.CharField(required=False, allow_blank=True,
+                                        max_length=declared.MAX_DESCRIPTION)
+    sizes = serializers.DictField(child=serializers.IntegerField(), help_text="the full (timed) size")
+    l0_sizes = serializers.ListField(child=serializers.DictField(child=serializers.IntegerField()),
+                                     required=False, max_length=declared.MAX_L0,
+                                     help_text="small sizes checked first; generated if left out")
+    inputs = TensorDefinitionSerializer(many=True)
+    outputs = TensorDefinitionSerializer(many=True)
+    reference = serializers.DictField(child=serializers.CharField(max_length=1000),
+                                      help_text="output name -> numpy expression, e.g. np.maximum(x, 0)")
+    tolerances = serializers.DictField(child=ToleranceSerializer(), required=False,
+                                       help_text="per dtype: |out - ref| <= atol + rtol |ref|")
+    distributions = serializers.ListField(child=serializers.ChoiceField(choices=DISTRIBUTIONS),
+                                          required=False, min_length=1)
+    flops = serializers.CharField(required=False, max_length=400, help_text=f"{FORMULA}; default 0")
+    bytes = serializers.CharField(required=False, max_length=400,
+                                  help_text=f"{FORMULA}; default: inputs read once, outputs written once")
+    team = serializers.IntegerField(required=False, allow_null=True, help_text="share with this team")
+
+    def definition(self) -> dict:
+        """The validated data as the harness reads it (without the team)."""
+        data = dict(self.validated_data)
+        data.pop("team", None)
+        data["inputs"] = [dict(item) for item in data["inputs"]]
+        data["outputs"] = [dict(item) for item in data["outputs"]]
+        if "tolerances" in data:
+            data["tolerances"] = {k: dict(v) for k, v in data["tolerances"].items()}
+        return data
+
+
+class DeclaredTaskSerializer(serializers.ModelSerializer):
+    owner = serializers.SerializerMethodField()
+    description = serializers.SerializerMethodField()
+    starting_plan = serializers.SerializerMethodField(help_text="a launch plan to start your kernel from")
+
+    class Meta:
+        model = DeclaredTask
+        fields = ["name", "description", "definition", "owner", "team", "created", "starting_plan"]
+        read_only_fields = fields
+
+    def get_owner(self, task: DeclaredTask) -> str | None:
+        return task.owner.username if task.owner else None
+
+    def get_description(self, task: DeclaredTask) -> str:
+        return task.definition.get("description", "")
+
+    @extend_schema_field(serializers.JSONField())
+    def get_starting_plan(self, task: DeclaredTask) -> dict:
+        return declared.task_from_definition(task.definition).naive_plan
