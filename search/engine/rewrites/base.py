@@ -44,3 +44,23 @@ def task_of(context: NodeContext) -> Task:
 def joined_reasons(reasons: list[str], fallback: str) -> str:
     """One line that says why nothing applied: every kernel's reason, or the fallback."""
     return "; ".join(dict.fromkeys(reasons)) if reasons else fallback
+
+
+class SiteRewrite:
+    """A rewrite that applies wherever some kernel has a site for it.
+
+    `find_sites` returns the sites and, for each kernel without one, the reason in
+    words; `precondition` is then the same for every such rewrite: None when any site
+    exists, otherwise every kernel's reason (or `no_sites` when there is no kernel).
+    """
+
+    no_sites = "no extern \"C\" __global__ kernels"
+
+    def find_sites(self, tree: Tree, source: bytes, candidate: Candidate,
+                   context: NodeContext) -> tuple[list[Any], list[str]]:
+        raise NotImplementedError
+
+    def precondition(self, tree: Tree, source: bytes, candidate: Candidate,
+                     context: NodeContext) -> str | None:
+        sites, reasons = self.find_sites(tree, source, candidate, context)
+        return None if sites else joined_reasons(reasons, self.no_sites)

@@ -33,7 +33,7 @@ from profiling.harness.candidate import Candidate
 from profiling.harness.spec import Task
 
 from ..types import NodeContext
-from .base import Rewritten, joined_reasons, task_of
+from .base import Rewritten, SiteRewrite, task_of
 from .block_reduce import MAX_BLOCK_THREADS, WARP_SIZE, helper_name, render_helper
 from .elementwise import bound_expression, coverage_problem
 from .plan import aliasing_problem, buffer_names, kernel_resolver, launches_of, plan_expression, size_points
@@ -167,13 +167,13 @@ def _helpers_edit(source: bytes, first: Node, operations: list[tuple[str, str]])
     return Edit(start, start, helpers + "\n\n")
 
 
-class BlockPerRow:
+class BlockPerRow(SiteRewrite):
     name = "block_per_row"
     title = "One block per row instead of one thread per row"
     families = ("parallelism", "coalesce")
 
-    def _sites(self, tree: Tree, candidate: Candidate,
-               context: NodeContext) -> tuple[list[RowSite], list[str]]:
+    def find_sites(self, tree: Tree, source: bytes, candidate: Candidate,
+                   context: NodeContext) -> tuple[list[RowSite], list[str]]:
         task = task_of(context)
         functions = defined_functions(tree.root_node)
         sites, reasons = [], []
@@ -185,13 +185,8 @@ class BlockPerRow:
                 sites.append(site)
         return sites, reasons
 
-    def precondition(self, tree: Tree, source: bytes, candidate: Candidate,
-                     context: NodeContext) -> str | None:
-        sites, reasons = self._sites(tree, candidate, context)
-        return None if sites else joined_reasons(reasons, "no extern \"C\" __global__ kernels")
-
     def apply(self, tree: Tree, source: bytes, candidate: Candidate, context: NodeContext) -> Rewritten:
-        sites, _ = self._sites(tree, candidate, context)
+        sites, _ = self.find_sites(tree, source, candidate, context)
         edits = [edit for site in sites for edit in _kernel_edits(source, site)]
         operations = [op for site in sites for op in _operations(site.rows)]
         if operations:

@@ -23,7 +23,7 @@ from profiling.harness import expr
 from profiling.harness.candidate import Candidate
 
 from ..types import NodeContext
-from .base import Rewritten, joined_reasons, task_of
+from .base import Rewritten, SiteRewrite, task_of
 from .elementwise import IndexedBody, body_hazard, coverage_problem, find_indexed_body
 from .plan import BLOCKS_PER_SM, GRID_CAP, H200_SMS, launches_of
 from .syntax import Edit, find_kernels, indent_at, reblock, splice, text
@@ -49,13 +49,13 @@ def capped_grid(grid: str | int) -> str:
     return f"min({grid}, {GRID_CAP})"
 
 
-class GridStride:
+class GridStride(SiteRewrite):
     name = "grid_stride"
     title = "Grid-stride loop over a grid of 132 SMs x 16 blocks"
     families = ("grid_stride",)
 
-    def _sites(self, tree: Tree, candidate: Candidate,
-               context: NodeContext) -> tuple[list[IndexedBody], list[str]]:
+    def find_sites(self, tree: Tree, source: bytes, candidate: Candidate,
+                   context: NodeContext) -> tuple[list[IndexedBody], list[str]]:
         task = task_of(context)
         sites, reasons = [], []
         for kernel in find_kernels(tree):
@@ -83,13 +83,8 @@ class GridStride:
                     f"{H200_SMS} x {BLOCKS_PER_SM}: a grid-stride loop would change nothing there")
         return None
 
-    def precondition(self, tree: Tree, source: bytes, candidate: Candidate,
-                     context: NodeContext) -> str | None:
-        sites, reasons = self._sites(tree, candidate, context)
-        return None if sites else joined_reasons(reasons, "no extern \"C\" __global__ kernels")
-
     def apply(self, tree: Tree, source: bytes, candidate: Candidate, context: NodeContext) -> Rewritten:
-        sites, _ = self._sites(tree, candidate, context)
+        sites, _ = self.find_sites(tree, source, candidate, context)
         edits = [Edit(shape.start, shape.end, render_loop(source, shape)) for shape in sites]
         kernels = {shape.kernel.name for shape in sites}
         plan: dict[str, Any] = candidate.plan_dict()

@@ -34,7 +34,7 @@ from profiling.harness.candidate import Candidate
 from profiling.harness.spec import Task
 
 from ..types import NodeContext
-from .base import Rewritten, joined_reasons, task_of
+from .base import Rewritten, SiteRewrite, task_of
 from .block_reduce import is_zero_literal
 from .grid_stride import grid_stride_step
 from .plan import (
@@ -299,13 +299,13 @@ def render_accumulation(source: bytes, site: AccumulateSite) -> str:
     return f"\n{indent}".join(lines)
 
 
-class GridStrideAccumulate:
+class GridStrideAccumulate(SiteRewrite):
     name = "grid_stride_accumulate"
     title = "Grid-stride accumulation in registers before the block reduction"
     families = ("grid_stride", "parallelism")
 
-    def _sites(self, tree: Tree, source: bytes, candidate: Candidate,
-               context: NodeContext) -> tuple[list[AccumulateSite], list[str]]:
+    def find_sites(self, tree: Tree, source: bytes, candidate: Candidate,
+                   context: NodeContext) -> tuple[list[AccumulateSite], list[str]]:
         task = task_of(context)
         sites, reasons = [], []
         for kernel in find_kernels(tree):
@@ -323,15 +323,10 @@ class GridStrideAccumulate:
                 sites.append(site)
         return sites, reasons
 
-    def precondition(self, tree: Tree, source: bytes, candidate: Candidate,
-                     context: NodeContext) -> str | None:
-        sites, reasons = self._sites(tree, source, candidate, context)
-        return None if sites else joined_reasons(reasons, "no extern \"C\" __global__ kernels")
-
     def apply(self, tree: Tree, source: bytes, candidate: Candidate, context: NodeContext) -> Rewritten:
         # Undoing warp_shuffle_reduce only touches text after the load, so the byte ranges of
         # the index and the load are the same in the undone source and in this one.
-        sites, _ = self._sites(tree, source, candidate, context)
+        sites, _ = self.find_sites(tree, source, candidate, context)
         edits = [Edit(site.declaration.start_byte, site.load.end_byte, render_accumulation(source, site))
                  for site in sites]
         kernels = {site.kernel.name for site in sites}

@@ -19,7 +19,7 @@ from profiling.harness import expr
 from profiling.harness.candidate import Candidate
 
 from ..types import NodeContext
-from .base import Rewritten, joined_reasons
+from .base import Rewritten, SiteRewrite
 from .plan import launches_of
 from .syntax import Edit, Kernel, find_kernels, prototyped, splice
 
@@ -62,12 +62,13 @@ def _kernel_bound(kernel: Kernel, candidate: Candidate) -> tuple[str, int] | str
     return expression, threads
 
 
-class LaunchBounds:
+class LaunchBounds(SiteRewrite):
     name = "launch_bounds"
     title = "__launch_bounds__ matched to the block size"
     families = ("launch_bounds",)
 
-    def _sites(self, tree: Tree, candidate: Candidate) -> tuple[list[tuple[Kernel, str, int]], list[str]]:
+    def find_sites(self, tree: Tree, source: bytes, candidate: Candidate, context: NodeContext
+                   ) -> tuple[list[tuple[Kernel, str, int]], list[str]]:
         sites, reasons = [], []
         for kernel in find_kernels(tree):
             bound = _kernel_bound(kernel, candidate)
@@ -79,13 +80,8 @@ class LaunchBounds:
                 sites.append((kernel, *bound))
         return sites, reasons
 
-    def precondition(self, tree: Tree, source: bytes, candidate: Candidate,
-                     context: NodeContext) -> str | None:
-        sites, reasons = self._sites(tree, candidate)
-        return None if sites else joined_reasons(reasons, "no extern \"C\" __global__ kernels")
-
     def apply(self, tree: Tree, source: bytes, candidate: Candidate, context: NodeContext) -> Rewritten:
-        sites, _ = self._sites(tree, candidate)
+        sites, _ = self.find_sites(tree, source, candidate, context)
         edits = [Edit(kernel.declarator.start_byte, kernel.declarator.start_byte,
                       f"__launch_bounds__({expression}) ") for kernel, expression, _ in sites]
         described = ", ".join(f"{kernel.name} ({expression} = {threads} threads)"

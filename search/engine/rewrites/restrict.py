@@ -14,7 +14,7 @@ from tree_sitter import Node, Tree
 from profiling.harness.candidate import Candidate
 
 from ..types import NodeContext
-from .base import Rewritten, joined_reasons, task_of
+from .base import Rewritten, SiteRewrite, task_of
 from .plan import aliasing_problem, argument_problem, launches_of
 from .syntax import (
     Edit,
@@ -163,13 +163,14 @@ def read_only_problem(kernel: Kernel, param: Param, functions: set[str]) -> str 
     return None
 
 
-class Restrict:
+class Restrict(SiteRewrite):
     name = "restrict"
     title = "const __restrict__ on read-only pointers"
     families = ("restrict",)
+    no_sites = "no pointer parameters"
 
-    def _sites(self, tree: Tree, candidate: Candidate, context: NodeContext
-               ) -> tuple[list[tuple[Kernel, Param]], list[str]]:
+    def find_sites(self, tree: Tree, source: bytes, candidate: Candidate, context: NodeContext
+                   ) -> tuple[list[tuple[Kernel, Param]], list[str]]:
         task_of(context)  # an unknown task raises here, before any analysis
         functions = defined_functions(tree.root_node)
         sites, reasons = [], []
@@ -191,13 +192,8 @@ class Restrict:
                     sites.append((kernel, param))
         return sites, reasons
 
-    def precondition(self, tree: Tree, source: bytes, candidate: Candidate,
-                     context: NodeContext) -> str | None:
-        sites, reasons = self._sites(tree, candidate, context)
-        return None if sites else joined_reasons(reasons, "no pointer parameters")
-
     def apply(self, tree: Tree, source: bytes, candidate: Candidate, context: NodeContext) -> Rewritten:
-        sites, _ = self._sites(tree, candidate, context)
+        sites, _ = self.find_sites(tree, source, candidate, context)
         edits = []
         for _, param in sites:
             if not param.const:

@@ -14,7 +14,7 @@ from profiling.harness import expr
 from profiling.harness.candidate import Candidate
 
 from ..types import NodeContext
-from .base import Rewritten, joined_reasons
+from .base import Rewritten, SiteRewrite
 from .plan import plan_expression
 from .syntax import (
     Edit,
@@ -133,13 +133,14 @@ def _placement_problem(source: bytes, loop: Node) -> str | None:
     return "it already has an unroll pragma" if _has_pragma(loop) else None
 
 
-class Unroll:
+class Unroll(SiteRewrite):
     name = "unroll"
     title = "#pragma unroll on constant-trip-count loops"
     families = ("unroll",)
+    no_sites = "no for loops in the kernels"
 
-    def _sites(self, tree: Tree, source: bytes,
-               candidate: Candidate) -> tuple[list[tuple[Node, int]], list[str]]:
+    def find_sites(self, tree: Tree, source: bytes, candidate: Candidate,
+                   context: NodeContext) -> tuple[list[tuple[Node, int]], list[str]]:
         constants = source_constants(tree, candidate)
         sites, reasons = [], []
         for kernel in find_kernels(tree):
@@ -153,13 +154,8 @@ class Unroll:
                     sites.append((loop, count))
         return sites, reasons
 
-    def precondition(self, tree: Tree, source: bytes, candidate: Candidate,
-                     context: NodeContext) -> str | None:
-        sites, reasons = self._sites(tree, source, candidate)
-        return None if sites else joined_reasons(reasons, "no for loops in the kernels")
-
     def apply(self, tree: Tree, source: bytes, candidate: Candidate, context: NodeContext) -> Rewritten:
-        sites, _ = self._sites(tree, source, candidate)
+        sites, _ = self.find_sites(tree, source, candidate, context)
         edits = [Edit(loop.start_byte, loop.start_byte, f"#pragma unroll\n{indent_of(source, loop)}")
                  for loop, _ in sites]
         loops = ", ".join(f"line {loop.start_point.row + 1} ({count} iterations)" for loop, count in sites)

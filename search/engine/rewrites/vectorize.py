@@ -22,7 +22,7 @@ from tree_sitter import Node, Tree
 from profiling.harness.candidate import Candidate
 
 from ..types import NodeContext
-from .base import Rewritten, joined_reasons, task_of
+from .base import Rewritten, SiteRewrite, task_of
 from .elementwise import IndexedBody, body_hazard, bound_expression, coverage_problem, find_indexed_body
 from .plan import GRID_CAP, aliasing_problem, float32_buffers, launches_of, pointer_arguments
 from .syntax import (
@@ -219,26 +219,21 @@ def render(source: bytes, site: VectorSite) -> str:
     ])
 
 
-class VectorizeFloat4:
+class VectorizeFloat4(SiteRewrite):
     name = "vectorize_float4"
     title = "float4 loads and stores, four elements per thread"
     families = ("vectorize",)
 
-    def _sites(self, tree: Tree, candidate: Candidate,
-               context: NodeContext) -> tuple[list[VectorSite], list[str]]:
+    def find_sites(self, tree: Tree, source: bytes, candidate: Candidate,
+                   context: NodeContext) -> tuple[list[VectorSite], list[str]]:
         sites, reasons = [], []
         for kernel in find_kernels(tree):
             site = vector_site(kernel, candidate, context)
             (reasons if isinstance(site, str) else sites).append(site)
         return sites, reasons
 
-    def precondition(self, tree: Tree, source: bytes, candidate: Candidate,
-                     context: NodeContext) -> str | None:
-        sites, reasons = self._sites(tree, candidate, context)
-        return None if sites else joined_reasons(reasons, "no extern \"C\" __global__ kernels")
-
     def apply(self, tree: Tree, source: bytes, candidate: Candidate, context: NodeContext) -> Rewritten:
-        sites, _ = self._sites(tree, candidate, context)
+        sites, _ = self.find_sites(tree, source, candidate, context)
         edits = [Edit(site.shape.start, site.shape.end, render(source, site)) for site in sites]
         plan: dict[str, Any] = candidate.plan_dict()
         for site in sites:

@@ -25,7 +25,7 @@ from profiling.harness import expr
 from profiling.harness.candidate import Candidate
 
 from ..types import NodeContext
-from .base import Rewritten, joined_reasons
+from .base import Rewritten, SiteRewrite
 from .plan import launches_of, one_dimensional
 from .syntax import (
     Edit,
@@ -271,13 +271,13 @@ def _warp_tail(found: TreeLoop, indent: str) -> str:
     return "".join(f"\n{indent}{line}" for line in lines)
 
 
-class WarpShuffleReduce:
+class WarpShuffleReduce(SiteRewrite):
     name = "warp_shuffle_reduce"
     title = "Warp shuffles for the last 32 partial results of a block reduction"
     families = ("warp_reduce",)
 
-    def _sites(self, tree: Tree,
-               candidate: Candidate) -> tuple[list[tuple[Kernel, TreeLoop, str | None]], list[str]]:
+    def find_sites(self, tree: Tree, source: bytes, candidate: Candidate,
+                   context: NodeContext) -> tuple[list[tuple[Kernel, TreeLoop, str | None]], list[str]]:
         sites, reasons = [], []
         for kernel in find_kernels(tree):
             loops = [n for n in walk(kernel.body) if n.type == "for_statement"]
@@ -296,13 +296,8 @@ class WarpShuffleReduce:
                 sites.append((kernel, loop, tunable))
         return sites, reasons
 
-    def precondition(self, tree: Tree, source: bytes, candidate: Candidate,
-                     context: NodeContext) -> str | None:
-        sites, reasons = self._sites(tree, candidate)
-        return None if sites else joined_reasons(reasons, "no extern \"C\" __global__ kernels")
-
     def apply(self, tree: Tree, source: bytes, candidate: Candidate, context: NodeContext) -> Rewritten:
-        sites, _ = self._sites(tree, candidate)
+        sites, _ = self.find_sites(tree, source, candidate, context)
         edits = []
         for kernel, found, tunable in sites:
             edits.append(Edit(found.condition.start_byte, found.condition.end_byte, f"{found.variable} > 32"))
