@@ -102,3 +102,11 @@ def test_reduce_sum_reaches_the_copy_ceiling_target_after_replay():
     best = replayed_suite_search("reduce_sum").tree.best
     moved = tasks.get("reduce_sum").bytes(tasks.get("reduce_sum").sizes)
     assert moved / (best.measurement.time_ms * 1e-3) > 0.85 * 4.25e12
+
+
+@pytest.mark.parametrize("recording", sorted(p.name for p in SUITE.glob("rec-*.json")))
+def test_every_suite_recording_replays_without_a_missing_kernel(recording):
+    search = replayed_suite_search(recording.removeprefix("rec-").removesuffix(".json"))
+
+    assert all(n.measurement.status != "error" for n in search.tree.nodes.values())
+    assert search.tree.best is not None and search.tree.best.measurement.level == "full"
