@@ -31,7 +31,7 @@ from profiling.harness.spec import Task
 from .evaluators import GateEvaluator, RecordingEvaluator, ReplayEvaluator, ScreeningEvaluator
 from .explain import render_why, why_faster
 from .search import Search, SearchConfig, run_search
-from .types import Evaluator, Judge, ProposalSource
+from .types import Evaluator, Judge, JudgeError, Proposal, ProposalSource
 
 # Fast-math intrinsics (__expf, ...) err by a few ulp; a task whose fp32 tolerance is at
 # least this relative error can afford them (fp32 ulp is 1.2e-7, so 1e-4 is ~800 ulp).
@@ -50,6 +50,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--plan", type=Path, help="its launch plan (JSON); the task's naive plan if omitted")
     run.add_argument("--budget", type=int, default=30, help="evaluations, the starting kernel's included")
     run.add_argument("--judge", choices=("rules", "llm"), default="rules")
+    run.add_argument("--intent", default="",
+                     help="what the kernel should do, in words: without --from, the LLM (when "
+                          "configured) writes the starting kernel from it; else the naive one")
     run.add_argument("--seed", type=int, default=0)
     run.add_argument("--parallel", type=int, default=1, help="asks outstanding at once")
     run.add_argument("--time-limit", type=float, metavar="MINUTES",
@@ -89,8 +92,11 @@ def optimize(args: argparse.Namespace, *, judge: Judge | None = None,
     if judge is None:
         judge, fallback_judge = _make_judges(args.judge, out)
     sources = _make_sources() if sources is None else sources
-    search = Search(task.name, _root_candidate(args, task), judge=judge, sources=sources,
+    written = _written_root(args, task, judge, out)
+    root = written.candidate if written is not None else _root_candidate(args, task)
+    search = Search(task.name, root, judge=judge, sources=sources,
                     fallback_judge=fallback_judge, root_title=_root_title(args),
+                    root_proposal=written,
                     config=SearchConfig(budget=args.budget, seed=args.seed),
                     tolerance_allows_fast_math=fast_math_allowed(task))
     started = time.monotonic()
@@ -166,6 +172,26 @@ def _make_sources() -> list[ProposalSource]:
     from .sources import TunableSource
 
     return [TunableSource(), RewriteSource()]
+
+
+def _written_root(args: argparse.Namespace, task: Task, judge: Judge, out: Printer) -> Proposal | None:
+    """With an intent and no kernel: the starting kernel written by the LLM judge, or None
+    (the naive kernel) when there is no LLM or it could not write one, which is said."""
+    if args.source is not None or not args.intent.strip():
+        return None
+    write = getattr(judge, "write_kernel", None)
+    if write is None:
+        out("an intent without a kernel needs an LLM to write one (--judge llm and an "
+            "endpoint); starting from the task's naive kernel")
+        return None
+    try:
+        proposal = write(task, args.intent)
+    except JudgeError as error:
+        out(f"{judge.name} could not write a kernel from the intent ({error}); starting from "
+            "the task's naive kernel")
+        return None
+    out(f"starting kernel written by {proposal.source} from the intent: {proposal.title}")
+    return proposal
 
 
 def _root_candidate(args: argparse.Namespace, task: Task) -> Candidate:

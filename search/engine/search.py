@@ -79,7 +79,8 @@ class Search:
                  sources: Sequence[ProposalSource] = (), config: SearchConfig | None = None,
                  fallback_judge: Judge | None = None, root_title: str = "starting kernel",
                  tolerance_allows_fast_math: bool = False,
-                 known: dict[str, Measurement] | None = None) -> None:
+                 known: dict[str, Measurement] | None = None,
+                 root_proposal: Proposal | None = None) -> None:
         self.task = task
         self.config = config or SearchConfig()
         self.judge = judge
@@ -87,9 +88,13 @@ class Search:
         self.sources = list(sources)
         self.tolerance_allows_fast_math = tolerance_allows_fast_math
         self.rng = np.random.default_rng(self.config.seed)
-        self.tree = Tree.with_root(Proposal(source="root", title=root_title,
-                                            rationale="the kernel the search starts from",
-                                            candidate=root))
+        # The root says who wrote it: "root" for a given kernel, the writer's name (an
+        # LLM's, say) for one written from an intent.
+        if root_proposal is not None and root_proposal.candidate != root:
+            raise ValueError("root_proposal must carry the root candidate")
+        self.tree = Tree.with_root(root_proposal or Proposal(
+            source="root", title=root_title, rationale="the kernel the search starts from",
+            candidate=root))
         self.evaluations = 0
         # Measurements of kernels by content hash, from this run and any given as `known`
         # (measured earlier for the same task and GPU): a kernel is never measured twice.

@@ -18,6 +18,7 @@ from typing import Any, NoReturn, TypeVar
 import openai
 
 from profiling.harness.candidate import Candidate, CandidateError
+from profiling.harness.spec import Task
 
 from ..diffs import candidate_diff
 from ..types import FAMILIES, Diagnosis, JudgeError, NodeContext, Proposal
@@ -155,6 +156,27 @@ class LLMJudge:
         no opinion on proposals from other sources."""
         prior = self._priors.get(proposal.candidate.content_hash())
         return prior if prior is not None else self._priors.get(proposal.title, 0.5)
+
+    # --- writing a first kernel (no Mixture-of-Thoughts: one model, one answer) -----------
+
+    def write_kernel(self, task: Task, intent: str) -> Proposal:
+        """A starting kernel written from the user's intent, labelled as this model's.
+        Raises JudgeError when no usable candidate comes back (after the retries)."""
+        if not intent.strip():
+            raise JudgeError("there is no intent to write a kernel from")
+
+        def parse(text: str) -> Proposal:
+            item = prompts.to_written_kernel(text)
+            try:
+                candidate = Candidate.from_source_and_plan(prompts.strip_fences(item["source"]),
+                                                           item["plan"])
+            except CandidateError as exc:  # a malformed plan: worth asking again, with the reason
+                raise MalformedReply(f"the written kernel is not a candidate: {exc}") from exc
+            return Proposal(source=self.name, title=str(item.get("title") or "written from the intent"),
+                            rationale=str(item.get("rationale") or ""), candidate=candidate,
+                            params={"model": self.model, "intent": intent.strip()})
+
+        return self._ask("write", prompts.write_messages(task, intent), parse)
 
     # --- requests, retries and accounting -------------------------------------------------
 

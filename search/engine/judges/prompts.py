@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from profiling.harness.spec import Task, TensorSpec
+
 from ..types import FAMILIES, Diagnosis, NodeContext
 from .rules import BOTTLENECKS
 
@@ -17,6 +19,12 @@ SYSTEM = (
     "You are a CUDA performance engineer. You judge kernels measured on an NVIDIA H200 "
     "(sm_90, 132 SMs, 4.8 TB/s HBM3e) from their Nsight Compute metrics. Time comes from "
     "CUDA events; ncu metrics explain it. Reply with one JSON object and nothing else."
+)
+
+WRITER = (
+    "You are a CUDA performance engineer. You write kernels for an NVIDIA H200 (sm_90, "
+    "132 SMs, 4.8 TB/s HBM3e) that a strict gate checks for correctness against a "
+    "reference and then times. Reply with one JSON object and nothing else."
 )
 
 FAMILY_HELP = (
@@ -75,6 +83,47 @@ def propose_messages(context: NodeContext, diagnosis: Diagnosis, k: int) -> list
         f"Answer with JSON of this shape: {json.dumps(shape)}"
     )
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt}]
+
+
+def write_messages(task: Task, intent: str) -> list[dict[str, str]]:
+    """Ask for a first kernel from the user's words and the task's contract."""
+    shape = {"title": "short title", "rationale": "the approach in two or three sentences",
+             "source": "the FULL CUDA source", "plan": "the FULL launch plan"}
+    prompt = (
+        f"Write a fast, correct CUDA kernel for this task, as the user describes it.\n\n"
+        f"The user's intent: {intent.strip()}\n\n{task_facts(task)}\n\n{CANDIDATE_RULES}\n\n"
+        f"Answer with JSON of this shape: {json.dumps(shape)}"
+    )
+    return [{"role": "system", "content": WRITER}, {"role": "user", "content": prompt}]
+
+
+def task_facts(task: Task) -> str:
+    """The contract a kernel must meet: tensors, sizes, tolerance; never a reference's code."""
+    def tensors(specs: tuple[TensorSpec, ...]) -> str:
+        return ", ".join(f"{t.name}: {t.dtype}[{', '.join(map(str, t.shape))}]" for t in specs)
+
+    tolerances = {t.dtype: task.tolerance_for(t.dtype) for t in task.outputs}
+    return "\n".join([
+        f"Task: {task.name}: {task.description}",
+        f"Inputs (read-only): {tensors(task.inputs)}",
+        f"Outputs (every element must be written): {tensors(task.outputs)}",
+        f"Timed sizes: {json.dumps(task.sizes)}; also checked at small odd sizes such as "
+        f"{json.dumps(task.l0_sizes[0]) if task.l0_sizes else 'none'}",
+        "Tolerance: " + "; ".join(f"{d}: |out - ref| <= {t.atol:g} + {t.rtol:g} * |ref|"
+                                  for d, t in tolerances.items()),
+        "Arguments a plan may pass: tensor names (device pointers), size names (int32, or "
+        "'i64:<expr>'), 'f32:<number>'.",
+    ])
+
+
+def to_written_kernel(text: str) -> dict[str, Any]:
+    """The written kernel's fields; the candidate itself is checked when it is built."""
+    data = parse_object(text)
+    if not isinstance(data.get("source"), str) or not data["source"].strip():
+        raise MalformedReply("'source' must be the full CUDA source, a non-empty string")
+    if not isinstance(data.get("plan"), dict):
+        raise MalformedReply("'plan' must be the full launch plan, a JSON object")
+    return data
 
 
 def _facts(context: NodeContext) -> str:
