@@ -156,6 +156,10 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # "recorded:<path>" (verdicts measured earlier on a real GPU, for CI and demos).
 OPTIML_EVALUATOR = evaluator_setting(env_str("OPTIML_EVALUATOR", "gate"))
 OPTIML_WORKDIR = Path(env_str("OPTIML_WORKDIR", str(VAR_DIR / "work")))
+# Screen a run's candidates before the full gate, as the CLI does (README, "The screen"):
+# once a run has a full-gate best, only candidates the screen finds faster get the full
+# gate. A run can turn it off for itself; this turns it off for every run.
+OPTIML_SCREEN = env_bool("OPTIML_SCREEN", True)
 # Where tasks declared in the browser are written as <name>.json. The profiling app puts
 # it on OPTIML_TASK_PATH at start-up, so the web process, the Celery worker and the gate's
 # subprocesses all know the tasks by name; a worker on another host writes the files it

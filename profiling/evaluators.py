@@ -7,12 +7,21 @@ The contract (every Evaluator):
   "gate" or "recorded" and says honestly where the numbers came from. A bad kernel is a
   verdict (REJECTED, naming a guard), never an exception. When no verdict can be had,
   it raises EvaluatorError, whose `permanent` says whether trying again could help.
+
+An evaluator may also screen (the Screening contract): `screen(task_name, candidate,
+options)` returns the screen's cheaper verdict (level "screen", profiling/harness/
+screen.py), or None when it cannot screen here, and the caller then uses `evaluate`. A
+screened verdict decides only what the full gate looks at again; it is never stored as
+an Evaluation (search.services).
 """
 
 from __future__ import annotations
 
+import atexit
 import dataclasses
 import json
+import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -22,6 +31,7 @@ from django.core.exceptions import ImproperlyConfigured
 from profiling.harness import gate
 from profiling.harness.candidate import Candidate, CandidateError
 from profiling.harness.gate import GateOptions
+from profiling.harness.screen import Screener, ScreenOptions
 from profiling.harness.verdict import Verdict
 
 NO_GPU = "none"
@@ -39,14 +49,41 @@ class Evaluator(Protocol):
     def evaluate(self, task_name: str, candidate: Candidate, options: GateOptions) -> tuple[Verdict, str]: ...
 
 
+class Screening(Protocol):
+    """An Evaluator that can also screen (see the module docstring)."""
+
+    def screen(self, task_name: str, candidate: Candidate, options: GateOptions) -> Verdict | None: ...
+
+
+def can_screen(evaluator: object) -> bool:
+    return callable(getattr(evaluator, "screen", None))
+
+
+def screen_options_for(options: GateOptions) -> ScreenOptions:
+    """The screen's options for a run's gate options: the same fixed seed, input cache and
+    sizes, so the screen and the full gate of one run look at the same inputs."""
+    return ScreenOptions(seed=options.seed, input_cache=options.input_cache, l1_sizes=options.l1_sizes)
+
+
 class GateEvaluator:
-    """Compiles here with nvcc; runs, times and profiles on this host's GPU if it has one."""
+    """Compiles here with nvcc; runs, times and profiles on this host's GPU if it has one.
+
+    It screens in one long-lived GPU process (a Screener), started at the first screen
+    and kept for as long as this object: get_evaluator() keeps one per process, so the
+    Celery worker's screener lives as long as the worker. `screener_factory` makes it
+    (tests pass a stand-in).
+    """
 
     source = "gate"
 
-    def __init__(self, workdir: Path | str | None = None) -> None:
+    def __init__(self, workdir: Path | str | None = None, *,
+                 screener_factory: Callable[[ScreenOptions], Any] = Screener) -> None:
         self.workdir = str(workdir) if workdir else None
         self._gpu: str | None = None
+        self._screener_factory = screener_factory
+        self._screener: Any = None
+        # One GPU process answers one request at a time; a threaded worker must queue.
+        self._screen_lock = threading.Lock()
 
     def gpu(self) -> str:
         if self._gpu is None:
@@ -69,15 +106,45 @@ class GateEvaluator:
         except CandidateError as error:
             raise EvaluatorError(f"malformed candidate: {error}", permanent=True) from error
 
+    def screen(self, task_name: str, candidate: Candidate, options: GateOptions) -> Verdict | None:
+        """The screen's verdict; None on a host without a GPU, whose full gate then says
+        "incomplete" as it always has."""
+        if self.gpu() == NO_GPU:
+            return None
+        with self._screen_lock:
+            if self._screener is None:
+                workdir = str(Path(self.workdir) / "screen") if self.workdir else None
+                self._screener = self._screener_factory(ScreenOptions(workdir=workdir))
+                # Its GPU process also leaves when ours does (it reads our pipe to EOF);
+                # this only ends it in order at a normal exit.
+                atexit.register(self.close)
+            return self._screener.screen(task_name, candidate, screen_options_for(options))
+
+    def close(self) -> None:
+        """Stop the screen's GPU process, if one was started."""
+        with self._screen_lock:
+            screener, self._screener = self._screener, None
+        if screener is not None:
+            atexit.unregister(self.close)
+            screener.close()
+
 
 class RecordedEvaluator:
-    """Serves verdicts measured on a real GPU and saved as JSON:
+    """Serves verdicts measured on a real GPU and saved as JSON, in either of two formats:
 
         {"gpu": "NVIDIA H200",
          "recorded": [{"task": "softmax", "candidate_hash": "<64 hex>",
                        "verdict": {...Verdict.to_dict()...}}]}
 
-    It never invents a verdict: a candidate without a recording is an EvaluatorError.
+    or the search engine's recordings (search/engine/evaluators.py, RecordingEvaluator):
+
+        {"gpu": "NVIDIA H200", "task": "relu",
+         "recorded": {"<candidate hash>": {...Measurement.to_dict(), with its verdict}}}
+
+    A verdict recorded at level "screen" is served by `screen` only, and one recorded by
+    the full gate by `evaluate` only. It never invents a verdict: a candidate without a
+    full recording is an EvaluatorError, and `screen` returns None for one without a
+    screened recording (so the caller asks `evaluate`).
     """
 
     source = "recorded"
@@ -86,8 +153,9 @@ class RecordedEvaluator:
         self.path = Path(path)
         data = _load_recordings(self.path)
         self._gpu = data["gpu"]
-        self._verdicts: dict[tuple[str, str], dict[str, Any]] = {}
-        for index, item in enumerate(data["recorded"]):
+        self._verdicts: dict[tuple[str, str], dict[str, Any]] = {}  # the full gate's
+        self._screened: dict[tuple[str, str], dict[str, Any]] = {}
+        for index, item in enumerate(_recorded_items(self.path, data)):
             key = (item["task"], item["candidate_hash"])
             verdict = item["verdict"]
             if (verdict.get("task"), verdict.get("candidate_hash")) != key:
@@ -96,21 +164,32 @@ class RecordedEvaluator:
                     "candidate than its 'task' and 'candidate_hash' say",
                     permanent=True,
                 )
-            self._verdicts[key] = verdict
+            verdicts = self._screened if verdict.get("level") == "screen" else self._verdicts
+            verdicts[key] = verdict
 
     def gpu(self) -> str:
         return self._gpu
 
     def evaluate(self, task_name: str, candidate: Candidate, options: GateOptions) -> tuple[Verdict, str]:
         content_hash = candidate.content_hash()
-        recorded = self._verdicts.get((task_name, content_hash))
+        key = (task_name, content_hash)
+        recorded = self._verdicts.get(key)
         if recorded is None:
+            only = " (only the screen's verdict is recorded)" if key in self._screened else ""
             raise EvaluatorError(
                 f"no recorded verdict for candidate {content_hash[:12]} on task {task_name!r} "
-                f"in {self.path}; recordings exist only for kernels measured on {self._gpu}",
+                f"in {self.path}{only}; recordings exist only for kernels measured on {self._gpu}",
                 permanent=True,
             )
-        return Verdict.from_dict(json.loads(json.dumps(recorded))), self.source
+        return _verdict(recorded), self.source
+
+    def screen(self, task_name: str, candidate: Candidate, options: GateOptions) -> Verdict | None:
+        recorded = self._screened.get((task_name, candidate.content_hash()))
+        return _verdict(recorded) if recorded is not None else None
+
+
+def _verdict(recorded: dict[str, Any]) -> Verdict:
+    return Verdict.from_dict(json.loads(json.dumps(recorded)))  # a deep copy
 
 
 def _load_recordings(path: Path) -> dict[str, Any]:
@@ -122,23 +201,45 @@ def _load_recordings(path: Path) -> dict[str, Any]:
         raise EvaluatorError(f"recordings {path} are not JSON: {error}", permanent=True) from None
     if not isinstance(data, dict) or not isinstance(data.get("gpu"), str) or not data["gpu"]:
         raise EvaluatorError(f"recordings {path} must name their 'gpu'", permanent=True)
-    recorded = data.get("recorded")
-    if not isinstance(recorded, list):
-        raise EvaluatorError(f"recordings {path} must hold a 'recorded' list", permanent=True)
+    if not isinstance(data.get("recorded"), list | dict):
+        raise EvaluatorError(f"recordings {path} must hold a 'recorded' list (or the search "
+                             "engine's object of hash: measurement)", permanent=True)
+    return data
+
+
+def _recorded_items(path: Path, data: dict[str, Any]) -> list[dict[str, Any]]:
+    """The recordings as [{task, candidate_hash, verdict}], from either format."""
+    recorded = data["recorded"]
+    if isinstance(recorded, dict):  # the search engine's: one task, hash -> measurement
+        if not isinstance(data.get("task"), str):
+            raise EvaluatorError(f"recordings {path} must name their 'task'", permanent=True)
+        recorded = [{"task": data["task"], "candidate_hash": digest,
+                     "verdict": (item or {}).get("verdict") if isinstance(item, dict) else None}
+                    for digest, item in recorded.items()]
     for index, item in enumerate(recorded):
-        if not isinstance(item, dict) or not {"task", "candidate_hash", "verdict"} <= set(item):
+        if not isinstance(item, dict) or not {"task", "candidate_hash", "verdict"} <= set(item) \
+                or not isinstance(item["verdict"], dict):
             raise EvaluatorError(
                 f"{path}: recorded[{index}] needs 'task', 'candidate_hash' and 'verdict'",
                 permanent=True,
             )
-    return data
+    return recorded
+
+
+_gate_evaluators: dict[str, GateEvaluator] = {}
+_gate_evaluators_lock = threading.Lock()
 
 
 def get_evaluator() -> Evaluator:
-    """The evaluator that settings.OPTIML_EVALUATOR names."""
+    """The evaluator that settings.OPTIML_EVALUATOR names. The gate's is one per process
+    (and work folder), kept: it holds the screen's GPU process between run steps."""
     choice = settings.OPTIML_EVALUATOR
     if choice == "gate":
-        return GateEvaluator(workdir=settings.OPTIML_WORKDIR)
+        workdir = str(settings.OPTIML_WORKDIR)
+        with _gate_evaluators_lock:
+            if workdir not in _gate_evaluators:
+                _gate_evaluators[workdir] = GateEvaluator(workdir=workdir)
+            return _gate_evaluators[workdir]
     if choice.startswith("recorded:"):
         return RecordedEvaluator(choice.removeprefix("recorded:"))
     raise ImproperlyConfigured(f"OPTIML_EVALUATOR={choice!r}; use 'gate' or 'recorded:<path>'")

@@ -5,7 +5,7 @@ from search.models import Run, RunEvent, RunNode, ShareLink
 
 class RunNodeInline(admin.TabularInline):
     model = RunNode
-    fields = ["node_id", "parent_id", "source", "title", "status", "time_ms", "reward", "visits"]
+    fields = ["node_id", "parent_id", "source", "title", "status", "level", "time_ms", "reward", "visits"]
     readonly_fields = fields
     extra = 0
     can_delete = False
@@ -32,8 +32,9 @@ class RunAdmin(admin.ModelAdmin):
 
 @admin.register(RunNode)
 class RunNodeAdmin(admin.ModelAdmin):
-    list_display = ["run", "node_id", "parent_id", "source", "title", "status", "guard", "time_ms", "reward"]
-    list_filter = ["status", "source"]
+    list_display = ["run", "node_id", "parent_id", "source", "title", "status", "level", "guard", "time_ms",
+                    "reward"]
+    list_filter = ["status", "level", "source"]
     search_fields = ["title", "rationale"]
     readonly_fields = ["detail", "diff"]
 

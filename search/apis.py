@@ -140,7 +140,7 @@ class RunListApi(APIView):
             run = services.run_launch(
                 task_name=data["task"], source=source, plan=plan, budget=data["budget"],
                 judge=data["judge"], seed=data["seed"], user=request.user, team=team,
-                intent=data.get("intent", ""), source_names=data.get("sources"))
+                intent=data.get("intent", ""), source_names=data.get("sources"), screen=data["screen"])
         except task_registry.UnknownTask:
             raise _unknown_task(request, data["task"]) from None
         except CandidateError as error:

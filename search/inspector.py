@@ -2,7 +2,9 @@
 
 Everything comes from rows already stored: the node (RunNode), its kernel (Candidate),
 and the verdict the gate gave it (kept in the node's measurement, which is also what an
-imported run has; the Evaluation row otherwise).
+imported run has; the Evaluation row otherwise). A node only the screen measured has the
+screen's verdict there (correctness records and time, no profile, no .ncu-rep) and no
+Evaluation row: it says so in its `level`.
 """
 
 from __future__ import annotations
@@ -22,13 +24,14 @@ from search.models import Run, RunNode
 DRAM_BYTES_PER_S = 4.25e12
 FP32_FLOPS_PER_S = 50.7e12
 CEILINGS_SOURCE = "../shared/GPU.md"
+LEVEL_LABELS = {"full": "full gate", "screen": "screened (not profiled)"}
 
 
 def node_row(node: RunNode) -> dict[str, Any]:
     """The flat {id, parentId} row the browser stratifies into a tree."""
     return {"id": node.node_id, "parentId": node.parent_id, "state": node.state,
             "source": node.source, "title": node.title, "status": node.status,
-            "guard": node.guard, "time_ms": node.time_ms, "spread_ms": node.spread_ms,
+            "guard": node.guard, "level": node.level, "time_ms": node.time_ms, "spread_ms": node.spread_ms,
             "reward": node.reward, "visits": node.visits, "value": node.value, "prior": node.prior}
 
 
@@ -53,6 +56,8 @@ def node_detail(*, run: Run, node: RunNode, url: str) -> dict[str, Any]:
         "params": detail.get("params", {}),
         "evaluation_index": detail.get("evaluation_index"),
         "reused": detail.get("reused", False),
+        "level_label": LEVEL_LABELS.get(node.level, ""),
+        "promoted_from_screen": measurement.get("screen"),
         "measurement": measurement or None,
         "diagnosis": detail.get("diagnosis"),
         "judge_error": detail.get("judge_error"),
@@ -110,7 +115,9 @@ def roofline(*, run: Run, node: RunNode, verdict: dict) -> dict[str, Any]:
 def ncu_report_path(node: RunNode) -> Path | None:
     """The node's Nsight Compute report, if the verdict names one that exists inside
     OPTIML_WORKDIR: a path anywhere else (an imported or recorded verdict can say
-    anything) is never served."""
+    anything) is never served. The screen never profiles."""
+    if node.level == "screen":
+        return None
     measurement = (node.detail or {}).get("measurement") or {}
     verdict = measurement.get("verdict") or (node.evaluation.verdict if node.evaluation else None) or {}
     named = (verdict.get("profile") or {}).get("report_path")

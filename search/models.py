@@ -29,6 +29,9 @@ class Run(models.Model):
     budget = models.PositiveIntegerField()  # evaluations
     seed = models.BigIntegerField()
     gate_options = models.JSONField(default=dict)
+    # Screen candidates before the full gate (search.services, README "The screen"), when
+    # settings.OPTIML_SCREEN allows it too.
+    screen = models.BooleanField(default=True)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.RUNNING)
     message = models.TextField(blank=True)
     state = models.JSONField()  # search.engine Search.to_dict()
@@ -101,6 +104,9 @@ class RunNode(models.Model):
     diff = models.TextField(blank=True)
     status = models.CharField(max_length=12, blank=True)  # the measurement's: passed, rejected...
     guard = models.CharField(max_length=40, blank=True)
+    # Who measured it: "full" (the gate; its verdict is an Evaluation row) or "screen"
+    # (only the screen: its verdict is in `detail`, never an Evaluation). Blank while pending.
+    level = models.CharField(max_length=6, blank=True)
     time_ms = models.FloatField(null=True, blank=True)
     spread_ms = models.FloatField(null=True, blank=True)
     reward = models.FloatField(null=True, blank=True)

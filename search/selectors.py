@@ -113,12 +113,12 @@ def run_trajectory(*, run: Run) -> dict:
                 "evaluated": run.evaluated, "root_ms": run.root_ms, "best_ms": run.best_ms,
                 "best_node": run.best_node, "best_found_at": run.best_found_at,
                 "speedup": run.speedup, "vendor_ms": run.task.vendor_ms,
-                "gpu_seconds": run.gpu_seconds, "intent": run.intent},
+                "gpu_seconds": run.gpu_seconds, "intent": run.intent, "screen": run.screen},
         "nodes": [
             {"id": n.node_id, "parentId": n.parent_id, "state": n.state, "source": n.source,
              "title": n.title, "rationale": n.rationale, "diff": n.diff, "status": n.status,
-             "guard": n.guard, "time_ms": n.time_ms, "spread_ms": n.spread_ms, "reward": n.reward,
-             "visits": n.visits, "value": n.value, "prior": n.prior,
+             "guard": n.guard, "level": n.level, "time_ms": n.time_ms, "spread_ms": n.spread_ms,
+             "reward": n.reward, "visits": n.visits, "value": n.value, "prior": n.prior,
              "candidate_hash": n.candidate.content_hash, **n.detail}
             for n in RunNode.objects.filter(run=run).select_related("candidate").order_by("node_id")
         ],

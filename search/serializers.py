@@ -25,7 +25,8 @@ class RunSerializer(serializers.ModelSerializer):
         model = Run
         fields = ["id", "task", "status", "judge", "budget", "evaluated", "root_ms", "best_ms",
                   "speedup", "gpu_seconds", "created", "created_by", "team", "sources", "seed",
-                  "intent", "imported", "message", "best_node", "best_found_at", "vendor_ms", "updated"]
+                  "intent", "imported", "message", "best_node", "best_found_at", "vendor_ms", "updated",
+                  "screen"]
         read_only_fields = fields
 
     def get_created_by(self, run: Run) -> str | None:
@@ -91,6 +92,9 @@ class RunCreateSerializer(serializers.Serializer):
     sources = serializers.ListField(child=serializers.CharField(), required=False, allow_null=True,
                                     help_text="proposal source names (GET /api/sources/); default all")
     team = serializers.IntegerField(required=False, allow_null=True, help_text="share with this team")
+    screen = serializers.BooleanField(
+        default=True, help_text="screen candidates first; only those faster than the best get the "
+        "full gate (README, 'The screen'); the server's OPTIML_SCREEN can turn it off for all runs")
 
     def validate_source(self, value: str | None) -> str | None:
         if value is not None and not value.strip():
@@ -118,6 +122,8 @@ class NodeRowSerializer(serializers.Serializer):
     title = serializers.CharField()
     status = serializers.CharField(help_text="passed, rejected, error; blank while pending")
     guard = serializers.CharField()
+    level = serializers.CharField(help_text="full (the gate) | screen (screened, not profiled); "
+                                  "blank while pending")
     time_ms = serializers.FloatField(allow_null=True)
     spread_ms = serializers.FloatField(allow_null=True)
     reward = serializers.FloatField(allow_null=True)
@@ -150,6 +156,10 @@ class NodeDetailSerializer(NodeRowSerializer):
     params = serializers.JSONField()
     evaluation_index = serializers.IntegerField(allow_null=True)
     reused = serializers.BooleanField()
+    level_label = serializers.CharField(allow_blank=True, help_text="in words: 'full gate' or "
+                                        "'screened (not profiled)'")
+    promoted_from_screen = serializers.JSONField(
+        allow_null=True, help_text="what the screen saw before the full gate: {time_ms, seconds}")
     measurement = serializers.JSONField(allow_null=True)
     diagnosis = serializers.JSONField(allow_null=True)
     judge_error = serializers.CharField(allow_null=True)

@@ -1,9 +1,10 @@
 """Writes for optimisation runs: create, step, drive, pause/resume/stop, share, import.
 
 A run's truth is its rows: `Run.state` is the engine's serialised Search; each step
-loads it under a row lock, asks for candidates, evaluates them through the gate's
-services (one Evaluation per kernel, task, harness and GPU: a kernel seen before costs
-nothing), tells the engine, mirrors the changed nodes and appends events, and saves.
+loads it under a row lock, asks for candidates, measures them (search.measuring: once
+the run has a full-gate best, the screen first; the full gate through the gate's
+services, one Evaluation per kernel, task, harness and GPU, so a kernel seen before
+costs nothing), tells the engine, mirrors the changed nodes and appends events, and saves.
 A worker that dies mid-step loses only that step's uncommitted work. On the worker a
 run is driven one step per Celery message, each queuing the next (run_advance).
 """
@@ -20,16 +21,15 @@ from django.db import transaction
 from django.utils import timezone
 
 from profiling import services as gate_services
-from profiling.evaluators import Evaluator, get_evaluator, options_from_dict, options_to_dict
+from profiling.evaluators import Evaluator, get_evaluator, options_to_dict
 from profiling.harness.candidate import Candidate as HarnessCandidate
 from profiling.harness.gate import GateOptions
-from profiling.models import Evaluation
 from profiling.serialization import json_safe
 from search import broadcast
-from search.engine.evaluators import measurement_from_verdict
 from search.engine.search import Search, SearchConfig
-from search.engine.types import Measurement
+from search.engine.sources import fast_math_allowed
 from search.importing import ParsedTrajectory
+from search.measuring import candidate_measure, run_gate_options, screening_for
 from search.models import Run, RunEvent, RunNode, ShareLink
 
 EventSink = Callable[[RunEvent], None]
@@ -84,7 +84,8 @@ def _search_for(run: Run) -> Search:
 @transaction.atomic
 def run_create(*, task_name: str, source: str, plan: dict, budget: int, judge: str = "rules",
                seed: int = 0, gate_options: GateOptions | None = None, user=None,
-               team=None, intent: str = "", source_names: list[str] | None = None) -> Run:
+               team=None, intent: str = "", source_names: list[str] | None = None,
+               screen: bool = True) -> Run:
     spec = gate_services.task_spec(name=task_name)  # UnknownTask names the known ones
     if budget < 1:
         raise RunError("the budget must be at least one evaluation", field="budget")
@@ -92,7 +93,7 @@ def run_create(*, task_name: str, source: str, plan: dict, budget: int, judge: s
     judge_obj, fallback = judges_for(judge)
     search = Search(task_name, root, judge=judge_obj, sources=configured_sources(source_names),
                     fallback_judge=fallback, config=SearchConfig(budget=budget, seed=seed),
-                    tolerance_allows_fast_math=_fast_math_allowed(spec))
+                    tolerance_allows_fast_math=fast_math_allowed(spec))
     # A fixed seed for the gate's inputs lets the run reuse them between candidates.
     options = dataclasses.replace(gate_options or GateOptions(), seed=seed)
     run = Run.objects.create(
@@ -100,16 +101,10 @@ def run_create(*, task_name: str, source: str, plan: dict, budget: int, judge: s
         root_candidate=gate_services.candidate_get_or_create(source=source, plan=plan),
         judge=judge_obj.name, sources=[s.name for s in search.sources], budget=budget, seed=seed,
         gate_options=options_to_dict(options), state=json_safe(search.to_dict()), created_by=user,
-        team=team, intent=intent)
+        team=team, intent=intent, screen=screen)
     _append(run, "run_created", {"task": task_name, "budget": budget, "judge": judge_obj.name})
     run.save()
     return run
-
-
-def _fast_math_allowed(spec) -> bool:
-    # Fast math trades about 2 ulp on transcendentals; only loose fp32 tolerances absorb it.
-    tolerance = spec.tolerance_for("float32")
-    return tolerance.rtol >= 1e-3 or spec.compare is not None and tolerance.rtol >= 1e-4
 
 
 def run_step(*, run_id: int, evaluator: Evaluator | None = None, parallel: int = 1,
@@ -121,15 +116,20 @@ def run_step(*, run_id: int, evaluator: Evaluator | None = None, parallel: int =
         if run.status != Run.Status.RUNNING:
             return run
         search = _search_for(run)
+        best = search.tree.best  # always a full-gate node: what the screen has to beat
         asked = search.ask(max(1, min(parallel, run.budget - search.evaluations)))
         new_events = _record_nodes(run, search, [node_id for node_id, _ in asked])
         if not asked and not search.tree.pending():  # every proposal tried: nothing left
             run.status = Run.Status.FINISHED
             new_events.append(_append(run, "run_finished", {**search.summary(), "exhausted": True}))
         _save(run, search)
-    options = options_from_dict(run.gate_options)
+    screening = screening_for(run=run, evaluator=evaluator)
+    options = run_gate_options(run=run, screening=screening)
+    best_full_ms = best.measurement.time_ms if screening and best is not None else None
     # A kernel another worker is still evaluating is told on a later step, not now.
-    measured = [m for m in (_measure(run, c, options, evaluator) for _, c in asked) if m is not None]
+    measured = [m for m in (candidate_measure(run=run, candidate=c, options=options, evaluator=evaluator,
+                                              best_full_ms=best_full_ms) for _, c in asked)
+                if m is not None]
     with transaction.atomic():
         run = Run.objects.select_for_update().get(pk=run_id)
         search = _search_for(run)
@@ -138,8 +138,9 @@ def run_step(*, run_id: int, evaluator: Evaluator | None = None, parallel: int =
             node_id = search.tell(candidate_hash, measurement)
             if node_id is not None:  # None: told before (a repeated step), nothing changes
                 touched.append(node_id)
+                # None for a node only the screen measured: its verdict is in the node's detail.
                 RunNode.objects.filter(run=run, node_id=node_id).update(evaluation=evaluation)
-                run.gpu_seconds += (evaluation.verdict or {}).get("seconds", 0.0)
+                run.gpu_seconds += measurement.seconds  # the screen's and the full gate's
         new_events += _record_nodes(run, search, _with_ancestors(search, touched))
         if run.status == Run.Status.RUNNING and search.evaluations >= run.budget:
             run.status = Run.Status.FINISHED
@@ -148,21 +149,6 @@ def run_step(*, run_id: int, evaluator: Evaluator | None = None, parallel: int =
     for event in new_events if on_event else ():
         on_event(event)
     return run
-
-
-def _measure(run: Run, candidate: HarnessCandidate, options: GateOptions, evaluator: Evaluator
-             ) -> tuple[str, Measurement, Evaluation] | None:
-    row = gate_services.candidate_get_or_create(source=candidate.source, plan=candidate.plan_dict())
-    evaluation = gate_services.evaluation_run(task_name=run.task.name, candidate=row,
-                                              options=options, evaluator=evaluator)
-    if evaluation.status == Evaluation.Status.RUNNING:
-        return None
-    if evaluation.verdict:
-        measurement = measurement_from_verdict(evaluation.verdict,
-                                               replayed=evaluation.source == Evaluation.Source.RECORDED)
-    else:  # the evaluator failed: a state the search records, not a crash
-        measurement = Measurement(status="error", message=evaluation.message or evaluation.status)
-    return candidate.content_hash(), measurement, evaluation
 
 
 def _with_ancestors(search: Search, node_ids: list[int]) -> list[int]:
@@ -193,6 +179,7 @@ def _upsert_node(run: Run, node) -> None:
         "parent_id": node.parent, "candidate": candidate, "state": node.state,
         "source": proposal.source, "title": proposal.title[:300], "rationale": proposal.rationale,
         "diff": proposal.diff, "status": m.status if m else "", "guard": (m.guard or "") if m else "",
+        "level": m.level if m else "",
         "time_ms": m.time_ms if m else None, "spread_ms": m.spread_ms if m else None,
         "reward": node.reward if node.done else None, "visits": node.visits, "value": node.value,
         "prior": node.prior, "detail": detail,
@@ -283,12 +270,13 @@ def run_set_status(*, run_id: int, status: str) -> Run:
 @transaction.atomic
 def run_launch(*, task_name: str, source: str, plan: dict, budget: int, judge: str = "rules",
                seed: int = 0, user=None, team=None, intent: str = "",
-               source_names: list[str] | None = None) -> Run:
+               source_names: list[str] | None = None, screen: bool = True) -> Run:
     """Create a run and queue its search on the GPU worker once the run is committed."""
     from search.tasks import drive_run_enqueue  # tasks import services: import here
 
     run = run_create(task_name=task_name, source=source, plan=plan, budget=budget, judge=judge,
-                     seed=seed, user=user, team=team, intent=intent, source_names=source_names)
+                     seed=seed, user=user, team=team, intent=intent, source_names=source_names,
+                     screen=screen)
     drive_run_enqueue(run_id=run.pk, token=run.drive_token)
     return run
 

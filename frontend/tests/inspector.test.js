@@ -21,6 +21,14 @@ describe("inspectorModel", () => {
     expect(missing.rooflineProblem).toMatch(/missing/);
   });
 
+  it("says whether only the screen measured the node, or what the screen saw before the full gate", () => {
+    expect(inspectorModel({ id: 4, level: "screen", measurement: { level: "screen" } }))
+      .toMatchObject({ level: "screen", promotedFromScreen: null });
+    expect(inspectorModel({ id: 5, level: "full", promoted_from_screen: { time_ms: 0.5, seconds: 0.06 } }))
+      .toMatchObject({ level: "full", promotedFromScreen: { time_ms: 0.5 } });
+    expect(inspectorModel({ id: 6 }, { id: 6, level: "screen" }).level).toBe("screen");
+  });
+
   it("sorts reward terms by size and turns deltas into percent", () => {
     const m = inspectorModel({ id: 1, reward_terms: { a: 0.01, b: -0.3 }, deltas_vs_parent: { time: 0.8 } });
     expect(m.rewardTerms.map(([k]) => k)).toEqual(["b", "a"]);

@@ -60,10 +60,13 @@ class Screener:
         self.child = PersistentChild([sys.executable, "-m", "profiling.harness.worker", "--serve"],
                                      log_path=self.workdir / "screen-worker.log", env=child_env())
 
-    def screen(self, task_name: str, candidate: Candidate) -> Verdict:
+    def screen(self, task_name: str, candidate: Candidate, options: ScreenOptions | None = None) -> Verdict:
+        """`options` for this candidate only (the web worker's one screener serves runs
+        with their own seeds and input caches); the screener's own when None. Its
+        workdir is always the screener's."""
         started = time.monotonic()
         task = tasks.get(task_name)
-        options = self.options
+        options = options or self.options
         compiled = compile_checked(task, candidate, options.l1_sizes or task.sizes)
         if isinstance(compiled, Verdict):
             verdict = compiled

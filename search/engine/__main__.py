@@ -31,11 +31,8 @@ from profiling.harness.spec import Task
 from .evaluators import GateEvaluator, RecordingEvaluator, ReplayEvaluator, ScreeningEvaluator
 from .explain import render_why, why_faster
 from .search import Search, SearchConfig, run_search
+from .sources import fast_math_allowed
 from .types import Evaluator, Judge, JudgeError, Proposal, ProposalSource
-
-# Fast-math intrinsics (__expf, ...) err by a few ulp; a task whose fp32 tolerance is at
-# least this relative error can afford them (fp32 ulp is 1.2e-7, so 1e-4 is ~800 ulp).
-FAST_MATH_RTOL = 1e-4
 
 Printer = Callable[[str], None]
 
@@ -205,11 +202,6 @@ def _root_candidate(args: argparse.Namespace, task: Task) -> Candidate:
 
 def _root_title(args: argparse.Namespace) -> str:
     return f"starting kernel {args.source.name}" if args.source else "naive kernel (the task's)"
-
-
-def fast_math_allowed(task: Task) -> bool:
-    floats = [t.dtype for t in task.outputs if t.dtype.startswith("float")]
-    return bool(floats) and all(task.tolerance_for(d).rtol >= FAST_MATH_RTOL for d in floats)
 
 
 def _progress(search: Search, budget: int, out: Printer) -> Callable[[str, dict[str, Any]], None]:

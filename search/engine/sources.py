@@ -33,6 +33,9 @@ MAX_BLOCKS_PER_SM = 32
 REGISTER_UNIT = 256  # registers are allocated per warp in units of 256 (CUDA Occupancy Calculator)
 MIN_REGISTER_CAP = 32  # below this ptxas spills on almost any kernel
 FAST_MATH = "--use_fast_math"
+# Fast-math intrinsics (__expf, ...) err by a few ulp; a task whose fp32 tolerance is at
+# least this relative error can afford them (fp32 ulp is 1.2e-7, so 1e-4 is ~800 ulp).
+FAST_MATH_RTOL = 1e-4
 
 
 @dataclass(frozen=True)
@@ -222,3 +225,8 @@ class TunableSource:
             candidate=child, families=("occupancy",), diff=candidate_diff(parent, child),
             params={"flag": f"--maxrregcount={cap}", "from": registers, "to": cap},
         )
+
+
+def fast_math_allowed(task: Task) -> bool:
+    floats = [t.dtype for t in task.outputs if t.dtype.startswith("float")]
+    return bool(floats) and all(task.tolerance_for(d).rtol >= FAST_MATH_RTOL for d in floats)

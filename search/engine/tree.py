@@ -94,7 +94,8 @@ class Node:
             "source": self.proposal.source, "title": self.proposal.title,
             "state": self.state, "status": m.status if m else None,
             "time_ms": m.time_ms if m else None, "spread_ms": m.spread_ms if m else None,
-            "replayed": m.replayed if m else False, "prior": self.prior,
+            "replayed": m.replayed if m else False, "level": m.level if m else None,
+            "prior": self.prior,
             "reward": self.reward, "visits": self.visits, "value": self.value,
             "evaluation": self.evaluation,
         }

@@ -25,7 +25,7 @@ def test_the_schema_lists_every_path_of_the_contract(client):
     schema = response.json()
     assert set(PATHS) <= set(schema["paths"])
     created = schema["components"]["schemas"]["RunCreate"]["properties"]
-    assert {"task", "source", "plan", "budget", "judge", "seed", "sources", "team"} <= set(created)
+    assert {"task", "source", "plan", "budget", "judge", "seed", "sources", "team", "screen"} <= set(created)
     node = schema["components"]["schemas"]["NodeDetail"]["properties"]
     assert {"diff_vs_root", "roofline", "correctness", "compile", "ncu_report_url"} <= set(node)
 

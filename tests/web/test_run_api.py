@@ -209,6 +209,16 @@ def test_a_run_may_use_only_some_proposal_sources(api, people):
     assert response.json()["sources"] == ["tunable"]
 
 
+def test_a_run_screens_its_candidates_unless_it_is_asked_not_to(api, people):
+    alice = api(people["alice"])
+
+    screened = alice.post("/api/runs/", relu_request(), format="json").json()
+    not_screened = alice.post("/api/runs/", relu_request(screen=False), format="json").json()
+
+    assert (screened["screen"], not_screened["screen"]) == (True, False)
+    assert Run.objects.get(pk=not_screened["id"]).screen is False
+
+
 # -- pause, resume, stop ----------------------------------------------------------------
 
 
@@ -264,8 +274,9 @@ def test_nodes_are_flat_rows_the_browser_can_stratify(api, people, relu_run):
 
     assert rows[0]["parentId"] is None and rows[0]["source"] == "root"
     assert all(row["parentId"] in {r["id"] for r in rows} for row in rows[1:])
-    assert set(rows[0]) == {"id", "parentId", "state", "source", "title", "status", "guard", "time_ms",
-                            "spread_ms", "reward", "visits", "value", "prior"}
+    assert set(rows[0]) == {"id", "parentId", "state", "source", "title", "status", "guard", "level",
+                            "time_ms", "spread_ms", "reward", "visits", "value", "prior"}
+    assert rows[0]["level"] == "full"  # the root always has the full gate
 
 
 def test_events_after_a_sequence_number_are_exactly_the_missed_ones(api, people, relu_run):

@@ -43,6 +43,10 @@ export function inspectorModel(detail, row = undefined) {
     value: detail.value ?? null,
     prior: detail.prior ?? null,
     replayed: Boolean(measurement.replayed),
+    // "full" (the gate) or "screen" (the screen only: fewer seeds and runs, no profile).
+    level: detail.level || row?.level || measurement.level || null,
+    // A full-gate node the screen promoted: what the screen saw first ({time_ms, seconds}).
+    promotedFromScreen: detail.promoted_from_screen ?? measurement.screen ?? null,
     code,
     plan: detail.plan ?? detail.candidate?.plan ?? null,
     diffVsParent: detail.diff ?? "",
