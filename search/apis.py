@@ -31,6 +31,8 @@ from search.models import Run
 from search.serializers import (
     ErrorSerializer,
     EventSerializer,
+    KernelWriteSerializer,
+    KernelWrittenSerializer,
     NodeDetailSerializer,
     NodeRowSerializer,
     RunCreatedSerializer,
@@ -133,7 +135,8 @@ class RunListApi(APIView):
                     "(and a launch plan: the task's starting plan is a template)"]})
             source, plan = spec.naive_source, spec.naive_plan
             notice = (f"no kernel given: the search starts from the {spec.name} task's naive kernel "
-                      "(generating a first kernel from the intent is not available yet)")
+                      "(POST /api/kernels/write/, the page's 'Write the kernel from the intent', "
+                      "has the configured LLM draft one to review first)")
         else:
             source, plan = data["source"], data["plan"]
         try:
@@ -153,6 +156,29 @@ class RunListApi(APIView):
             raise ValidationError({error.field or "non_field_errors": [str(error)]}) from None
         context = {"request": request, "notice": notice}
         return Response(RunCreatedSerializer(run, context=context).data, status=status.HTTP_201_CREATED)
+
+
+class KernelWriteApi(APIView):
+    """A first kernel written by the configured LLM from an intent, for the person to
+    review in the editor before starting a run (OptiML-G's Mixture-of-Thoughts is not
+    built: one model writes one kernel)."""
+
+    @extend_schema(request=KernelWriteSerializer, responses={200: KernelWrittenSerializer,
+                                                             400: ErrorSerializer})
+    def post(self, request: Request) -> Response:
+        form = KernelWriteSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        data = form.validated_data
+        _check_declared_task_visible(request, data["task"])
+        try:
+            written = services.kernel_write(task_name=data["task"], intent=data["intent"])
+        except task_registry.UnknownTask:
+            raise _unknown_task(request, data["task"]) from None
+        except services.RunError as error:
+            raise ValidationError({error.field or "non_field_errors": [str(error)]}) from None
+        return Response(KernelWrittenSerializer({
+            "source": written.candidate.source, "plan": written.candidate.plan_dict(),
+            "title": written.title, "rationale": written.rationale, "writer": written.source}).data)
 
 
 def _task_spec(request: Request, name: str):

@@ -114,6 +114,19 @@ class RunCreateSerializer(serializers.Serializer):
         return attrs
 
 
+class KernelWriteSerializer(serializers.Serializer):
+    task = serializers.CharField(help_text="a task's name (GET /api/tasks/)")
+    intent = serializers.CharField(max_length=4000, help_text="what the kernel should do, in words")
+
+
+class KernelWrittenSerializer(serializers.Serializer):
+    source = serializers.CharField(help_text="the CUDA source the LLM wrote")
+    plan = serializers.JSONField(help_text="its launch plan")
+    title = serializers.CharField()
+    rationale = serializers.CharField(allow_blank=True)
+    writer = serializers.CharField(help_text="who wrote it: llm:<model>")
+
+
 class NodeRowSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     parentId = serializers.IntegerField(allow_null=True)  # noqa: N815 (d3.stratify's name)

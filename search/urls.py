@@ -6,6 +6,7 @@ from search import apis
 
 urlpatterns = [
     path("sources/", apis.SourceListApi.as_view(), name="api-sources"),
+    path("kernels/write/", apis.KernelWriteApi.as_view(), name="api-kernel-write"),
     path("runs/", apis.RunListApi.as_view(), name="api-runs"),
     path("runs/import/", apis.RunImportApi.as_view(), name="api-run-import"),
     path("runs/<int:run_id>/", apis.RunDetailApi.as_view(), name="api-run"),

@@ -292,3 +292,56 @@ def test_a_person_defines_a_task_and_starts_a_run_on_it(server, app_env, tmp_pat
     assert written["reference"] == {"y": "np.maximum(x, 0) * 2"}
     assert written["tolerances"] == {"float32": {"atol": 0.0, "rtol": 0.0}}
     assert (SHOTS / "define-task-errors.png").stat().st_size > 10_000
+
+
+DRAFT_SCRIPT = Path(__file__).with_name("draft_kernel.mjs")
+DRAFTED = """\
+extern "C" __global__ void relu_grid(const float* __restrict__ x, float* __restrict__ y, long long n) {
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (long long)gridDim.x * blockDim.x) {
+        y[i] = fmaxf(x[i], 0.0f);
+    }
+}
+"""
+
+
+@pytest.fixture
+def llm_app_env(app_env):
+    """The app's LLM settings point at a scripted OpenAI-compatible server on 127.0.0.1."""
+    from tests.search.scripted_llm import ScriptedLLM
+
+    llm = ScriptedLLM()
+    llm.start()
+    app_env.update(OPTIML_LLM_BASE_URL=llm.base_url, OPTIML_LLM_MODEL="scripted-7b",
+                   OPTIML_LLM_API_KEY="sk-test", OPTIML_LLM_MAX_RETRIES="0", OPTIML_LLM_TIMEOUT_S="10")
+    try:
+        yield llm
+    finally:
+        llm.stop()
+
+
+def test_a_person_has_the_llm_write_the_kernel_from_an_intent(llm_app_env, server, tmp_path):
+    from tests.search.scripted_llm import http_error, reply
+
+    base_url, server_log = server
+    llm_app_env.script(http_error(401, "bad key"), reply({
+        "title": "grid-stride relu", "rationale": "one coalesced pass.", "source": DRAFTED,
+        "plan": {"launches": [{"kernel": "relu_grid", "grid": ["min(cdiv(n, 256), 1056)"],
+                               "block": [256], "args": ["x", "y", "i64:n"]}]}}))
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    finished = subprocess.run(
+        ["node", str(DRAFT_SCRIPT)], cwd=REPO, text=True, capture_output=True, timeout=SCRIPT_TIMEOUT_S,
+        env={**os.environ, "BASE_URL": base_url, "E2E_USER": USER, "E2E_PASSWORD": PASSWORD,
+             "SHOTS_DIR": str(SHOTS), "CHROMIUM": str(CHROMIUM)},
+    )
+    lines = [line for line in finished.stdout.splitlines() if line.startswith("RESULT ")]
+    assert finished.returncode == 0 and lines, (
+        f"{finished.stdout}\n{finished.stderr}\n--- server log ---\n{server_log.read_text()[-4000:]}")
+    result = json.loads(lines[-1][len("RESULT "):])
+
+    assert "could not write a kernel" in result["refusal"] and result["kept"] is True
+    assert result["drafted"].startswith("Written by llm:scripted-7b: grid-stride relu")
+    assert result["source"].strip() == DRAFTED.strip() and result["errors_cleared"] is True
+    assert result["plan"]["launches"][0]["kernel"] == "relu_grid"
+    assert result["page_errors"] == []
+    assert "relu over 2^28 floats" in llm_app_env.prompts()[-1]

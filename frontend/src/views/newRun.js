@@ -39,6 +39,9 @@ export async function mountNewRun(root) {
     h("legend", null, "Proposal sources (besides the judge)"),
     sourceBoxes.map((box) => h("label", { class: "checkbox" }, box, " ", h("code", null, box.value))), errors.sources) : null;
   const submit = /** @type {HTMLButtonElement} */ (h("button", { type: "submit", class: "primary" }, "Start the search"));
+  const draft = /** @type {HTMLButtonElement} */ (h("button", { type: "button", id: "id_draft", onclick: writeFromIntent },
+    "Write the kernel from the intent (LLM)"));
+  const drafted = h("p", { class: "hint", id: "drafted", role: "status" });
 
   let lastSource = /** @type {string|null} */ (null), lastPlan = /** @type {string|null} */ (null);
   function taskChanged() {
@@ -74,7 +77,9 @@ export async function mountNewRun(root) {
   const form = h("form", { class: "new-run", novalidate: true, onsubmit: send },
     general,
     field("task", "Task", task), taskInfo, defineTask,
-    field("intent", "Intent (optional)", intent, "What the kernel should do, in words: kept with the run, and read by an LLM judge."),
+    field("intent", "Intent (optional)", h("div", null, intent, h("p", { class: "upload" }, draft), drafted),
+      "What the kernel should do, in words: kept with the run, and read by an LLM judge. The button asks the "
+      + "configured LLM to write a first kernel and plan into the editor below, for you to review."),
     field("source", "Kernel (CUDA)", h("div", null, editor.root,
       h("p", { class: "upload" }, h("label", { for: "id_upload" }, "…or upload a .cu file: "), upload))),
     field("plan", "Launch plan (JSON)", plan, "Grid, block and shared memory as expressions over the task's sizes and tunables."),
@@ -85,6 +90,28 @@ export async function mountNewRun(root) {
     h("div", { class: "actions" }, submit));
   fill(root, h("h1", null, "New session"), form);
   taskChanged();
+
+  async function writeFromIntent() {
+    showErrors({}, []);
+    draft.disabled = true;
+    draft.textContent = "Writing…";
+    try {
+      const written = await api("/api/kernels/write/", { method: "POST", body: { task: task.value, intent: intent.value } });
+      editor.setValue(written.source);
+      plan.value = JSON.stringify(written.plan, null, 2);
+      fill(drafted, `Written by ${written.writer}: ${written.title}. ${written.rationale} Review it before you start.`);
+    } catch (error) {
+      if (error instanceof ApiError && error.status === 400) {
+        const { fields, general: top } = fieldErrors(error.body, FIELDS);
+        showErrors(fields, top);
+      } else {
+        showErrors({}, [`Could not write a kernel: ${error.message}`]);
+      }
+    } finally {
+      draft.disabled = false;
+      draft.textContent = "Write the kernel from the intent (LLM)";
+    }
+  }
 
   async function send(event) {
     event.preventDefault();

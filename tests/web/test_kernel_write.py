@@ -1,0 +1,82 @@
+"""POST /api/kernels/write/: a first kernel written by the configured LLM from an intent,
+against a real local OpenAI-compatible server that answers from a script; every way it
+cannot be written is a message on the intent field."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.search.scripted_llm import http_error, llm_server_fixture, reply  # noqa: F401
+
+pytestmark = pytest.mark.django_db
+
+WRITTEN = """\
+extern "C" __global__ void relu_grid(const float* __restrict__ x, float* __restrict__ y, long long n) {
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (long long)gridDim.x * blockDim.x) {
+        y[i] = fmaxf(x[i], 0.0f);
+    }
+}
+"""
+PLAN = {"launches": [{"kernel": "relu_grid", "grid": ["min(cdiv(n, 256), 1056)"], "block": [256],
+                      "args": ["x", "y", "i64:n"]}]}
+
+
+@pytest.fixture
+def llm_env(monkeypatch, llm_server):
+    monkeypatch.setenv("OPTIML_LLM_BASE_URL", llm_server.base_url)
+    monkeypatch.setenv("OPTIML_LLM_MODEL", "scripted-7b")
+    monkeypatch.setenv("OPTIML_LLM_API_KEY", "sk-test")
+    monkeypatch.setenv("OPTIML_LLM_TIMEOUT_S", "2")
+    monkeypatch.setenv("OPTIML_LLM_MAX_RETRIES", "0")
+    return llm_server
+
+
+def test_the_llm_writes_a_kernel_for_the_editor_and_names_itself(api, people, llm_env):
+    llm_env.script(reply({"title": "grid-stride relu", "rationale": "one coalesced pass",
+                          "source": WRITTEN, "plan": PLAN}))
+
+    response = api(people["alice"]).post("/api/kernels/write/", {"task": "relu", "intent": "clamp at 0"},
+                                         format="json")
+
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body["writer"] == "llm:scripted-7b" and body["title"] == "grid-stride relu"
+    assert body["source"].strip() == WRITTEN.strip()
+    assert body["plan"]["launches"][0]["kernel"] == "relu_grid"
+    assert "clamp at 0" in llm_env.prompts()[0]
+
+
+def test_without_an_llm_endpoint_the_intent_field_says_so(api, people, monkeypatch):
+    monkeypatch.delenv("OPTIML_LLM_BASE_URL", raising=False)
+
+    response = api(people["alice"]).post("/api/kernels/write/", {"task": "relu", "intent": "clamp at 0"},
+                                         format="json")
+
+    assert response.status_code == 400
+    assert "no LLM endpoint is configured" in response.json()["intent"][0]
+
+
+def test_an_llm_that_refuses_is_a_message_on_the_intent(api, people, llm_env):
+    llm_env.script(http_error(401, "bad key"))
+
+    response = api(people["alice"]).post("/api/kernels/write/", {"task": "relu", "intent": "clamp at 0"},
+                                         format="json")
+
+    assert response.status_code == 400
+    assert "could not write a kernel" in response.json()["intent"][0]
+
+
+@pytest.mark.parametrize(("body", "field"), [({"task": "relu", "intent": "  "}, "intent"),
+                                             ({"task": "no-such-task", "intent": "x"}, "task"),
+                                             ({"intent": "x"}, "task")])
+def test_bad_requests_name_their_field_and_call_no_llm(api, people, llm_env, body, field):
+    response = api(people["alice"]).post("/api/kernels/write/", body, format="json")
+
+    assert response.status_code == 400 and field in response.json()
+    assert llm_env.requests == []
+
+
+def test_signed_out_visitors_cannot_spend_the_llm(api, llm_env):
+    response = api().post("/api/kernels/write/", {"task": "relu", "intent": "x"}, format="json")
+    assert response.status_code == 403 and llm_env.requests == []
