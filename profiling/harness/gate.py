@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from . import HARNESS_VERSION, expr, profile, tasks
+from . import HARNESS_VERSION, expr, inputs, profile, tasks
 from .candidate import Candidate, CandidateError
 from .compile import CompilerUnavailable, compile_candidate
 from .policy import PolicyViolation
@@ -192,6 +192,8 @@ def _run_on_gpu(task: Task, candidate: Candidate, digest: str, report: CompileRe
     }
     request_path = workdir / f"request-{digest[:12]}.json"
     request_path.write_text(json.dumps(request))
+    prepare_inputs(task, options.levels, options.l1_sizes or task.sizes,
+                   dict.fromkeys(options.levels, options.seeds), options.seed, options.input_cache)
     result = run_isolated([sys.executable, "-m", "profiling.harness.worker", str(request_path)],
                           time_limit_s=options.time_limit_s, log_path=workdir / "worker.log",
                           env=child_env())
@@ -200,6 +202,14 @@ def _run_on_gpu(task: Task, candidate: Candidate, digest: str, report: CompileRe
         verdict.profile = profile_candidate(task, candidate, report, request, workdir, digest)
     verdict.stage = "done" if verdict.status == PASSED else verdict.stage
     return verdict
+
+
+def prepare_inputs(task: Task, levels, l1_sizes: dict, seeds: dict[str, int], seed: int | None,
+                   input_cache: str | None) -> None:
+    """With a fixed seed and a cache, build the inputs and references the worker will
+    read, in parallel, before it starts (the worker would build them one by one)."""
+    if seed is not None and input_cache:
+        inputs.prepare(task, inputs.check_plan(task, list(levels), l1_sizes, seeds, seed), input_cache)
 
 
 def verdict_from_result(task: str, digest: str, report: CompileReport, result: IsolatedResult,
@@ -261,4 +271,4 @@ def profile_candidate(task: Task, candidate: Candidate, report: CompileReport, r
                          bottleneck=bottleneck, evidence=evidence, report_path=str(report_path))
 
 
-__all__ = ["GateOptions", "evaluate", "gpu_name", "check_plan", "compile_checked"]
+__all__ = ["GateOptions", "evaluate", "gpu_name", "check_plan", "compile_checked", "prepare_inputs"]

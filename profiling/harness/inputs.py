@@ -14,7 +14,11 @@ import hashlib
 import json
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +27,66 @@ from . import HARNESS_VERSION
 from .spec import Task
 
 Arrays = dict[str, np.ndarray]
+
+
+@dataclass(frozen=True)
+class Check:
+    """One correctness run of the gate: a level, a size assignment, a seed."""
+
+    level: str
+    shape_index: int
+    sizes: dict
+    seed: int
+    distribution: str
+
+
+def check_plan(task: Task, levels: list[str], l1_sizes: dict, seeds: dict[str, int],
+               base_seed: int) -> list[Check]:
+    """Every correctness run, in the order the worker makes them: each level's shapes (L0:
+    the task's edge cases, L1: the timed size), `seeds[level]` seeds each, distributions
+    alternating, seeds derived from the base seed so that a failure can be replayed."""
+    plan = []
+    for level in levels:
+        shapes = list(task.l0_sizes) if level == "L0" else [l1_sizes]
+        for shape_index, sizes in enumerate(shapes):
+            for seed_index in range(seeds[level]):
+                plan.append(Check(level, shape_index, dict(sizes), base_seed * 1000 + shape_index * 100
+                                  + seed_index, task.distributions[seed_index % len(task.distributions)]))
+    return plan
+
+
+def prepare(task: Task, checks: list[Check], cache_dir: str, *, workers: int | None = None) -> int:
+    """Build the cache entries these checks will read, several at once in worker
+    processes (generating a 1 GB input and its reference is single-threaded numpy, and
+    a GPU host has cores to spare); returns how many were built. The worker then finds
+    them done, exactly as if it had built them itself, one after another."""
+    missing = {_key(task, c.sizes, c.seed, c.distribution): c for c in checks
+               if not (Path(cache_dir) / _key(task, c.sizes, c.seed, c.distribution) / "done").exists()}
+    if not missing:
+        return 0
+    workers = max(1, min(len(missing), workers or os.cpu_count() or 1, 8))
+    if workers == 1:
+        for key, c in missing.items():
+            _write_entry(Path(cache_dir) / key, task, c.sizes, c.seed, c.distribution)
+        return len(missing)
+    # One process per entry (`python -m profiling.harness.inputs`), `workers` at a time:
+    # a fresh interpreter, nothing inherited from a threaded caller and no main module
+    # re-imported, as multiprocessing's start methods would do.
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        filter(None, [str(Path(__file__).resolve().parents[2]), os.environ.get("PYTHONPATH")]))}
+
+    def build(key: str, c: Check) -> None:
+        argv = [sys.executable, "-m", "profiling.harness.inputs", str(Path(cache_dir) / key), task.name,
+                json.dumps(c.sizes), str(c.seed), c.distribution]
+        finished = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
+        if finished.returncode != 0:
+            raise RuntimeError(f"building inputs for {task.name} {c.sizes} seed {c.seed} failed: "
+                               f"{finished.stderr.strip()[-800:]}")
+
+    with ThreadPoolExecutor(workers, thread_name_prefix="optiml-inputs") as pool:
+        for done in [pool.submit(build, key, c) for key, c in missing.items()]:
+            done.result()  # an error building one is raised here, as it would be in the worker
+    return len(missing)
 
 
 def make_inputs(task: Task, sizes: dict, seed: int, distribution: str) -> Arrays:
@@ -71,3 +135,16 @@ def _write_entry(entry: Path, task: Task, sizes: dict, seed: int, distribution: 
             raise
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def _main(argv: list[str]) -> int:
+    """python -m profiling.harness.inputs ENTRY TASK SIZES_JSON SEED DISTRIBUTION (prepare's)."""
+    from . import tasks
+
+    entry, task_name, sizes, seed, distribution = argv[1:6]
+    _write_entry(Path(entry), tasks.get(task_name), json.loads(sizes), int(seed), distribution)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_main(sys.argv))

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from . import HARNESS_VERSION, tasks
 from .candidate import Candidate
-from .gate import child_env, compile_checked, harness_cubin, verdict_from_result
+from .gate import child_env, compile_checked, harness_cubin, prepare_inputs, verdict_from_result
 from .sandbox import PersistentChild
 from .verdict import PASSED, Verdict
 
@@ -81,6 +81,9 @@ class Screener:
                             "input_cache": options.input_cache if options.seed is not None else None,
                             "spot_checks": 0, "adversary": {}},
             }
+            prepare_inputs(task, ["L0", "L1"], options.l1_sizes or task.sizes,
+                           {"L0": options.l0_seeds, "L1": options.l1_seeds}, options.seed,
+                           options.input_cache)
             result = self.child.request(request, time_limit_s=options.time_limit_s)
             verdict = verdict_from_result(task.name, candidate.content_hash(), compiled, result,
                                           options.time_limit_s)

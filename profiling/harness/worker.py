@@ -21,7 +21,7 @@ from . import HARNESS_VERSION, expr, tasks
 from .candidate import Candidate
 from .ceilings import ceilings_for, physics_floor_ms, summarize
 from .checks import GUARD_BYTES, GuardFailure, RunBuffers, check_canaries, check_run
-from .inputs import inputs_and_reference, reference_outputs
+from .inputs import Check, check_plan, inputs_and_reference, reference_outputs
 from .sandbox import Channel
 from .spec import Task
 from .verdict import CheckRecord, TimingReport
@@ -154,12 +154,8 @@ class Session:
         if self.options.get("mode") == "profile":
             self.profile_once()
             return
-        for level in self.options["levels"]:
-            shapes = list(self.task.l0_sizes) if level == "L0" else [self.l1_sizes]
-            seeds = self.options.get(f"{level.lower()}_seeds") or self.options["seeds"]
-            for shape_index, sizes in enumerate(shapes):
-                for seed_index in range(seeds):
-                    self.check_once(level, shape_index, sizes, seed_index)
+        for check in self.check_plan():
+            self.check_once(check)
         if self.options.get("timing_runs", 0) > 0:
             self.time_runs()
         self.channel.send("result", status="passed", guard=None, message="", **self.partial())
@@ -208,11 +204,16 @@ class Session:
             buffers[name].poison(self.gpu.stream)
 
     # -- correctness -------------------------------------------------------------------
-    def check_once(self, level: str, shape_index: int, sizes: dict, seed_index: int) -> None:
+    def check_plan(self) -> list[Check]:
+        levels = self.options["levels"]
+        return check_plan(self.task, levels, self.l1_sizes, {
+            level: self.options.get(f"{level.lower()}_seeds") or self.options["seeds"] for level in levels},
+            self.base_seed)
+
+    def check_once(self, check: Check) -> None:
         from . import device
 
-        distribution = self.task.distributions[seed_index % len(self.task.distributions)]
-        seed = self.base_seed * 1000 + shape_index * 100 + seed_index
+        level, sizes, seed, distribution = check.level, check.sizes, check.seed, check.distribution
         self.stage("correctness", level=level, sizes=sizes, seed=seed)
         self.require_memory(sizes)
         inputs, reference = inputs_and_reference(self.task, sizes, seed, distribution,

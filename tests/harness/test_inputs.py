@@ -33,3 +33,37 @@ def test_other_seeds_and_distributions_get_their_own_entries(tmp_path):
     c, _ = inputs_and_reference(task, {"n": 100}, 1, "heavy_tailed", str(tmp_path))
     assert not np.array_equal(a["x"], b["x"]) and not np.array_equal(a["x"], c["x"])
     assert len(list(tmp_path.iterdir())) == 3
+
+
+def test_the_check_plan_derives_every_seed_from_the_base_seed_as_the_worker_runs_them():
+    from profiling.harness.inputs import check_plan
+
+    task = tasks.get("softmax")
+    plan = check_plan(task, ["L0", "L1"], task.sizes, {"L0": 2, "L1": 3}, base_seed=7)
+
+    l0 = [c for c in plan if c.level == "L0"]
+    assert len(l0) == 2 * len(task.l0_sizes)
+    assert [c.seed for c in l0[:2]] == [7000, 7001] and l0[2].seed == 7100
+    assert [(c.seed, c.distribution) for c in plan if c.level == "L1"] == [
+        (7000, "normal"), (7001, "heavy_tailed"), (7002, "normal")]
+    assert all(c.sizes == task.sizes for c in plan if c.level == "L1")
+
+
+def test_prepared_entries_in_worker_processes_are_the_ones_the_worker_would_make(tmp_path):
+    """prepare() builds the cache in parallel processes; a later read finds each entry
+    done and holding exactly what a fresh, uncached computation makes."""
+    from profiling.harness.inputs import check_plan, prepare
+
+    task = tasks.get("layernorm")
+    plan = check_plan(task, ["L0", "L1"], {"M": 9, "N": 65}, {"L0": 1, "L1": 2}, base_seed=3)
+
+    built = prepare(task, plan, str(tmp_path), workers=2)
+
+    assert built == len(plan) and prepare(task, plan, str(tmp_path), workers=2) == 0
+    for check in plan:
+        cached = inputs_and_reference(task, check.sizes, check.seed, check.distribution, str(tmp_path))
+        fresh = inputs_and_reference(task, check.sizes, check.seed, check.distribution, None)
+        for got, want in zip(cached, fresh, strict=True):
+            for name in want:
+                np.testing.assert_array_equal(got[name], want[name])
+    assert len(list(tmp_path.iterdir())) == len(plan)  # no staging directories left behind
