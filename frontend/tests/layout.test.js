@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { failedSubtrees, layoutTree } from "../src/transforms/layout.js";
+import { failedSubtrees, layoutTree, levelStretch } from "../src/transforms/layout.js";
 import { stratifyRows } from "../src/transforms/stratify.js";
 import { bestNodeId, pathFromRoot } from "../src/transforms/best.js";
 import { nodeColourScale, nodeRadiusScale, COLOURS, RADIUS } from "../src/transforms/style.js";
@@ -44,8 +44,22 @@ describe("layoutTree", () => {
     expect(wide.extent.x1).toBe(200); // 200 wide, 60 tall: already wider than 2:1 needs
     const tall = layoutTree(rootOf(smallRun()), { collapseFailed: false, levelSpacing: 10, nodeSpacing: 20, aspect: 2 });
     const height = tall.extent.y1 - tall.extent.y0;
-    expect(tall.extent.x1 - tall.extent.x0).toBeCloseTo(height * 2);
+    const width = tall.extent.x1 - tall.extent.x0;
+    expect(width).toBeGreaterThanOrEqual(height * 2); // at least the viewport's shape, in steps of 2^(1/8)
+    expect(width).toBeLessThan(height * 2 * 2 ** (1 / 8));
     expect(tall.links.every((l) => tall.nodes.some((n) => n.x === l.target.x && n.y === l.target.y))).toBe(true);
+  });
+
+  it("stretches the levels in steps, so that one more node rarely changes the stretch", () => {
+    expect(levelStretch(0.5)).toBe(1);
+    expect(levelStretch(2)).toBe(2);
+    expect(levelStretch(2.01)).toBeCloseTo(2 * 2 ** (1 / 8));
+    expect(levelStretch(2.1)).toBe(levelStretch(2.15));
+  });
+
+  it("lists nodes depth first, so that a subtree's links are neighbours", () => {
+    const { nodes } = layoutTree(rootOf(smallRun()), { collapseFailed: false });
+    expect(nodes.map((n) => n.id)).toEqual(["0", "1", "5", "6", "2", "3", "4"]);
   });
 
   it("rejects a misspelt option", () => {

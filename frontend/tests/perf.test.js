@@ -1,6 +1,7 @@
 // @vitest-environment happy-dom
 // A timing check that only logs: how long a 5,000-node tree takes to stratify, lay out
-// and draw (and to redraw after one more node), so a slowdown shows in the test output.
+// and draw, to redraw after one more node, and to repaint that node once it is evaluated
+// (the same shape: no layout), so a slowdown shows in the test output.
 // happy-dom is slower than a browser's DOM; the numbers are an upper bound.
 import { describe, expect, it } from "vitest";
 import { layoutTree } from "../src/transforms/layout.js";
@@ -26,10 +27,15 @@ describe("a 5,000-node tree", () => {
     const view = new TreeView(container, { zoom: false });
     const [, firstDrawMs] = time(() => view.render({ root, rows: state.rows, collapseFailed: false }));
     state = applyEvents(state, [{ seq: 5001, kind: "node_added", data: { id: 5000, parentId: 10, state: "pending" } }]).state;
-    const [, redrawMs] = time(() => view.render({ root: stratifyRows(state.rows.values()).root, rows: state.rows, collapseFailed: false }));
+    const grown = stratifyRows(state.rows.values()).root;
+    const [, redrawMs] = time(() => view.render({ root: grown, rows: state.rows, collapseFailed: false }));
+    state = applyEvents(state, [{ seq: 5002, kind: "node_evaluated", data: { id: 5000, parentId: 10, state: "done", status: "passed", time_ms: 0.5 } }]).state;
+    const [, repaintMs] = time(() => view.render({ root: grown, rows: state.rows, collapseFailed: false }));
     console.log(`5,000 nodes: apply ${applyMs.toFixed(1)} ms, stratify ${stratifyMs.toFixed(1)} ms, layout ${layoutMs.toFixed(1)} ms, ` +
-      `first draw ${firstDrawMs.toFixed(1)} ms, redraw after one node ${redrawMs.toFixed(1)} ms (happy-dom)`);
+      `first draw ${firstDrawMs.toFixed(1)} ms, redraw after one node ${redrawMs.toFixed(1)} ms, ` +
+      `after its evaluation (same shape) ${repaintMs.toFixed(1)} ms (happy-dom)`);
     expect(layout.nodes).toHaveLength(5000);
     expect(container.querySelectorAll("g.node")).toHaveLength(5001);
+    expect(container.querySelector('g.node[data-id="5000"]')?.getAttribute("class")).toBe("node passed");
   }, 60_000);
 });

@@ -2,14 +2,46 @@
 // Snapshot tests of rendered SVG and panels: the drawing code run into a DOM, its markup
 // compared with the stored one (`npx vitest -u` to accept a deliberate change).
 import { describe, expect, it, vi } from "vitest";
-import { renderRoofline, renderTimeline } from "../src/views/charts.js";
+import { zoomIdentity } from "d3-zoom";
+import { renderRoofline, renderTimeline, TimelineView } from "../src/views/charts.js";
 import { diffBlock } from "../src/views/code.js";
 import { renderInspector } from "../src/views/inspector.js";
 import { TreeView } from "../src/views/tree.js";
 import { rooflineModel } from "../src/transforms/roofline.js";
 import { stratifyRows } from "../src/transforms/stratify.js";
 import { bestSoFar } from "../src/transforms/timeline.js";
-import { smallRun } from "./fixtures.js";
+import { smallRun, syntheticRun } from "./fixtures.js";
+
+/** The DOM mutations that `change` makes under `root`. */
+async function mutationsOf(root, change) {
+  /** @type {MutationRecord[]} */
+  const records = [];
+  const observer = new MutationObserver((batch) => records.push(...batch));
+  observer.observe(root, { subtree: true, attributes: true, childList: true, characterData: true });
+  change();
+  await new Promise((resolve) => setTimeout(resolve, 0));
+  observer.disconnect();
+  return records;
+}
+
+/** The sum of the translate()s of an element's groups, up to the viewport. */
+function offsetOf(el) {
+  let x = 0, y = 0;
+  for (let g = el.parentElement; g && !g.matches("g.viewport"); g = g.parentElement) {
+    const m = /translate\((-?[\d.]+),(-?[\d.]+)\)/.exec(g.getAttribute("transform") ?? "");
+    if (m) {
+      x += Number(m[1]);
+      y += Number(m[2]);
+    }
+  }
+  return [x, y];
+}
+
+/** @returns {Element[]} */
+function elementsAdded(records) {
+  return records.filter((r) => r.type === "childList").flatMap((r) => [...r.addedNodes])
+    .filter((n) => n.nodeType === 1).map((n) => /** @type {Element} */ (n));
+}
 
 function drawTree(rows, extra = {}) {
   const container = document.createElement("div");
@@ -50,6 +82,64 @@ describe("TreeView", () => {
     expect(container.querySelectorAll("g.node")).toHaveLength(7);
   });
 
+  it("draws one more node of a 2,000-node tree with few writes, though the tidy layout shifted hundreds", async () => {
+    const rows = syntheticRun(2000);
+    const { container, view } = drawTree(rows, { collapseFailed: false });
+    const records = await mutationsOf(container, () => {
+      const grown = [...rows, { id: 2000, parentId: 77, state: "pending", visits: 0 }];
+      view.render({ root: stratifyRows(grown).root, rows: new Map(grown.map((r) => [r.id, r])), run: {}, collapseFailed: false });
+    });
+    const addedNodes = elementsAdded(records).filter((el) => el.matches("g.node"));
+    expect(addedNodes.map((el) => el.getAttribute("data-id"))).toEqual(["2000"]);
+    // The layout moved 317 nodes (tests/stable.test.js); drawn one by one that is 634 writes.
+    expect(records.length).toBeLessThan(317);
+  });
+
+  it("draws every node and link where the layout puts it, through growth and unfolding", () => {
+    const rows = syntheticRun(1500);
+    const { container, view } = drawTree(rows);
+    const grown = [...rows, { id: 1500, parentId: 77, state: "pending", visits: 0 }, { id: 1501, parentId: 3, state: "pending", visits: 0 }];
+    const byId = new Map(grown.map((r) => [r.id, r]));
+    for (const collapseFailed of [true, false]) {
+      const layout = view.render({ root: stratifyRows(grown).root, rows: byId, run: {}, collapseFailed });
+      const drawn = new Map([...container.querySelectorAll("g.node")].map((g) => {
+        const circle = /** @type {Element} */ (g.querySelector("circle"));
+        const [x, y] = offsetOf(g);
+        return [g.getAttribute("data-id"), [x + Number(circle.getAttribute("cx")), y + Number(circle.getAttribute("cy"))]];
+      }));
+      expect(drawn.size).toBe(layout.nodes.length);
+      for (const d of layout.nodes) expect(drawn.get(d.id)?.map((v) => Math.round(v * 10) / 10)).toEqual([d.x, d.y]);
+      const starts = [...container.querySelectorAll("g.links path")].flatMap((path) => {
+        const [x, y] = offsetOf(path);
+        return [...(path.getAttribute("d") ?? "").matchAll(/M(-?[\d.]+),(-?[\d.]+)/g)].map((m) => `${Math.round((x + Number(m[1])) * 10) / 10},${Math.round((y + Number(m[2])) * 10) / 10}`);
+      });
+      expect(starts.sort()).toEqual(layout.links.map((l) => `${l.source.x},${l.source.y}`).sort());
+    }
+  });
+
+  it("repaints only the node an evaluation changed while the tree keeps its shape", async () => {
+    const rows = syntheticRun(500);
+    const { container, view, byId } = drawTree(rows);
+    const root = stratifyRows(rows).root;
+    view.render({ root, rows: byId, run: {} });
+    const evaluated = new Map(byId).set(42, { ...byId.get(42), visits: 2, title: "re-measured" });
+    const records = await mutationsOf(container, () => view.render({ root, rows: evaluated, run: {} }));
+    const targets = new Set(records.map((r) => /** @type {Element} */ (r.target).closest("g.node")?.getAttribute("data-id")));
+    expect([...targets]).toEqual(["42"]);
+  });
+
+  it("lays labels out only where they can be read", () => {
+    const container = document.createElement("div");
+    const view = new TreeView(container, { width: 600, height: 300 });
+    view.render({ root: stratifyRows(smallRun()).root, rows: new Map(smallRun().map((r) => [r.id, r])), run: {} });
+    const svg = /** @type {SVGSVGElement} */ (container.querySelector("svg.tree"));
+    view.svg.call(/** @type {any} */ (view.zoom).transform, zoomIdentity.scale(0.2)); // 11 px labels at 2.2 px
+    expect(svg.classList.contains("labels-hidden")).toBe(true);
+    view.svg.call(/** @type {any} */ (view.zoom).transform, zoomIdentity.scale(1));
+    expect(svg.classList.contains("labels-hidden")).toBe(false);
+    expect(container.querySelector("g.viewport")?.getAttribute("transform")).toBe("translate(0,0) scale(1)");
+  });
+
   it("reports clicks: a node selects it, a failed stub unfolds its parent", () => {
     const { container, onSelect, onToggleFailed } = drawTree(smallRun());
     container.querySelector('g.node[data-id="2"]')?.dispatchEvent(new MouseEvent("click", { bubbles: true }));
@@ -67,6 +157,20 @@ describe("charts", () => {
     const container = document.createElement("div");
     renderTimeline(container, bestSoFar(smallRun()), { width: 400, height: 160, budget: 8 });
     expect(container.innerHTML).toMatchSnapshot();
+  });
+
+  it("redraws in place: a new evaluation adds its point and rewrites no other", async () => {
+    const rows = syntheticRun(300);
+    const container = document.createElement("div");
+    const timeline = new TimelineView(container, { width: 400, height: 160 });
+    timeline.render(bestSoFar(rows), { budget: 1000 });
+    const records = await mutationsOf(container, () => timeline.render(bestSoFar([...rows,
+      { id: 300, parentId: 0, state: "done", status: "passed", time_ms: 0.9 }]), { budget: 1000 }));
+    const added = elementsAdded(records);
+    expect(added.map((el) => el.localName)).toEqual(["circle", "title"]);
+    const rewritten = records.filter((r) => r.type === "attributes" && !added.includes(/** @type {Element} */ (r.target)));
+    expect(rewritten.map((r) => /** @type {Element} */ (r.target).getAttribute("class"))).toEqual(["best-so-far"]); // its last step reaches the new point
+    expect(container.querySelectorAll("svg.timeline")).toHaveLength(1);
   });
 
   it("says so when nothing is measured yet", () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { normalizeRow, mergeRow } from "../src/transforms/rows.js";
+import { normalizeRow, mergeRow, rowChanges } from "../src/transforms/rows.js";
 import { stratifyRows, StratifyError } from "../src/transforms/stratify.js";
 import { smallRun } from "./fixtures.js";
 
@@ -46,5 +46,29 @@ describe("normalizeRow and mergeRow", () => {
     const merged = mergeRow(done, stale);
     expect(merged).toMatchObject({ state: "done", status: "passed", time_ms: 0.4, visits: 4, value: 0.3, title: "t" });
     expect(mergeRow(done, { ...done, visits: 6, value: 0.5 })).toMatchObject({ visits: 6, value: 0.5 });
+  });
+});
+
+describe("rowChanges", () => {
+  const rows = () => new Map(smallRun().map((r) => [r.id, r]));
+  const withRow = (map, row) => new Map(map).set(row.id, row);
+
+  it("tells a new node apart from an evaluation that passed", () => {
+    const before = rows();
+    expect(rowChanges(before, withRow(before, { id: 7, parentId: 1, state: "pending" }))).toEqual({ shape: true, measured: false });
+    const passed = { ...before.get(6), state: "done", status: "passed", time_ms: 0.7 };
+    expect(rowChanges(before, withRow(before, passed))).toEqual({ shape: false, measured: true });
+  });
+
+  it("counts a node that failed as a change of shape: failed subtrees fold", () => {
+    const before = rows();
+    const failed = { ...before.get(6), state: "done", status: "rejected" };
+    expect(rowChanges(before, withRow(before, failed))).toEqual({ shape: true, measured: true });
+  });
+
+  it("sees nothing when nothing was replaced, and everything the first time", () => {
+    const before = rows();
+    expect(rowChanges(before, new Map(before))).toEqual({ shape: false, measured: false });
+    expect(rowChanges(null, before)).toEqual({ shape: true, measured: true });
   });
 });

@@ -1,9 +1,13 @@
 // Tidy tree layout (d3.tree, Reingold–Tilford) of what is visible: failed subtrees can be
 // folded into one stub per parent ("5 failed"), and any node can be collapsed by hand.
-// Horizontal: the root on the left, depth grows to the right.
+// Horizontal: the root on the left, depth grows to the right. Nodes and links come in
+// depth-first order (a subtree's links are neighbours, so chunks of them are compact),
+// positions rounded to a tenth of a pixel (finer does not show, and a node that did not
+// move compares equal to its last position).
 import { hierarchy, tree } from "d3-hierarchy";
 import { checkOptions } from "./options.js";
 import { isFailed } from "./rows.js";
+import { commonShift } from "./stable.js";
 
 /**
  * @typedef {import("./rows.js").NodeRow} NodeRow
@@ -25,6 +29,9 @@ export const LAYOUT_SCHEMA = {
   // Viewport width / height: a tree much taller than wide (thousands of leaves, a few
   // levels) gets its levels spread out to this shape, so that fitting it fills the view.
   aspect: { type: "number", default: undefined, nullable: true, min: 0.01 },
+  // Positions drawn before, by node id: the new layout is translated so that as many of
+  // them as possible stay where they were (see stable.js); the picture is the same.
+  previous: { type: "object", default: undefined, nullable: true },
 };
 
 /**
@@ -46,7 +53,8 @@ export function failedSubtrees(root) {
 /**
  * @param {TreeNode|null} root
  * @param {Partial<{nodeSpacing: number, levelSpacing: number, collapseFailed: boolean,
- *   expanded: Set<number>|null, collapsed: Set<number>|null, aspect: number|null}>} [options]
+ *   expanded: Set<number>|null, collapsed: Set<number>|null, aspect: number|null,
+ *   previous: Map<string, {x: number, y: number}>|null}>} [options]
  * @returns {{nodes: LaidOutNode[], links: LaidOutLink[], extent: {x0: number, x1: number, y0: number, y1: number}}}
  */
 export function layoutTree(root, options) {
@@ -62,30 +70,44 @@ export function layoutTree(root, options) {
   /** @type {LaidOutLink[]} */
   const links = [];
   let x0 = Infinity, x1 = -Infinity, y0 = Infinity, y1 = -Infinity;
-  visible.each((/** @type {any} */ v) => {
+  visible.eachBefore((/** @type {any} */ v) => {
     // d3.tree lays out top-down (x across, y down); swap for a left-to-right tree.
     const px = v.y, py = v.x;
     x0 = Math.min(x0, px); x1 = Math.max(x1, px); y0 = Math.min(y0, py); y1 = Math.max(y1, py);
     const d = v.data;
-    nodes.push({ id: d.key, nodeId: d.row ? d.row.id : null, x: px, y: py, depth: v.depth, row: d.row,
-      kind: d.kind, hiddenCount: d.hiddenCount, childCount: d.childCount, parentId: d.parentId });
-    if (v.parent) {
-      links.push({ id: d.key, source: { x: v.parent.y, y: v.parent.x }, target: { x: px, y: py },
-        sourceId: v.parent.data.row.id, targetId: d.key });
-    }
+    const node = v.laidOut = { id: d.key, nodeId: d.row ? d.row.id : null, x: px, y: py, depth: v.depth, row: d.row,
+      kind: d.kind, hiddenCount: d.hiddenCount, childCount: d.childCount, parentId: d.parentId };
+    nodes.push(node);
+    // A link's ends are its nodes themselves: whatever moves a node moves its links.
+    if (v.parent) links.push({ id: d.key, source: v.parent.laidOut, target: node, sourceId: v.parent.data.row.id, targetId: d.key });
   });
-  const stretch = o.aspect && x1 > x0 ? Math.max(1, ((y1 - y0) * o.aspect) / (x1 - x0)) : 1;
-  if (stretch > 1) {
-    for (const node of nodes) node.x *= stretch;
-    for (const link of links) {
-      link.source.x *= stretch;
-      link.target.x *= stretch;
-    }
-    x0 *= stretch;
-    x1 *= stretch;
+  const stretch = o.aspect && x1 > x0 ? levelStretch(((y1 - y0) * o.aspect) / (x1 - x0)) : 1;
+  for (const node of nodes) {
+    node.x = tenth(node.x * stretch);
+    node.y = tenth(node.y);
   }
-  return { nodes, links, extent: { x0, x1, y0, y1 } };
+  const [dx, dy] = commonShift(nodes, o.previous);
+  const extent = { x0: Infinity, x1: -Infinity, y0: Infinity, y1: -Infinity };
+  for (const node of nodes) {
+    node.x = tenth(node.x - dx);
+    node.y = tenth(node.y - dy);
+    extent.x0 = Math.min(extent.x0, node.x); extent.x1 = Math.max(extent.x1, node.x);
+    extent.y0 = Math.min(extent.y0, node.y); extent.y1 = Math.max(extent.y1, node.y);
+  }
+  return { nodes, links, extent };
 }
+
+// Steps of 2^(1/8) (9%): a growing tree's height changes its wanted stretch with every
+// node, and a new stretch moves every node; in steps it changes once in many nodes.
+const STRETCH_STEPS_PER_DOUBLING = 8;
+
+/** The stretch of the levels that gives at least the wanted shape, in steps; 1 at least. */
+export function levelStretch(wanted) {
+  if (!(wanted > 1)) return 1;
+  return 2 ** (Math.ceil(Math.log2(wanted) * STRETCH_STEPS_PER_DOUBLING - 1e-9) / STRETCH_STEPS_PER_DOUBLING);
+}
+
+const tenth = (v) => Math.round(v * 10) / 10;
 
 /** The tree as drawn: plain objects, with failed children folded into stubs. */
 function visibleShape(node, ctx) {
@@ -95,14 +117,14 @@ function visibleShape(node, ctx) {
     parentId: row.parentId, children: undefined };
   if (kids.length === 0) return shape;
   if (ctx.collapsed.has(row.id)) {
-    shape.hiddenCount = node.descendants().length - 1;
+    shape.hiddenCount = subtreeSize(node) - 1;
     return shape;
   }
   const fold = !ctx.expanded.has(row.id);
   const shown = [];
   let foldedNodes = 0;
   for (const child of kids) {
-    if (fold && ctx.failed.has(child.data.id)) foldedNodes += child.descendants().length;
+    if (fold && ctx.failed.has(child.data.id)) foldedNodes += subtreeSize(child);
     else shown.push(visibleShape(child, ctx));
   }
   if (foldedNodes > 0) {
@@ -111,4 +133,16 @@ function visibleShape(node, ctx) {
   }
   shape.children = /** @type {any} */ (shown);
   return shape;
+}
+
+/** Nodes in a subtree, itself included (counted, not listed: this runs for every fold). */
+function subtreeSize(node) {
+  let size = 0;
+  const stack = [node];
+  while (stack.length) {
+    const next = stack.pop();
+    size += 1;
+    if (next.children) for (const child of next.children) stack.push(child);
+  }
+  return size;
 }

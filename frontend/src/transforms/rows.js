@@ -69,3 +69,28 @@ export function mergeRow(known, incoming) {
   }
   return merged;
 }
+
+/**
+ * What changed between two versions of a run's rows, as far as drawing goes: the tree's
+ * shape (a node added or gone, a parent changed, a node that failed or stopped failing:
+ * failed subtrees fold) and the measurements (any change to a done node: the timeline).
+ * Rows are compared by identity: events replace the rows they change (mergeRow) and keep
+ * the others.
+ * @param {Map<number, NodeRow>|null} before
+ * @param {Map<number, NodeRow>} after
+ * @returns {{shape: boolean, measured: boolean}}
+ */
+export function rowChanges(before, after) {
+  if (before === after) return { shape: false, measured: false };
+  if (before == null) return { shape: true, measured: true };
+  let shape = before.size !== after.size;
+  let measured = false;
+  for (const [id, row] of after) {
+    const old = before.get(id);
+    if (old === row) continue;
+    if (old == null || old.parentId !== row.parentId || isFailed(old) !== isFailed(row)) shape = true;
+    if (row.state === "done" || old?.state === "done") measured = true;
+    if (shape && measured) break;
+  }
+  return { shape, measured };
+}

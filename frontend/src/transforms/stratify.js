@@ -1,7 +1,7 @@
 // Flat {id, parentId} rows -> a d3 hierarchy. Rows whose parent has not arrived yet (a
 // websocket can deliver a child before the snapshot that holds its parent) are kept
 // waiting, not dropped and not an error: they join as soon as the parent does.
-import { stratify as d3Stratify } from "d3-hierarchy";
+import { hierarchy } from "d3-hierarchy";
 
 export class StratifyError extends Error {
   constructor(message) {
@@ -33,22 +33,23 @@ export function stratifyRows(rows) {
     else childrenOf.set(row.parentId, [row]);
   }
   if (roots.length === 0) return { root: null, waiting: all };
-  const connected = [];
   const stack = [roots[0]];
   const seen = new Set();
   while (stack.length) {
     const row = /** @type {NodeRow} */ (stack.pop());
     if (seen.has(row.id)) throw new StratifyError(`node ${row.id} appears twice`);
     seen.add(row.id);
-    connected.push(row);
     for (const child of childrenOf.get(row.id) ?? []) stack.push(child);
   }
-  connected.sort((a, b) => a.id - b.id);
-  const root = d3Stratify()
-    .id((/** @type {any} */ d) => String(d.id))
-    .parentId((/** @type {any} */ d) => (d.parentId == null ? null : String(d.parentId)))(connected);
+  // Children in id order (the order they were proposed), as d3.stratify of sorted rows
+  // gave; built by d3.hierarchy from the lists at hand, without stratify's id lookups.
+  for (const list of childrenOf.values()) list.sort((a, b) => a.id - b.id);
+  const root = hierarchy(roots[0], (row) => childrenOf.get(row.id));
+  root.each((node) => {
+    /** @type {any} */ (node).id = String(node.data.id); // as d3.stratify names nodes
+  });
   return {
-    root: /** @type {TreeNode} */ (/** @type {unknown} */ (root)),
+    root: /** @type {TreeNode} */ (root),
     waiting: all.filter((row) => !seen.has(row.id)),
   };
 }

@@ -24,22 +24,25 @@ export function nodeColourScale(rows) {
   const reward = scaleLinear().domain([-(extent || 1), 0, extent || 1])
     .range(/** @type {any} */ ([COLOURS.worse, COLOURS.neutral, COLOURS.better])).clamp(true);
   /** @param {import("./rows.js").NodeRow} row @returns {string} */
-  return (row) => {
+  const colour = (row) => {
     const status = statusClass(row);
     if (status !== "passed") return COLOURS[status];
     return Number.isFinite(row.reward) ? String(reward(/** @type {number} */ (row.reward))) : COLOURS.neutral;
   };
+  // Two scales with the same key colour every row alike: a redraw compares keys, not colours.
+  return Object.assign(colour, { key: `reward±${extent}` });
 }
 
 export const RADIUS = Object.freeze({ min: 3, max: 11 }); // px; area grows with visits
 
 /**
  * @param {Iterable<import("./rows.js").NodeRow>} rows
- * @returns {(visits: number|undefined) => number}
+ * @returns {((visits: number|undefined) => number) & {key: string}}
  */
 export function nodeRadiusScale(rows) {
   let most = 1;
   for (const row of rows) most = Math.max(most, row.visits ?? 0);
   const scale = scaleSqrt().domain([0, most]).range([RADIUS.min, RADIUS.max]).clamp(true);
-  return (visits) => Math.round(scale(visits ?? 0) * 10) / 10;
+  const radius = (/** @type {number|undefined} */ visits) => Math.round(scale(visits ?? 0) * 10) / 10;
+  return Object.assign(radius, { key: `visits≤${most}` });
 }

@@ -1,5 +1,5 @@
-// Small SVG charts: the best-so-far timeline and the roofline. Each renders from scratch
-// (a few hundred elements at most) into the container it is given.
+// Small SVG charts: the best-so-far timeline (redrawn in place as a run grows: it can hold
+// thousands of points) and the roofline (drawn once per node, from scratch).
 import { select } from "d3-selection";
 import { scaleLinear, scaleLog } from "d3-scale";
 import { line, curveStepAfter } from "d3-shape";
@@ -7,47 +7,142 @@ import { checkOptions } from "../transforms/options.js";
 import { format } from "../transforms/runs.js";
 
 const MARGIN = { top: 22, right: 16, bottom: 30, left: 56 };
+const SVG = "http://www.w3.org/2000/svg";
 
 /**
+ * Draws the timeline once into `container` (a new chart each call); a page that redraws
+ * it as a run grows keeps a TimelineView instead.
  * @param {Element} container
  * @param {import("../transforms/timeline.js").TimelinePoint[]} points
  * @param {{width?: number, height?: number, budget?: number|null, onSelect?: (id: number) => void}} [options]
  */
 export function renderTimeline(container, points, options) {
-  const o = checkOptions("renderTimeline", options, {
-    width: { type: "number", default: 640, min: 100 },
-    height: { type: "number", default: 180, min: 60 },
-    budget: { type: "number", default: undefined, nullable: true, min: 0 },
-    onSelect: { type: "function", default: () => {} },
-  });
-  const root = select(container);
-  root.selectAll("svg.timeline").remove();
-  const svg = root.append("svg").attr("class", "timeline").attr("viewBox", `0 0 ${o.width} ${o.height}`)
-    .attr("width", o.width).attr("height", o.height).attr("role", "img").attr("aria-label", "best time so far, by evaluation");
-  const passed = points.filter((p) => p.time_ms != null);
-  if (passed.length === 0) {
+  const { budget, ...rest } = options ?? {};
+  return new TimelineView(container, rest).render(points, { budget });
+}
+
+/**
+ * The best-so-far timeline, redrawn in place: points joined by node id and written only
+ * when they moved (a run of 5,000 evaluations has thousands of points, and a new one
+ * moves none of them unless the axes change), the axes only when their domains change.
+ */
+export class TimelineView {
+  /**
+   * @param {Element} container
+   * @param {{width?: number, height?: number, onSelect?: (id: number) => void}} [options]
+   */
+  constructor(container, options) {
+    this.o = checkOptions("TimelineView", options, {
+      width: { type: "number", default: 640, min: 100 },
+      height: { type: "number", default: 180, min: 60 },
+      onSelect: { type: "function", default: () => {} },
+    });
+    this.container = container;
+    /** @type {import("d3-selection").Selection<SVGSVGElement, unknown, null, undefined>|null} */
+    this.svg = null;
+    /** @type {Map<number, {circle: SVGCircleElement, improved: boolean|null, cx: number, cy: number, index: number, time: number|null}>} */
+    this.points = new Map();
+    this.axesKey = "";
+    this.lineData = "";
+  }
+
+  /**
+   * @param {import("../transforms/timeline.js").TimelinePoint[]} points
+   * @param {{budget?: number|null}} [options]
+   */
+  render(points, options) {
+    const { budget } = checkOptions("TimelineView.render", options, {
+      budget: { type: "number", default: undefined, nullable: true, min: 0 },
+    });
+    const o = this.o;
+    const passed = points.filter((p) => p.time_ms != null);
+    if (passed.length === 0) return this.empty();
+    const svg = this.frame();
+    const times = passed.map((p) => /** @type {number} */ (p.time_ms));
+    const lo = Math.min(...times), hi = Math.max(...times);
+    const pad = (hi - lo) * 0.1 || hi * 0.1 || 1;
+    const x = scaleLinear().domain([1, Math.max(2, budget ?? 0, points.length)]).range([MARGIN.left, o.width - MARGIN.right]);
+    const y = scaleLinear().domain([Math.max(0, lo - pad), hi + pad]).nice().range([o.height - MARGIN.bottom, MARGIN.top]);
+    const axesKey = `${x.domain()}|${y.domain()}`;
+    if (axesKey !== this.axesKey) {
+      this.axesKey = axesKey;
+      svg.selectAll("g.axis").remove();
+      axes(svg, x, y, o, { x: "evaluation", y: "time (ms)" });
+      for (const name of ["path.best-so-far", "g.points"]) svg.select(name).raise(); // axes stay under the data
+    }
+    const best = points.filter((p) => p.best_ms != null);
+    const stepped = [...best, { ...best[best.length - 1], index: points.length }];
+    const lineData = line().curve(curveStepAfter).x((/** @type {any} */ p) => x(p.index)).y((/** @type {any} */ p) => y(p.best_ms))(/** @type {any} */ (stepped)) ?? "";
+    if (lineData !== this.lineData) svg.select("path.best-so-far").attr("d", (this.lineData = lineData));
+    this.drawPoints(passed, x, y);
+    return svg.node();
+  }
+
+  /** Points by node id; a point is written only when where or how it is drawn changed. */
+  drawPoints(passed, x, y) {
+    const layer = /** @type {SVGGElement} */ (/** @type {any} */ (this.svg).select("g.points").node());
+    const seen = new Set();
+    for (const p of passed) {
+      let drawn = this.points.get(p.id);
+      if (!drawn) {
+        const circle = layer.ownerDocument.createElementNS(SVG, "circle");
+        drawn = { circle, improved: null, cx: NaN, cy: NaN, index: NaN, time: NaN };
+        layer.append(circle);
+        this.points.set(p.id, drawn);
+      }
+      /** @type {any} */ (drawn.circle).__data__ = p;
+      const cx = round(x(p.index)), cy = round(y(/** @type {number} */ (p.time_ms)));
+      if (drawn.improved !== p.improved || drawn.cx !== cx || drawn.cy !== cy) {
+        Object.assign(drawn, { improved: p.improved, cx, cy });
+        drawn.circle.setAttribute("class", p.improved ? "improved" : "measured");
+        drawn.circle.setAttribute("cx", String(cx));
+        drawn.circle.setAttribute("cy", String(cy));
+        drawn.circle.setAttribute("r", p.improved ? "4" : "2.5");
+      }
+      if (drawn.index !== p.index || drawn.time !== p.time_ms) {
+        Object.assign(drawn, { index: p.index, time: p.time_ms });
+        const title = drawn.circle.firstChild ?? drawn.circle.appendChild(layer.ownerDocument.createElementNS(SVG, "title"));
+        title.textContent = `#${p.id}: ${format.ms(p.time_ms)} (evaluation ${p.index})`;
+      }
+      seen.add(p.id);
+    }
+    for (const [id, drawn] of this.points) {
+      if (!seen.has(id)) {
+        drawn.circle.remove();
+        this.points.delete(id);
+      }
+    }
+  }
+
+  /** The chart's svg, made on first use: axes, the best-so-far line, the points. */
+  frame() {
+    if (this.svg) return this.svg;
+    const o = this.o;
+    this.container.querySelector("svg.timeline")?.remove();
+    const svg = select(this.container).append("svg").attr("class", "timeline").attr("viewBox", `0 0 ${o.width} ${o.height}`)
+      .attr("width", o.width).attr("height", o.height).attr("role", "img").attr("aria-label", "best time so far, by evaluation");
+    svg.append("path").attr("class", "best-so-far");
+    // One listener for every point (event delegation): a run can have thousands.
+    svg.append("g").attr("class", "points").on("click", (event) => {
+      const p = event.target instanceof Element ? /** @type {any} */ (event.target.closest("circle"))?.__data__ : null;
+      if (p) o.onSelect(p.id);
+    });
+    this.svg = /** @type {any} */ (svg);
+    return /** @type {any} */ (svg);
+  }
+
+  empty() {
+    const o = this.o;
+    const shown = this.container.querySelector("svg.timeline");
+    if (!this.svg && shown?.querySelector("text.empty")) return shown;
+    shown?.remove();
+    Object.assign(this, { svg: null, points: new Map(), axesKey: "", lineData: "" });
+    const svg = select(this.container).append("svg").attr("class", "timeline").attr("viewBox", `0 0 ${o.width} ${o.height}`)
+      .attr("width", o.width).attr("height", o.height).attr("role", "img").attr("aria-label", "best time so far, by evaluation");
     svg.append("text").attr("class", "empty").attr("x", o.width / 2).attr("y", o.height / 2)
       .attr("text-anchor", "middle").text("No measured kernel yet");
     return svg.node();
   }
-  const times = passed.map((p) => /** @type {number} */ (p.time_ms));
-  const lo = Math.min(...times), hi = Math.max(...times);
-  const pad = (hi - lo) * 0.1 || hi * 0.1 || 1;
-  const x = scaleLinear().domain([1, Math.max(2, o.budget ?? 0, points.length)]).range([MARGIN.left, o.width - MARGIN.right]);
-  const y = scaleLinear().domain([Math.max(0, lo - pad), hi + pad]).nice().range([o.height - MARGIN.bottom, MARGIN.top]);
-  axes(svg, x, y, o, { x: "evaluation", y: "time (ms)" });
-  const best = points.filter((p) => p.best_ms != null);
-  const last = best[best.length - 1];
-  const stepped = [...best, { ...last, index: points.length }];
-  svg.append("path").attr("class", "best-so-far")
-    .attr("d", line().curve(curveStepAfter).x((/** @type {any} */ p) => x(p.index)).y((/** @type {any} */ p) => y(p.best_ms))(/** @type {any} */ (stepped)));
-  svg.append("g").attr("class", "points").selectAll("circle").data(passed).join("circle")
-    .attr("class", (p) => (p.improved ? "improved" : "measured"))
-    .attr("cx", (p) => round(x(p.index))).attr("cy", (p) => round(y(/** @type {number} */ (p.time_ms))))
-    .attr("r", (p) => (p.improved ? 4 : 2.5))
-    .on("click", (_event, p) => o.onSelect(p.id))
-    .append("title").text((p) => `#${p.id}: ${format.ms(p.time_ms)} (evaluation ${p.index})`);
-  return svg.node();
 }
 
 /**

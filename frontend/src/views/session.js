@@ -3,11 +3,12 @@
 import { api } from "../api.js";
 import { LiveClient, runSocketUrl } from "../live.js";
 import { applyEvents, initialState, mergeSnapshot, progress } from "../transforms/events.js";
+import { rowChanges } from "../transforms/rows.js";
 import { stratifyRows } from "../transforms/stratify.js";
 import { bestSoFar } from "../transforms/timeline.js";
 import { format } from "../transforms/runs.js";
 import { formatPercent, metricDeltas } from "../transforms/deltas.js";
-import { renderTimeline } from "./charts.js";
+import { TimelineView } from "./charts.js";
 import { facts, fill, h } from "./dom.js";
 import { renderInspector } from "./inspector.js";
 import { TreeView } from "./tree.js";
@@ -119,6 +120,8 @@ export async function mountSession(root, source) {
     onToggleCollapse: (id) => toggle(ui.collapsed, id),
   });
 
+  const timeline = new TimelineView(el.timeline, { onSelect: (id) => select(id) });
+
   function toggle(set, id) {
     if (set.has(id)) set.delete(id);
     else set.add(id);
@@ -134,18 +137,39 @@ export async function mountSession(root, source) {
     });
   }
 
+  // The last rows drawn, and their hierarchy: an event that changes no node's place in
+  // the tree (an evaluation that passed, say) redraws with the same hierarchy, which the
+  // tree view takes as "the same layout" and only repaints the nodes that changed.
+  let drawnRows = null, drawnBudget = undefined;
+  let tree = stratifyRows([]);
   function render() {
-    const { root: tree, waiting } = stratifyRows(state.rows.values());
-    treeView.render({ root: tree, rows: state.rows, run: state.run, selectedId: ui.selectedId,
+    const changed = rowChanges(drawnRows, state.rows);
+    drawnRows = state.rows;
+    if (changed.shape) tree = stratifyRows(state.rows.values());
+    treeView.render({ root: tree.root, rows: state.rows, run: state.run, selectedId: ui.selectedId,
       expanded: ui.expanded, collapsed: ui.collapsed, collapseFailed: ui.collapseFailed });
     renderHeader();
-    renderProgress(waiting.length);
-    renderTimeline(el.timeline, bestSoFar(state.rows.values()), { budget: state.run.budget ?? null, onSelect: select });
+    renderProgress(tree.waiting.length);
+    if (changed.measured || state.run.budget !== drawnBudget) {
+      drawnBudget = state.run.budget;
+      timeline.render(bestSoFar(state.rows.values()), { budget: drawnBudget ?? null });
+    }
     renderWhy();
+  }
+
+  // A panel is rebuilt only when what it shows changed: most events change none of them
+  // but the progress line, and a rebuild costs the page a restyle and relayout.
+  const shown = new WeakMap();
+  function changedSince(panel, key) {
+    if (shown.get(panel) === key) return false;
+    shown.set(panel, key);
+    return true;
   }
 
   function renderHeader() {
     const run = state.run;
+    if (!changedSince(el.header, JSON.stringify([run.id, run.task, run.status, run.judge, run.root_ms, run.best_ms,
+      run.speedup, run.gpu_seconds, run.created_by]))) return;
     fill(el.header,
       h("h1", null, `Run #${run.id} `, h("span", { class: "task" }, run.task ?? ""), " ",
         h("span", { class: `badge status-${run.status}`, "data-run-status": run.status }, run.status ?? "")),
@@ -160,15 +184,18 @@ export async function mountSession(root, source) {
 
   function renderProgress(waiting) {
     const p = progress(state);
+    const ahead = state.run.status === "running" ? state.run.queue?.ahead : null;
+    if (!changedSince(el.progress, JSON.stringify([p.budget, p.evaluated, p.pending, p.nodes, waiting, ahead]))) return;
     fill(el.progress,
       h("progress", { max: p.budget ?? 1, value: p.evaluated, "aria-label": "evaluations" }),
       h("span", { class: "progress-text", "data-evaluated": p.evaluated },
         `${p.evaluated} / ${p.budget ?? "?"} evaluated · ${p.pending} pending · ${p.nodes} nodes` +
         (waiting ? ` · ${waiting} waiting for their parent` : "") +
-        (state.run.status === "running" && state.run.queue?.ahead ? ` · ${state.run.queue.ahead} run(s) ahead on the GPU` : "")));
+        (ahead ? ` · ${ahead} run(s) ahead on the GPU` : "")));
   }
 
   function renderWhy() {
+    if (!changedSince(el.why, JSON.stringify([why, why.length ? null : state.run.status]))) return;
     if (!why.length) return fill(el.why, h("h2", null, "Why it is faster"),
       h("p", { class: "muted" }, state.run.status === "running" ? "No faster kernel yet." : "No candidate beat the starting kernel."));
     fill(el.why, h("h2", null, "Why it is faster"), h("ol", { class: "why-steps" }, why.map((step) => h("li", null,

@@ -1,14 +1,32 @@
-// The search tree in SVG: d3-zoom for pan and zoom, nodes joined by id and touched only
-// when what they show changed, links drawn as two paths (all, and the best path).
+// The search tree in SVG. A redraw touches only what changed: nodes are joined by id and
+// an attribute is written only when its value changed; a new layout is translated back so
+// that most of the tree stays put, and the tree is drawn in blocks (groups with their own
+// offset, transforms/stable.js) so that a subtree the layout shifted moves by one
+// attribute; links are drawn in chunks of one path each, rewritten only when one of their
+// links moved. Zoom and pan set one transform on one group; labels too small to read are
+// not laid out.
 import { select } from "d3-selection";
-import { zoom, zoomIdentity } from "d3-zoom";
+import { zoom, zoomIdentity, zoomTransform } from "d3-zoom";
 import { bestNodeId, pathFromRoot } from "../transforms/best.js";
 import { layoutTree } from "../transforms/layout.js";
 import { checkOptions } from "../transforms/options.js";
 import { fitTransform, linksPathData } from "../transforms/paths.js";
-import { statusClass } from "../transforms/rows.js";
-import { format } from "../transforms/runs.js";
-import { COLOURS, nodeColourScale, nodeRadiusScale } from "../transforms/style.js";
+import { chunkLinks, placeBlocks } from "../transforms/stable.js";
+import { nodeColourScale, nodeRadiusScale } from "../transforms/style.js";
+import { SVG, createNode, paintNode } from "./treeNodes.js";
+
+// Labels are 11 px (styles.css); under 5 px on screen text cannot be read, and thousands
+// of SVG text elements are laid out again at every zoom step.
+const LABEL_PX = 11;
+const LEGIBLE_PX = 5;
+
+/**
+ * @typedef {import("./treeNodes.js").DrawnNode} DrawnNode
+ * @typedef {{sx: number, sy: number, tx: number, ty: number, d: string}} LinkText
+ * @typedef {{path: SVGPathElement, members: LinkText[]}} DrawnChunk
+ * @typedef {{x: number, y: number, transform: string, links: SVGGElement, nodes: SVGGElement,
+ *   chunks: Map<string, DrawnChunk>, generation: number}} DrawnBlock
+ */
 
 export class TreeView {
   /**
@@ -33,19 +51,33 @@ export class TreeView {
       .attr("class", "tree").attr("viewBox", `0 0 ${width} ${height}`)
       .attr("width", width).attr("height", height).attr("role", "img").attr("aria-label", "search tree");
     this.viewport = this.svg.append("g").attr("class", "viewport");
-    this.links = this.viewport.append("path").attr("class", "links");
+    this.linkLayer = this.viewport.append("g").attr("class", "links"); // under every node
     this.bestLinks = this.viewport.append("path").attr("class", "links best");
     this.nodeLayer = this.viewport.append("g").attr("class", "nodes");
-    /** @type {Map<string, any>} */
-    this.elements = new Map();
+    /** @type {Map<string, DrawnNode>} nodes by id */
+    this.drawn = new Map();
+    /** @type {Map<string, DrawnBlock>} blocks by the id of their root node */
+    this.blocks = new Map();
+    /** @type {import("../transforms/stable.js").BlockPlan} */
+    this.plan = { blocks: new Map(), blockOf: new Map() };
+    /** @type {Map<string, LinkText>} each link's path text in its block, by link id */
+    this.linkTexts = new Map();
+    this.bestPathData = "";
+    this.generation = 0;
+    /** @type {ReturnType<typeof layoutTree>|null} */
+    this.layout = null;
+    /** @type {{root: any, shape: string}} what the layout was made from */
+    this.laidOut = { root: null, shape: "" };
     // One listener for all nodes (event delegation), not one per node.
     this.nodeLayer.on("click", (event) => this.fromNode(event, (d) => this.clicked(event, d)))
       .on("dblclick", (event) => this.fromNode(event, (d) => this.doubleClicked(event, d)));
     this.userMoved = false;
     this.extent = null;
+    this.labelsHidden = false;
     if (this.o.zoom) {
       this.zoom = zoom().scaleExtent([0.02, 8]).on("zoom", (event) => {
         this.viewport.attr("transform", event.transform);
+        this.showLabels(event.transform.k * LABEL_PX >= LEGIBLE_PX);
         if (event.sourceEvent) this.userMoved = true; // a person panned: stop auto-fitting
       });
       this.svg.call(/** @type {any} */ (this.zoom)).on("dblclick.zoom", null);
@@ -53,44 +85,161 @@ export class TreeView {
   }
 
   /**
+   * `root` is the rows' hierarchy (stratifyRows). Given the same object again (and the same
+   * folding), the view reuses its layout and only repaints nodes whose rows changed: pass
+   * it again only while no node was added or removed, changed parent, or failed.
    * @param {{root: any, rows: Map<number, any>, run?: Record<string, any>, selectedId?: number|null,
    *   expanded?: Set<number>, collapsed?: Set<number>, collapseFailed?: boolean}} view
    */
   render({ root, rows, run = {}, selectedId = null, expanded, collapsed, collapseFailed = true }) {
-    const layout = layoutTree(root, { collapseFailed, expanded, collapsed,
-      nodeSpacing: this.o.nodeSpacing, levelSpacing: this.o.levelSpacing, aspect: this.o.width / this.o.height });
+    // The same hierarchy with the same folding is the same layout: nodes are repainted
+    // from their current rows, nothing is laid out or moved.
+    const shape = `${collapseFailed}|${[...(expanded ?? [])].sort()}|${[...(collapsed ?? [])].sort()}`;
+    const relayout = !this.layout || root !== this.laidOut.root || shape !== this.laidOut.shape;
+    this.generation += 1;
+    if (relayout) {
+      this.layout = layoutTree(root, { collapseFailed, expanded, collapsed, nodeSpacing: this.o.nodeSpacing,
+        levelSpacing: this.o.levelSpacing, aspect: this.o.width / this.o.height, previous: this.drawn });
+      this.laidOut = { root, shape };
+      this.plan = placeBlocks(this.layout.nodes, { offsets: this.blocks, positions: this.drawn });
+      this.drawBlocks();
+    }
+    const layout = /** @type {NonNullable<typeof this.layout>} */ (this.layout);
     const bestId = bestNodeId(rows, run.best_node);
     const onPath = new Set(pathFromRoot(rows, bestId).map(String));
     const colour = nodeColourScale(rows.values());
     const radius = nodeRadiusScale(rows.values());
-    const isBestLink = (link) => onPath.has(link.targetId) && onPath.has(String(link.sourceId));
-    this.links.attr("d", linksPathData(layout.links.filter((l) => !isBestLink(l))));
-    this.bestLinks.attr("d", linksPathData(layout.links.filter(isBestLink)));
-    // A keyed join by hand: one Map lookup per node, new elements appended, gone ones
-    // removed, and no reordering (d3's join.order() compares document positions, which
-    // costs seconds at 5,000 siblings in some DOMs). Draw order does not matter here.
-    const seen = new Set();
-    const layer = /** @type {SVGGElement} */ (this.nodeLayer.node());
-    for (const d of layout.nodes) {
-      let el = this.elements.get(d.id);
-      if (!el) {
-        el = createNodeElement(layer.ownerDocument);
-        layer.append(el);
-        this.elements.set(d.id, el);
-      }
-      el.__data__ = d;
-      paint(el, d, { colour, radius, bestId, onPath, selectedId });
-      seen.add(d.id);
+    this.drawNodes(layout.nodes, { rows, colour, radius, bestId, onPath, selectedId, styleKey: `${colour.key}|${radius.key}` });
+    if (relayout) {
+      this.drawLinks(layout.links);
+      this.removeStaleBlocks();
     }
-    for (const [id, el] of this.elements) {
-      if (!seen.has(id)) {
-        el.remove();
-        this.elements.delete(id);
-      }
-    }
+    const bestPathData = linksPathData(layout.links.filter((l) => onPath.has(l.targetId) && onPath.has(String(l.sourceId))));
+    if (bestPathData !== this.bestPathData) this.bestLinks.attr("d", (this.bestPathData = bestPathData));
     this.extent = layout.extent;
     if (this.o.zoom && !this.userMoved && layout.nodes.length) this.fit(false);
     return layout;
+  }
+
+  /** A group per block in each layer (links, nodes), nested as the blocks are, at its offset. */
+  drawBlocks() {
+    const linkLayer = /** @type {SVGGElement} */ (this.linkLayer.node());
+    const nodeLayer = /** @type {SVGGElement} */ (this.nodeLayer.node());
+    const doc = linkLayer.ownerDocument;
+    for (const block of this.plan.blocks.values()) { // parents first
+      let drawn = this.blocks.get(block.id);
+      if (!drawn) {
+        drawn = { x: 0, y: 0, transform: "", links: doc.createElementNS(SVG, "g"), nodes: doc.createElementNS(SVG, "g"),
+          chunks: new Map(), generation: 0 };
+        this.blocks.set(block.id, drawn);
+      }
+      const parent = block.parent == null ? null : /** @type {DrawnBlock} */ (this.blocks.get(block.parent));
+      if (drawn.links.parentNode !== (parent?.links ?? linkLayer)) (parent?.links ?? linkLayer).append(drawn.links);
+      if (drawn.nodes.parentNode !== (parent?.nodes ?? nodeLayer)) (parent?.nodes ?? nodeLayer).append(drawn.nodes);
+      const parentOrigin = parent == null ? { x: 0, y: 0 } : /** @type {import("../transforms/stable.js").Block} */ (this.plan.blocks.get(/** @type {string} */ (block.parent)));
+      const transform = `translate(${tenth(block.x - parentOrigin.x)},${tenth(block.y - parentOrigin.y)})`;
+      if (drawn.transform !== transform) {
+        drawn.transform = transform;
+        drawn.links.setAttribute("transform", transform);
+        drawn.nodes.setAttribute("transform", transform);
+      }
+      drawn.x = block.x;
+      drawn.y = block.y;
+      drawn.generation = this.generation;
+    }
+  }
+
+  /** Groups of blocks that are gone; what they held has moved to other blocks by now. */
+  removeStaleBlocks() {
+    for (const [id, drawn] of this.blocks) {
+      if (drawn.generation === this.generation) continue;
+      drawn.links.remove();
+      drawn.nodes.remove();
+      this.blocks.delete(id);
+    }
+  }
+
+  /** Nodes by id, each in its block's group: new ones appended, gone ones removed, the rest written only where changed. */
+  drawNodes(nodes, look) {
+    const doc = /** @type {Document} */ (this.nodeLayer.node()?.ownerDocument);
+    for (const d of nodes) {
+      let drawn = this.drawn.get(d.id);
+      if (!drawn) {
+        drawn = createNode(doc, d.id);
+        this.drawn.set(d.id, drawn);
+      }
+      const blockId = /** @type {string} */ (this.plan.blockOf.get(d.id));
+      const block = /** @type {DrawnBlock} */ (this.blocks.get(blockId));
+      if (drawn.block !== blockId) {
+        block.nodes.append(drawn.g);
+        drawn.block = blockId;
+      }
+      drawn.g.__data__ = d;
+      drawn.generation = this.generation;
+      paintNode(drawn, d, tenth(d.x - block.x), tenth(d.y - block.y), look);
+    }
+    for (const [id, drawn] of this.drawn) {
+      if (drawn.generation !== this.generation) {
+        drawn.g.remove();
+        this.drawn.delete(id);
+      }
+    }
+  }
+
+  /**
+   * Links in the block of their parent node, as chunks of one path each; a chunk's path is
+   * rewritten only when one of its links moved in the block or changed.
+   */
+  drawLinks(links) {
+    /** @type {Map<string, any[]>} */
+    const byBlock = new Map();
+    for (const link of links) {
+      const blockId = /** @type {string} */ (this.plan.blockOf.get(String(link.sourceId)));
+      const list = byBlock.get(blockId);
+      if (list) list.push(link);
+      else byBlock.set(blockId, [link]);
+    }
+    /** @type {Map<string, LinkText>} */
+    const texts = new Map();
+    for (const [blockId, block] of this.blocks) {
+      const blockLinks = byBlock.get(blockId) ?? [];
+      const chunks = chunkLinks(blockLinks, new Set(block.chunks.keys()));
+      /** @type {Map<string, DrawnChunk>} */
+      const kept = new Map();
+      for (const chunk of chunks) {
+        const drawn = block.chunks.get(chunk.key) ?? { path: block.links.ownerDocument.createElementNS(SVG, "path"), members: [] };
+        if (!drawn.path.parentNode) block.links.prepend(drawn.path); // under the groups of child blocks
+        let changed = drawn.members.length !== chunk.links.length;
+        chunk.links.forEach((link, i) => {
+          const sx = tenth(link.source.x - block.x), sy = tenth(link.source.y - block.y);
+          const tx = tenth(link.target.x - block.x), ty = tenth(link.target.y - block.y);
+          let text = this.linkTexts.get(link.id);
+          if (!text || text.sx !== sx || text.sy !== sy || text.tx !== tx || text.ty !== ty) {
+            text = { sx, sy, tx, ty, d: linksPathData([{ source: { x: sx, y: sy }, target: { x: tx, y: ty } }]) };
+          }
+          texts.set(link.id, text);
+          if (drawn.members[i] !== text) changed = true;
+          drawn.members[i] = text;
+        });
+        if (changed) {
+          drawn.members.length = chunk.links.length;
+          drawn.path.setAttribute("d", drawn.members.map((text) => text.d).join(""));
+        }
+        kept.set(chunk.key, drawn);
+      }
+      for (const [key, drawn] of block.chunks) {
+        if (!kept.has(key)) drawn.path.remove();
+      }
+      block.chunks = kept;
+    }
+    this.linkTexts = texts;
+  }
+
+  /** Labels are laid out only where they can be read; switched when the zoom crosses that. */
+  showLabels(show) {
+    if (show === !this.labelsHidden) return;
+    this.labelsHidden = !show;
+    this.svg.classed("labels-hidden", this.labelsHidden);
   }
 
   fromNode(event, handle) {
@@ -114,53 +263,18 @@ export class TreeView {
     if (!this.zoom || !this.extent) return;
     if (byHand) this.userMoved = false;
     const { k, x, y } = fitTransform(this.extent, { width: this.o.width, height: this.o.height });
+    const now = zoomTransform(/** @type {Element} */ (this.svg.node()));
+    if (now.k === k && now.x === x && now.y === y) return; // the tree did not grow past its frame
     this.svg.call(/** @type {any} */ (this.zoom).transform, zoomIdentity.translate(x, y).scale(k));
   }
 
   /** @param {number} id */
   centreOn(id) {
-    const d = this.elements.get(String(id))?.__data__;
+    const d = this.drawn.get(String(id))?.g.__data__;
     if (!this.zoom || !d) return;
     this.userMoved = true;
     this.svg.call(/** @type {any} */ (this.zoom).translateTo, d.x, d.y);
   }
 }
 
-const SVG = "http://www.w3.org/2000/svg";
-
-function createNodeElement(doc) {
-  const g = doc.createElementNS(SVG, "g");
-  const text = doc.createElementNS(SVG, "text");
-  text.setAttribute("class", "label");
-  text.setAttribute("dy", "-0.9em");
-  text.setAttribute("text-anchor", "middle");
-  g.append(doc.createElementNS(SVG, "circle"), text, doc.createElementNS(SVG, "title"));
-  return g;
-}
-
-/** Sets what a node shows, skipping the DOM when nothing changed since the last paint. */
-function paint(el, d, { colour, radius, bestId, onPath, selectedId }) {
-  const stub = d.kind === "failed-stub";
-  const row = d.row;
-  const status = stub ? "failed-stub" : statusClass(row);
-  const classes = ["node", status, onPath.has(d.id) ? "on-best" : "", row && row.id === bestId ? "best" : "",
-    row && row.id === selectedId ? "selected" : "", d.hiddenCount > 0 && !stub ? "folded" : ""].filter(Boolean).join(" ");
-  const r = stub ? 5 : radius(row.visits);
-  const fill = stub ? COLOURS.stub : colour(row);
-  const label = stub ? `${d.hiddenCount} failed` : d.hiddenCount > 0 ? `+${d.hiddenCount}`
-    : row.id === bestId || row.parentId == null ? `#${row.id} ${format.ms(row.time_ms)}` : "";
-  const title = stub ? `${d.hiddenCount} failed node(s) folded: click to show`
-    : `#${row.id} ${row.title ?? ""}\n${row.source ?? ""} · ${status}${row.guard ? ` (${row.guard})` : ""}` +
-      `\n${format.ms(row.time_ms)} · reward ${format.number(row.reward)} · visits ${row.visits ?? 0}`;
-  const signature = `${d.x}|${d.y}|${classes}|${r}|${fill}|${label}|${title}`;
-  if (el.__signature === signature) return;
-  el.__signature = signature;
-  el.setAttribute("transform", `translate(${d.x},${d.y})`);
-  el.setAttribute("class", classes);
-  el.setAttribute("data-id", d.id);
-  const [circle, text, titleEl] = el.childNodes;
-  circle.setAttribute("r", String(r));
-  circle.setAttribute("fill", fill);
-  text.textContent = label;
-  titleEl.textContent = title;
-}
+const tenth = (v) => Math.round(v * 10) / 10;

@@ -1,0 +1,102 @@
+// One tree node in SVG: <g class="node ..." data-id> holding a circle, a label while it
+// has one, and a tooltip. Written attribute by attribute, only where a value changed:
+// at 5,000 nodes a redraw that rewrites them all costs a frame's style, layout and paint.
+import { statusClass } from "../transforms/rows.js";
+import { format } from "../transforms/runs.js";
+import { COLOURS } from "../transforms/style.js";
+
+export const SVG = "http://www.w3.org/2000/svg";
+
+/**
+ * What is drawn for one node, as last written to the DOM. `x`, `y`: its place in the
+ * layout (absolute); `cx`, `cy`: in its block's group (transforms/stable.js placeBlocks).
+ * @typedef {{g: SVGGElement & {__data__?: any}, circle: SVGCircleElement, text: SVGTextElement|null,
+ *   title: SVGTitleElement, block: string|null, x: number, y: number, cx: number, cy: number, row: any,
+ *   hiddenCount: number, flags: number, styleKey: string, classes: string, r: string, fill: string,
+ *   label: string, tip: string, generation: number}} DrawnNode
+ * @typedef {{rows: Map<number, any>, colour: (row: any) => string, radius: (visits: number|undefined) => number,
+ *   bestId: number|null, onPath: Set<string>, selectedId: number|null, styleKey: string}} Look
+ */
+
+/** @returns {DrawnNode} */
+export function createNode(doc, id) {
+  const g = doc.createElementNS(SVG, "g");
+  g.setAttribute("data-id", id);
+  const circle = doc.createElementNS(SVG, "circle");
+  const title = doc.createElementNS(SVG, "title");
+  g.append(circle, title);
+  return { g, circle, text: null, title, block: null, x: NaN, y: NaN, cx: NaN, cy: NaN, row: undefined,
+    hiddenCount: -1, flags: -1, styleKey: "", classes: "", r: "", fill: "", label: "", tip: "", generation: 0 };
+}
+
+const ON_BEST = 1, BEST = 2, SELECTED = 4;
+
+/**
+ * Writes what a node shows at (cx, cy) in its group, skipping it when nothing it depends on
+ * changed since the last time. The row is read from `look.rows` (the layout's may be older:
+ * a layout is reused while the tree's shape stands).
+ * @param {DrawnNode} drawn
+ * @param {import("../transforms/layout.js").LaidOutNode} d
+ * @param {number} cx
+ * @param {number} cy
+ * @param {Look} look
+ */
+export function paintNode(drawn, d, cx, cy, { rows, colour, radius, bestId, onPath, selectedId, styleKey }) {
+  const row = d.kind === "node" ? (rows.get(/** @type {number} */ (d.nodeId)) ?? d.row) : null;
+  const flags = (onPath.has(d.id) ? ON_BEST : 0) | (row && row.id === bestId ? BEST : 0) | (row && row.id === selectedId ? SELECTED : 0);
+  drawn.x = d.x;
+  drawn.y = d.y;
+  if (drawn.row === row && drawn.cx === cx && drawn.cy === cy && drawn.flags === flags &&
+    drawn.hiddenCount === d.hiddenCount && drawn.styleKey === styleKey) return;
+  const moved = drawn.cx !== cx || drawn.cy !== cy;
+  Object.assign(drawn, { row, cx, cy, flags, hiddenCount: d.hiddenCount, styleKey });
+  const stub = d.kind === "failed-stub";
+  const status = stub ? "failed-stub" : statusClass(row);
+  const classes = ["node", status, flags & ON_BEST ? "on-best" : "", flags & BEST ? "best" : "",
+    flags & SELECTED ? "selected" : "", d.hiddenCount > 0 && !stub ? "folded" : ""].filter(Boolean).join(" ");
+  const label = stub ? `${d.hiddenCount} failed` : d.hiddenCount > 0 ? `+${d.hiddenCount}`
+    : flags & BEST || row.parentId == null ? `#${row.id} ${format.ms(row.time_ms)}` : "";
+  const tip = stub ? `${d.hiddenCount} failed node(s) folded: click to show`
+    : `#${row.id} ${row.title ?? ""}\n${row.source ?? ""} · ${status}${row.guard ? ` (${row.guard})` : ""}` +
+      `\n${format.ms(row.time_ms)} · reward ${format.number(row.reward)} · visits ${row.visits ?? 0}`;
+  if (moved) {
+    drawn.circle.setAttribute("cx", String(cx));
+    drawn.circle.setAttribute("cy", String(cy));
+  }
+  update(drawn, "r", String(stub ? 5 : radius(row.visits)), (v) => drawn.circle.setAttribute("r", v));
+  update(drawn, "fill", stub ? COLOURS.stub : colour(row), (v) => drawn.circle.setAttribute("fill", v));
+  update(drawn, "classes", classes, (v) => drawn.g.setAttribute("class", v));
+  update(drawn, "tip", tip, (v) => { drawn.title.textContent = v; });
+  paintLabel(drawn, label, moved);
+}
+
+function update(drawn, key, value, write) {
+  if (drawn[key] === value) return;
+  drawn[key] = value;
+  write(value);
+}
+
+/** A label is a <text> only while there is one: most nodes have none. */
+function paintLabel(drawn, label, moved) {
+  if (!label) {
+    drawn.text?.remove();
+    drawn.text = null;
+    drawn.label = "";
+    return;
+  }
+  let text = drawn.text;
+  if (!text) {
+    text = drawn.text = drawn.g.ownerDocument.createElementNS(SVG, "text");
+    text.setAttribute("class", "label");
+    text.setAttribute("dy", "-0.9em");
+    text.setAttribute("text-anchor", "middle");
+    drawn.g.insertBefore(text, drawn.title);
+    drawn.label = "";
+    moved = true;
+  }
+  if (moved) {
+    text.setAttribute("x", String(drawn.cx));
+    text.setAttribute("y", String(drawn.cy));
+  }
+  if (drawn.label !== label) text.textContent = drawn.label = label;
+}
