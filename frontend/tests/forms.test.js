@@ -20,6 +20,10 @@ describe("runPayload", () => {
     expect(payload).toMatchObject({ intent: "row softmax", sources: ["tunable"] });
     expect(runPayload({ ...good, intent: "", sources: null }).payload).not.toHaveProperty("sources");
   });
+  it("turns the screen off only when asked: the server screens by default", () => {
+    expect(runPayload({ ...good, screen: false }).payload).toMatchObject({ screen: false });
+    expect(runPayload({ ...good, screen: true }).payload).not.toHaveProperty("screen");
+  });
   it("wants the plan to be an object", () => {
     expect(runPayload({ ...good, plan: "[1]" }).errors.plan).toEqual(["The plan must be a JSON object."]);
   });

@@ -67,6 +67,15 @@ describe("TreeView", () => {
     expect(container.querySelector("path.links.best")?.getAttribute("d")).toMatch(/^M0,/);
   });
 
+  it("marks nodes only the screen measured, and says so in their tooltip", () => {
+    const rows = smallRun().map((r) => (r.id === 2 ? { ...r, level: "screen" } : { ...r, level: "full" }));
+    const { container } = drawTree(rows);
+    const screened = [...container.querySelectorAll("g.node.screened")].map((g) => g.getAttribute("data-id"));
+    expect(screened).toEqual(["2"]);
+    expect(container.querySelector('g.node[data-id="2"] title')?.textContent).toContain("screened, not profiled");
+    expect(container.querySelector('g.node[data-id="1"] title')?.textContent).not.toContain("screened");
+  });
+
   it("keeps node elements by id across updates, adding and removing only what changed", () => {
     const rows = smallRun();
     const { container, view, byId } = drawTree(rows);

@@ -4,7 +4,7 @@ export const JUDGES = /** @type {const} */ (["rules", "llm"]);
 
 /**
  * @typedef {{task: string, source: string, plan: string, budget: string, judge: string,
- *   seed: string, team?: string, intent?: string, sources?: string[]|null}} RunFormValues
+ *   seed: string, team?: string, intent?: string, sources?: string[]|null, screen?: boolean}} RunFormValues
  */
 
 /**
@@ -38,6 +38,7 @@ export function runPayload(values) {
   if (values.team) payload.team = Number(values.team);
   if (values.intent?.trim()) payload.intent = values.intent.trim();
   if (values.sources != null) payload.sources = values.sources; // null: every configured source
+  if (values.screen === false) payload.screen = false; // the server screens by default
   return { payload, errors };
 }
 

@@ -42,7 +42,7 @@ export function statusClass(row) {
   return row.status === "passed" ? "passed" : "failed";
 }
 
-const MEASURED = ["state", "status", "guard", "time_ms", "spread_ms", "reward"];
+const MEASURED = ["state", "status", "guard", "time_ms", "spread_ms", "reward", "level"];
 
 /**
  * Merges a newer report of a node into what is known. Reports may arrive out of order

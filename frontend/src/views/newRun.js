@@ -38,6 +38,7 @@ export async function mountNewRun(root) {
   const sourcesField = sourceBoxes.length ? h("fieldset", { class: "field field-sources", id: "id_sources" },
     h("legend", null, "Proposal sources (besides the judge)"),
     sourceBoxes.map((box) => h("label", { class: "checkbox" }, box, " ", h("code", null, box.value))), errors.sources) : null;
+  const screen = /** @type {HTMLInputElement} */ (h("input", { type: "checkbox", name: "screen", id: "id_screen", checked: true }));
   const submit = /** @type {HTMLButtonElement} */ (h("button", { type: "submit", class: "primary" }, "Start the search"));
   const draft = /** @type {HTMLButtonElement} */ (h("button", { type: "button", id: "id_draft", onclick: writeFromIntent },
     "Write the kernel from the intent (LLM)"));
@@ -87,6 +88,9 @@ export async function mountNewRun(root) {
       field("budget", "Budget (evaluations)", budget), field("judge", "Judge", judge), field("seed", "Seed", seed),
       (me.teams ?? []).length ? field("team", "Team", team) : null),
     sourcesField,
+    h("div", { class: "field field-screen" }, h("label", { class: "checkbox" }, screen, " Screen candidates first"),
+      h("p", { class: "hint" }, "A cheap first look in one long-lived GPU process (fewer seeds and runs, no profile); "
+        + "only candidates faster than the best get the full gate, and only those can be the best.")),
     h("div", { class: "actions" }, submit));
   fill(root, h("h1", null, "New session"), form);
   taskChanged();
@@ -118,7 +122,8 @@ export async function mountNewRun(root) {
     showErrors({}, []);
     const { payload, errors: local } = runPayload({ task: task.value, source: editor.textarea.value, plan: plan.value,
       budget: budget.value, judge: judge.value, seed: seed.value, team: team.value, intent: intent.value,
-      sources: sourceBoxes.every((b) => b.checked) ? null : sourceBoxes.filter((b) => b.checked).map((b) => b.value) });
+      sources: sourceBoxes.every((b) => b.checked) ? null : sourceBoxes.filter((b) => b.checked).map((b) => b.value),
+      screen: screen.checked });
     if (!payload) return showErrors(local, ["Please fix the fields marked below."]);
     submit.disabled = true;
     submit.textContent = "Starting…";

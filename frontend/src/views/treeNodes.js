@@ -52,12 +52,15 @@ export function paintNode(drawn, d, cx, cy, { rows, colour, radius, bestId, onPa
   Object.assign(drawn, { row, cx, cy, flags, hiddenCount: d.hiddenCount, styleKey });
   const stub = d.kind === "failed-stub";
   const status = stub ? "failed-stub" : statusClass(row);
-  const classes = ["node", status, flags & ON_BEST ? "on-best" : "", flags & BEST ? "best" : "",
-    flags & SELECTED ? "selected" : "", d.hiddenCount > 0 && !stub ? "folded" : ""].filter(Boolean).join(" ");
+  const screened = !stub && row.level === "screen";
+  const classes = ["node", status, screened ? "screened" : "", flags & ON_BEST ? "on-best" : "",
+    flags & BEST ? "best" : "", flags & SELECTED ? "selected" : "",
+    d.hiddenCount > 0 && !stub ? "folded" : ""].filter(Boolean).join(" ");
   const label = stub ? `${d.hiddenCount} failed` : d.hiddenCount > 0 ? `+${d.hiddenCount}`
     : flags & BEST || row.parentId == null ? `#${row.id} ${format.ms(row.time_ms)}` : "";
   const tip = stub ? `${d.hiddenCount} failed node(s) folded: click to show`
     : `#${row.id} ${row.title ?? ""}\n${row.source ?? ""} · ${status}${row.guard ? ` (${row.guard})` : ""}` +
+      (screened ? " · screened, not profiled" : "") +
       `\n${format.ms(row.time_ms)} · reward ${format.number(row.reward)} · visits ${row.visits ?? 0}`;
   if (moved) {
     drawn.circle.setAttribute("cx", String(cx));
