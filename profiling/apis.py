@@ -11,8 +11,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from accounts.models import Team
-from accounts.selectors import user_team_ids
+from accounts.apis import team_of_request
 from profiling import selectors, services
 from profiling.harness import declared
 from profiling.serializers import DeclaredTaskCreateSerializer, DeclaredTaskSerializer, TaskSerializer
@@ -43,7 +42,7 @@ class DeclaredTaskListApi(APIView):
         checked (its reference run at small sizes) before it is stored."""
         form = DeclaredTaskCreateSerializer(data=request.data)
         form.is_valid(raise_exception=True)
-        team = _team_of(request, form.validated_data.get("team"))
+        team = team_of_request(request, form.validated_data.get("team"))
         try:
             task = services.declared_task_create(definition=form.definition(), owner=request.user, team=team)
         except declared.DefinitionError as error:
@@ -60,9 +59,3 @@ class DeclaredTaskDetailApi(APIView):
         return Response(DeclaredTaskSerializer(task).data)
 
 
-def _team_of(request: Request, team_id: int | None) -> Team | None:
-    if team_id is None:
-        return None
-    if team_id not in user_team_ids(user=request.user):
-        raise ValidationError({"team": [f"you are not a member of team {team_id}"]})
-    return Team.objects.get(pk=team_id)

@@ -16,8 +16,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from accounts.models import Team
-from accounts.selectors import user_team_ids
+from accounts.apis import team_of_request
 from profiling import selectors as gate_selectors
 from profiling import services as gate_services
 from profiling.harness import declared
@@ -124,7 +123,7 @@ class RunListApi(APIView):
         form = RunCreateSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         data = form.validated_data
-        team = _team_of(request, data.get("team"))
+        team = team_of_request(request, data.get("team"))
         notice = None
         _check_declared_task_visible(request, data["task"])
         if data.get("source") is None:
@@ -208,12 +207,6 @@ def _candidate_field(error: CandidateError) -> str:
     return "source" if "'source'" in str(error) and "plan" not in str(error) else "plan"
 
 
-def _team_of(request: Request, team_id: int | None) -> Team | None:
-    if team_id is None:
-        return None
-    if team_id not in user_team_ids(user=request.user):
-        raise ValidationError({"team": [f"you are not a member of team {team_id}"]})
-    return Team.objects.get(pk=team_id)
 
 
 class RunDetailApi(APIView):
@@ -306,7 +299,7 @@ class RunImportApi(APIView):
         team_id = request.query_params.get("team")
         if team_id is not None and not team_id.isdigit():
             raise ValidationError({"team": ["a team id"]})
-        team = _team_of(request, int(team_id) if team_id is not None else None)
+        team = team_of_request(request, int(team_id) if team_id is not None else None)
         try:
             trajectory = parse_trajectory(request.data)
         except TrajectoryError as error:

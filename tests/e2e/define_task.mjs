@@ -2,38 +2,21 @@
 // the New session page (y = 2 max(x, 0)), see a refused reference marked on its row with
 // nothing typed lost, then create it, paste a kernel and start a run on it. Prints
 // "RESULT <json>" with what it saw; exits non-zero on the first failure.
-import { createRequire } from "node:module";
 import { join } from "node:path";
-
-const require = createRequire(new URL("../../frontend/package.json", import.meta.url));
-const { chromium } = require("playwright-core");
-
-const env = (name) => {
-  const value = process.env[name];
-  if (!value) throw new Error(`${name} is not set`);
-  return value;
-};
-const BASE = env("BASE_URL");
-const WAIT_MS = 60_000;
-const ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-  "--disable-background-networking", "--disable-component-update", "--disable-sync"];
+import { env, launch, signIn, WAIT_MS } from "./browser.mjs";
 const KERNEL = `extern "C" __global__ void double_relu(const float* x, float* y, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) y[i] = fmaxf(x[i], 0.0f) * 2.0f;
 }
 `;
 
-const browser = await chromium.launch({ executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium", args: ARGS });
+const browser = await launch();
 const result = { page_errors: [] };
 try {
   const page = await (await browser.newContext({ viewport: { width: 1440, height: 1000 } })).newPage();
   page.on("pageerror", (error) => result.page_errors.push(error.message));
 
-  await page.goto(`${BASE}/accounts/login/?next=/runs/new/`);
-  await page.fill("input[name=username]", env("E2E_USER"));
-  await page.fill("input[name=password]", env("E2E_PASSWORD"));
-  await Promise.all([page.waitForURL(/\/runs\/new\/$/), page.click("main form button[type=submit]")]);
-  await page.locator("#app[data-ready=true]").waitFor({ timeout: WAIT_MS });
+  await signIn(page, "/runs/new/", /\/runs\/new\/$/);
 
   console.log("define a task");
   await page.click("#define-task summary");

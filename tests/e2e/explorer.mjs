@@ -2,32 +2,18 @@
 // Chromium. Prints progress lines, "RUN_CREATED <id>" when the run exists (the test then
 // drives it), and "RESULT <json>" with what it saw; exits non-zero on the first failure.
 import { mkdirSync } from "node:fs";
-import { createRequire } from "node:module";
 import { join } from "node:path";
+import { BASE, env, launch, WAIT_MS } from "./browser.mjs";
 
-const require = createRequire(new URL("../../frontend/package.json", import.meta.url));
-const { chromium } = require("playwright-core");
-
-const env = (name) => {
-  const value = process.env[name];
-  if (!value) throw new Error(`${name} is not set`);
-  return value;
-};
-const BASE = env("BASE_URL");
 const SHOTS = env("SHOTS_DIR");
-const WAIT_MS = 60_000; // the longest any one step may take
 mkdirSync(SHOTS, { recursive: true });
-
-// The flags Chromium needs on a machine with no network and no GPU (python-svc.md).
-const ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-  "--disable-background-networking", "--disable-component-update", "--disable-sync"];
 
 const log = (...parts) => console.log(...parts);
 function check(condition, message) {
   if (!condition) throw new Error(`check failed: ${message}`);
 }
 
-const browser = await chromium.launch({ executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium", args: ARGS });
+const browser = await launch();
 const pageErrors = [];
 const result = {};
 try {

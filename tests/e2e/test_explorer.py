@@ -262,18 +262,22 @@ def test_a_person_starts_a_run_watches_it_grow_inspects_a_node_and_shares_it(ser
 DEFINE_SCRIPT = Path(__file__).with_name("define_task.mjs")
 
 
-def test_a_person_defines_a_task_and_starts_a_run_on_it(server, app_env, tmp_path):
-    base_url, server_log = server
+def _browse(script: Path, base_url: str, server_log: Path) -> dict:
+    """Run one browser half (a .mjs beside this file) against the server; what it saw."""
     SHOTS.mkdir(parents=True, exist_ok=True)
     finished = subprocess.run(
-        ["node", str(DEFINE_SCRIPT)], cwd=REPO, text=True, capture_output=True, timeout=SCRIPT_TIMEOUT_S,
+        ["node", str(script)], cwd=REPO, text=True, capture_output=True, timeout=SCRIPT_TIMEOUT_S,
         env={**os.environ, "BASE_URL": base_url, "E2E_USER": USER, "E2E_PASSWORD": PASSWORD,
              "SHOTS_DIR": str(SHOTS), "CHROMIUM": str(CHROMIUM)},
     )
     lines = [line for line in finished.stdout.splitlines() if line.startswith("RESULT ")]
     assert finished.returncode == 0 and lines, (
         f"{finished.stdout}\n{finished.stderr}\n--- server log ---\n{server_log.read_text()[-4000:]}")
-    result = json.loads(lines[-1][len("RESULT "):])
+    return json.loads(lines[-1][len("RESULT "):])
+
+
+def test_a_person_defines_a_task_and_starts_a_run_on_it(server, app_env, tmp_path):
+    result = _browse(DEFINE_SCRIPT, *server)
 
     # The refused reference was shown on its own row, and nothing typed was lost.
     assert "is not allowed" in result["refused_reference"], result
@@ -295,16 +299,6 @@ def test_a_person_defines_a_task_and_starts_a_run_on_it(server, app_env, tmp_pat
 
 
 DRAFT_SCRIPT = Path(__file__).with_name("draft_kernel.mjs")
-DRAFTED = """\
-extern "C" __global__ void relu_grid(const float* __restrict__ x, float* __restrict__ y, long long n) {
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
-         i += (long long)gridDim.x * blockDim.x) {
-        y[i] = fmaxf(x[i], 0.0f);
-    }
-}
-"""
-
-
 @pytest.fixture
 def llm_app_env(app_env):
     """The app's LLM settings point at a scripted OpenAI-compatible server on 127.0.0.1."""
@@ -321,27 +315,14 @@ def llm_app_env(app_env):
 
 
 def test_a_person_has_the_llm_write_the_kernel_from_an_intent(llm_app_env, server, tmp_path):
-    from tests.search.scripted_llm import http_error, reply
+    from tests.search.scripted_llm import WRITTEN_RELU, http_error, reply, written_relu
 
-    base_url, server_log = server
-    llm_app_env.script(http_error(401, "bad key"), reply({
-        "title": "grid-stride relu", "rationale": "one coalesced pass.", "source": DRAFTED,
-        "plan": {"launches": [{"kernel": "relu_grid", "grid": ["min(cdiv(n, 256), 1056)"],
-                               "block": [256], "args": ["x", "y", "i64:n"]}]}}))
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    finished = subprocess.run(
-        ["node", str(DRAFT_SCRIPT)], cwd=REPO, text=True, capture_output=True, timeout=SCRIPT_TIMEOUT_S,
-        env={**os.environ, "BASE_URL": base_url, "E2E_USER": USER, "E2E_PASSWORD": PASSWORD,
-             "SHOTS_DIR": str(SHOTS), "CHROMIUM": str(CHROMIUM)},
-    )
-    lines = [line for line in finished.stdout.splitlines() if line.startswith("RESULT ")]
-    assert finished.returncode == 0 and lines, (
-        f"{finished.stdout}\n{finished.stderr}\n--- server log ---\n{server_log.read_text()[-4000:]}")
-    result = json.loads(lines[-1][len("RESULT "):])
+    llm_app_env.script(http_error(401, "bad key"), reply(written_relu()))
+    result = _browse(DRAFT_SCRIPT, *server)
 
     assert "could not write a kernel" in result["refusal"] and result["kept"] is True
     assert result["drafted"].startswith("Written by llm:scripted-7b: grid-stride relu")
-    assert result["source"].strip() == DRAFTED.strip() and result["errors_cleared"] is True
+    assert result["source"].strip() == WRITTEN_RELU.strip() and result["errors_cleared"] is True
     assert result["plan"]["launches"][0]["kernel"] == "relu_grid"
     assert result["page_errors"] == []
     assert "relu over 2^28 floats" in llm_app_env.prompts()[-1]

@@ -163,3 +163,23 @@ def llm_server_fixture() -> Iterator[ScriptedLLM]:
         yield server
     finally:
         server.stop()
+
+
+# A kernel a model might write for the relu task from an intent, with its plan: what the
+# scripted server answers in the tests of writing a kernel (engine, API and browser).
+WRITTEN_RELU = """\
+extern "C" __global__ void relu_grid(const float* __restrict__ x, float* __restrict__ y, long long n) {
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (long long)gridDim.x * blockDim.x) {
+        y[i] = fmaxf(x[i], 0.0f);
+    }
+}
+"""
+WRITTEN_RELU_PLAN = {"launches": [{"kernel": "relu_grid", "grid": ["min(cdiv(n, 256), 1056)"],
+                                   "block": [256], "args": ["x", "y", "i64:n"]}]}
+
+
+def written_relu(source: str = WRITTEN_RELU) -> dict[str, Any]:
+    """The model's answer to a request to write a kernel, as JSON."""
+    return {"title": "grid-stride relu", "rationale": "one coalesced pass.", "source": source,
+            "plan": WRITTEN_RELU_PLAN}

@@ -6,7 +6,15 @@ from __future__ import annotations
 
 import pytest
 from engine_fakes import write_recordings
-from scripted_llm import ScriptedLLM, http_error, llm_server_fixture, malformed, reply  # noqa: F401
+from scripted_llm import (  # noqa: F401
+    WRITTEN_RELU,
+    ScriptedLLM,
+    http_error,
+    llm_server_fixture,
+    malformed,
+    reply,
+    written_relu,
+)
 
 from profiling.harness import tasks
 from profiling.harness.compile import compile_candidate
@@ -15,18 +23,7 @@ from search.engine.__main__ import build_parser, optimize
 from search.engine.judges import LLMJudge, RuleJudge
 from search.engine.types import JudgeError
 
-WRITTEN = """\
-extern "C" __global__ void relu_grid(const float* __restrict__ x, float* __restrict__ y, long long n) {
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
-         i += (long long)gridDim.x * blockDim.x) {
-        y[i] = fmaxf(x[i], 0.0f);
-    }
-}
-"""
-PLAN = {"launches": [{"kernel": "relu_grid", "grid": ["min(cdiv(n, 256), 1056)"], "block": [256],
-                      "args": ["x", "y", "i64:n"]}]}
-ANSWER = {"title": "grid-stride relu", "rationale": "one pass, coalesced, 8 blocks per SM",
-          "source": f"```cuda\n{WRITTEN}```", "plan": PLAN}
+ANSWER = written_relu(f"```cuda\n{WRITTEN_RELU}```")  # fenced, as models often do
 
 
 def writer(server: ScriptedLLM) -> LLMJudge:
@@ -41,7 +38,7 @@ def test_the_llm_writes_a_starting_kernel_that_the_gate_can_compile(llm_server):
 
     assert proposal.source == "llm:scripted-7b" and proposal.title == "grid-stride relu"
     assert proposal.params == {"model": "scripted-7b", "intent": "clamp negatives to zero"}
-    assert proposal.candidate.source.strip() == WRITTEN.strip()  # fences stripped
+    assert proposal.candidate.source.strip() == WRITTEN_RELU.strip()  # fences stripped
     check_plan(tasks.get("relu"), proposal.candidate, tasks.get("relu").sizes)
     assert compile_candidate(proposal.candidate).ok
     prompt = llm_server.prompts()[0]

@@ -6,21 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.search.scripted_llm import http_error, llm_server_fixture, reply  # noqa: F401
+from tests.search.scripted_llm import WRITTEN_RELU, http_error, llm_server_fixture, reply, written_relu  # noqa: F401
 
 pytestmark = pytest.mark.django_db
-
-WRITTEN = """\
-extern "C" __global__ void relu_grid(const float* __restrict__ x, float* __restrict__ y, long long n) {
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
-         i += (long long)gridDim.x * blockDim.x) {
-        y[i] = fmaxf(x[i], 0.0f);
-    }
-}
-"""
-PLAN = {"launches": [{"kernel": "relu_grid", "grid": ["min(cdiv(n, 256), 1056)"], "block": [256],
-                      "args": ["x", "y", "i64:n"]}]}
-
 
 @pytest.fixture
 def llm_env(monkeypatch, llm_server):
@@ -33,8 +21,7 @@ def llm_env(monkeypatch, llm_server):
 
 
 def test_the_llm_writes_a_kernel_for_the_editor_and_names_itself(api, people, llm_env):
-    llm_env.script(reply({"title": "grid-stride relu", "rationale": "one coalesced pass",
-                          "source": WRITTEN, "plan": PLAN}))
+    llm_env.script(reply(written_relu()))
 
     response = api(people["alice"]).post("/api/kernels/write/", {"task": "relu", "intent": "clamp at 0"},
                                          format="json")
@@ -42,7 +29,7 @@ def test_the_llm_writes_a_kernel_for_the_editor_and_names_itself(api, people, ll
     assert response.status_code == 200, response.content
     body = response.json()
     assert body["writer"] == "llm:scripted-7b" and body["title"] == "grid-stride relu"
-    assert body["source"].strip() == WRITTEN.strip()
+    assert body["source"].strip() == WRITTEN_RELU.strip()
     assert body["plan"]["launches"][0]["kernel"] == "relu_grid"
     assert "clamp at 0" in llm_env.prompts()[0]
 
