@@ -107,15 +107,19 @@ def _search_for(run: Run) -> Search:
 def run_create(*, task_name: str, source: str, plan: dict, budget: int, judge: str = "rules",
                seed: int = 0, gate_options: GateOptions | None = None, user=None,
                team=None, intent: str = "", source_names: list[str] | None = None,
-               screen: bool = True) -> Run:
+               screen: bool = True, written=None) -> Run:
+    """`written`: the Proposal kernel_write returned, when the run starts from it (its
+    candidate is `source` and `plan`): the root node then names the model that wrote it."""
     spec = gate_services.task_spec(name=task_name)  # UnknownTask names the known ones
     if budget < 1:
         raise RunError("the budget must be at least one evaluation", field="budget")
     root = HarnessCandidate.from_source_and_plan(source, plan)  # CandidateError says which field
     judge_obj, fallback = judges_for(judge)
+    if written is not None and written.candidate != root:
+        raise RunError("the written kernel is not the run's starting kernel", field="source")
     search = Search(task_name, root, judge=judge_obj, sources=configured_sources(source_names),
                     fallback_judge=fallback, config=SearchConfig(budget=budget, seed=seed),
-                    tolerance_allows_fast_math=fast_math_allowed(spec))
+                    tolerance_allows_fast_math=fast_math_allowed(spec), root_proposal=written)
     # A fixed seed for the gate's inputs lets the run reuse them between candidates.
     options = dataclasses.replace(gate_options or GateOptions(), seed=seed)
     run = Run.objects.create(

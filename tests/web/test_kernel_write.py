@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from profiling.harness import tasks as task_registry
 from tests.search.scripted_llm import WRITTEN_RELU, http_error, llm_server_fixture, reply, written_relu  # noqa: F401
 
 pytestmark = pytest.mark.django_db
@@ -67,3 +68,45 @@ def test_bad_requests_name_their_field_and_call_no_llm(api, people, llm_env, bod
 def test_signed_out_visitors_cannot_spend_the_llm(api, llm_env):
     response = api().post("/api/kernels/write/", {"task": "relu", "intent": "x"}, format="json")
     assert response.status_code == 403 and llm_env.requests == []
+
+
+def test_manage_optimize_starts_from_the_kernel_written_from_the_intent(settings, llm_env, tmp_path):
+    """The run's root is the written kernel, named by its writer; its (never recorded)
+    measurement is an honest failure to measure, not a number."""
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    from search import services
+    from search.models import Run
+    from tests.web.conftest import RUN_RECORDING
+
+    settings.OPTIML_EVALUATOR = f"recorded:{RUN_RECORDING}"
+    llm_env.script(reply(written_relu()))
+    out = StringIO()
+
+    call_command("optimize", "--task", "relu", "--budget", "1", "--intent", "clamp at 0", stdout=out)
+
+    assert "starting kernel written by llm:scripted-7b from the intent: grid-stride relu" in out.getvalue()
+    run = Run.objects.get()
+    assert run.intent == "clamp at 0" and "relu_grid" in run.root_candidate.source
+    root = services._search_for(run).tree.root
+    assert root.proposal.source == "llm:scripted-7b" and root.proposal.params["intent"] == "clamp at 0"
+
+
+def test_manage_optimize_says_when_no_llm_can_write_and_starts_from_the_naive_kernel(settings, monkeypatch):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    from search.models import Run
+    from tests.web.conftest import RUN_RECORDING
+
+    settings.OPTIML_EVALUATOR = f"recorded:{RUN_RECORDING}"
+    monkeypatch.delenv("OPTIML_LLM_BASE_URL", raising=False)
+    out = StringIO()
+
+    call_command("optimize", "--task", "relu", "--budget", "1", "--intent", "clamp at 0", stdout=out)
+
+    assert "no LLM endpoint is configured" in out.getvalue() and "naive kernel" in out.getvalue()
+    assert Run.objects.get().root_candidate.source == task_registry.get("relu").naive_source

@@ -2,6 +2,7 @@
 
     python manage.py optimize --task softmax [--from kernel.cu [--plan plan.json]] --budget 30
                               [--judge rules|llm] [--seed 0] [--json trajectory.json]
+                              [--intent "what the kernel should do"]
 
 On a GPU host the gate measures each candidate; elsewhere set OPTIML_EVALUATOR to a
 recording. Thin: input checks, then search.services; the story at the end is the
@@ -37,6 +38,9 @@ class Command(BaseCommand):
         parser.add_argument("--parallel", type=int, default=1, help="candidates asked per step")
         parser.add_argument("--json", dest="json_out", help="write the trajectory here")
         parser.add_argument("--no-profile", action="store_true")
+        parser.add_argument("--intent", default="",
+                            help="without --from: the configured LLM writes the starting kernel from "
+                                 "it (the naive one when it cannot, which is said)")
 
     def handle(self, *args: Any, **opts: Any) -> None:
         try:
@@ -44,10 +48,13 @@ class Command(BaseCommand):
         except task_registry.UnknownTask as error:
             raise CommandError(str(error)) from None
         source, plan = _starting_kernel(spec, opts["kernel"], opts["plan"])
+        written = self._written(spec, opts) if opts["kernel"] is None else None
+        if written is not None:
+            source, plan = written.candidate.source, written.candidate.plan_dict()
         try:
             run = services.run_create(
                 task_name=spec.name, source=source, plan=plan, budget=opts["budget"],
-                judge=opts["judge"], seed=opts["seed"],
+                judge=opts["judge"], seed=opts["seed"], intent=opts["intent"], written=written,
                 gate_options=GateOptions(profile=not opts["no_profile"]))
         except (services.RunError, CandidateError) as error:
             raise CommandError(str(error)) from None
@@ -59,6 +66,18 @@ class Command(BaseCommand):
         self.stdout.write(_summary_line(run))
         if opts["json_out"]:
             write_json_atomically(opts["json_out"], selectors.run_trajectory(run=run), indent=1)
+
+    def _written(self, spec, opts):
+        """The starting kernel written from --intent, or None (said) to start from the naive one."""
+        if not opts["intent"].strip():
+            return None
+        try:
+            written = services.kernel_write(task_name=spec.name, intent=opts["intent"])
+        except services.RunError as error:
+            self.stdout.write(f"{error}; starting from the task's naive kernel")
+            return None
+        self.stdout.write(f"starting kernel written by {written.source} from the intent: {written.title}")
+        return written
 
     def _progress(self, event) -> None:
         if event.kind == "node_evaluated":
