@@ -18,4 +18,9 @@ app.conf.task_routes = {
     # A run's search evaluates its candidates in-process, so it runs where the GPU is.
     "search.drive_run": {"queue": "gpu"},
 }
+# Runs whose driver chain was lost get a new one (search/services.py, run_restart_stalled);
+# `scripts/serve` runs the beat inside its one worker.
+app.conf.beat_schedule = {
+    "restart-stalled-runs": {"task": "search.restart_stalled_runs", "schedule": 60.0},
+}
 app.autodiscover_tasks()

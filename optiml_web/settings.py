@@ -180,6 +180,11 @@ OPTIML_PROPOSAL_SOURCES = [
 # seconds is taken to be abandoned (worker killed) and may be claimed again. 300 s covers
 # nvcc on a large kernel and storing the verdict.
 OPTIML_CLAIM_GRACE_S = env_int("OPTIML_CLAIM_GRACE_S", 300)
+# A running run whose row has not changed for this long has lost its driver chain (a
+# worker killed between a step's commit and publishing the next message): the beat's
+# `search.restart_stalled_runs` starts a new chain. Longer than the longest step (the
+# gate's 600 s time limit plus the grace), so a step still under way is never doubled.
+OPTIML_RUN_STALL_S = env_int("OPTIML_RUN_STALL_S", 900)
 
 LOG_LEVEL = env_str("OPTIML_LOG_LEVEL", "INFO")
 LOGGING = {

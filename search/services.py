@@ -15,9 +15,11 @@ import dataclasses
 import importlib
 import secrets
 from collections.abc import Callable
+from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
 from profiling import services as gate_services
@@ -322,6 +324,28 @@ def run_control(*, run_id: int, action: str) -> Run:
     if run.status == Run.Status.RUNNING:
         drive_run_enqueue(run_id=run.pk, token=run.drive_token)
     return run
+
+
+def run_restart_stalled(*, older_than_s: float) -> list[int]:
+    """Start a new driver chain for each running run with budget left whose row has not
+    changed for `older_than_s` (its chain was lost). Moving the token first means that
+    were the old chain alive after all, its next hand-on finds the token changed and
+    ends: a run still has one driver. Returns the ids restarted."""
+    from search.tasks import drive_run_enqueue
+
+    cutoff = timezone.now() - timedelta(seconds=older_than_s)
+    restarted = []
+    for run_id in Run.objects.filter(status=Run.Status.RUNNING, updated__lt=cutoff,
+                                     evaluated__lt=F("budget")).values_list("pk", flat=True):
+        with transaction.atomic():
+            run = Run.objects.select_for_update().get(pk=run_id)
+            if run.status != Run.Status.RUNNING or run.updated >= cutoff:
+                continue  # it moved while we looked
+            run.drive_token += 1
+            run.save(update_fields=["drive_token", "updated"])
+            drive_run_enqueue(run_id=run.pk, token=run.drive_token)
+            restarted.append(run.pk)
+    return restarted
 
 
 @transaction.atomic

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 
 from celery import shared_task
+from django.conf import settings
 from django.db import transaction
 
 from search import services
@@ -30,6 +31,16 @@ def drive_run(run_id: int, token: int) -> str | None:
         services.run_fail(run_id=run_id, message=f"{type(error).__name__}: {error}")
         return Run.Status.FAILED
     return run.status if run is not None else None
+
+
+@shared_task(name="search.restart_stalled_runs")
+def restart_stalled_runs() -> list[int]:
+    """Every minute (the beat, optiml_web/celery.py): new driver chains for running runs
+    whose chain was lost (services.run_restart_stalled)."""
+    restarted = services.run_restart_stalled(older_than_s=settings.OPTIML_RUN_STALL_S)
+    if restarted:
+        logger.warning("restarted the driver chains of stalled runs %s", restarted)
+    return restarted
 
 
 def drive_run_enqueue(*, run_id: int, token: int, countdown_s: float = 0.0) -> None:

@@ -224,3 +224,48 @@ def test_a_step_whose_candidate_another_worker_holds_waits_before_looking_again(
     run.refresh_from_db()
     assert run.evaluated == 0
     assert (broker.queue, broker.delays) == ([[run.pk, 1]], [None, services.IDLE_STEP_DELAY_S])
+
+
+# -- a chain that was lost -----------------------------------------------------------------
+
+
+def _age(run: Run, seconds: float) -> None:
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    Run.objects.filter(pk=run.pk).update(updated=timezone.now() - timedelta(seconds=seconds))
+
+
+def test_a_run_whose_chain_was_lost_gets_exactly_one_new_chain(broker, launch, settings):
+    run = launch(budget=3)
+    lost = broker.queue.pop(0)  # the worker died before delivering the first step
+    _age(run, settings.OPTIML_RUN_STALL_S + 1)
+
+    with broker.capture(execute=True):
+        assert tasks.restart_stalled_runs.apply().get() == [run.pk]
+        assert tasks.restart_stalled_runs.apply().get() == []  # its row moved: not stalled now
+
+    assert len(broker.queue) == 1 and broker.queue[0] != lost
+    assert broker.deliver(lost) is None  # the lost message, redelivered late, does nothing
+    broker.drain()
+    run.refresh_from_db()
+    assert run.status == Run.Status.FINISHED and run.evaluated == 3
+
+
+def test_runs_that_are_recent_paused_or_finished_are_left_alone(broker, launch, settings):
+    recent = launch(budget=3)
+    paused = launch(budget=3)
+    services.run_control(run_id=paused.pk, action="pause")
+    done = launch(budget=1)
+    broker.drain()
+    for run in (paused, done):
+        _age(run, settings.OPTIML_RUN_STALL_S + 1)
+    queued = len(broker.queue)
+
+    with broker.capture(execute=True):
+        assert services.run_restart_stalled(older_than_s=settings.OPTIML_RUN_STALL_S) == []
+
+    assert len(broker.queue) == queued
+    recent.refresh_from_db()
+    assert recent.status == Run.Status.FINISHED  # drained to the end by its own chain
