@@ -269,3 +269,18 @@ def test_from_env_reads_the_key_from_a_file_and_parses_numbers(tmp_path: Path) -
 def test_from_env_names_a_variable_that_is_not_a_number() -> None:
     with pytest.raises(LLMConfigError, match="OPTIML_LLM_TIMEOUT_S='soon'"):
         LLMJudge.from_env({**ENV, "OPTIML_LLM_TIMEOUT_S": "soon"})
+
+
+def test_a_screened_kernel_is_described_with_its_profiled_ancestors_diagnosis(llm_server) -> None:
+    llm_server.script(reply(GOOD_DIAGNOSIS))
+    context = relu_context()
+    screened = Measurement(status="passed", time_ms=0.51, spread_ms=0.001, level="screen")
+    ancestor = Diagnosis("memory", "DRAM half used", ("DRAM throughput 55.2% < 80%",), ("vectorize",))
+
+    judge_for(llm_server).diagnose(NodeContext("relu", context.candidate, screened, None,
+                                               profiled_ancestor=(4, ancestor)))
+
+    prompt = llm_server.prompts()[0]
+    assert "screened (fewer seeds and runs), not profiled" in prompt
+    assert "node 4" in prompt and "DRAM throughput 55.2% < 80%" in prompt
+    assert "ncu metrics:" not in prompt

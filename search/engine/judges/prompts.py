@@ -143,6 +143,11 @@ def _facts(context: NodeContext) -> str:
     if m.metrics:
         compact = {k: float(f"{v:.4g}") for k, v in sorted(m.metrics.items())}
         parts.append(f"ncu metrics: {json.dumps(compact, separators=(',', ':'))}")
+    elif context.profiled_ancestor is not None:
+        node_id, ancestor = context.profiled_ancestor
+        level = "screened (fewer seeds and runs), not profiled" if m.level == "screen" else "not profiled"
+        parts.append(f"This kernel was {level}. Its nearest profiled ancestor, node {node_id}, was "
+                     f"diagnosed: {json.dumps(ancestor.to_dict(), separators=(',', ':'))}")
     if m.bottleneck:
         parts.append(f"Rule classifier's class: {m.bottleneck}")
     return "\n".join(parts)
