@@ -70,8 +70,7 @@ def candidate_measure(*, run: Run, candidate: HarnessCandidate, options: GateOpt
     else:  # the evaluator failed: a state the search records, not a crash
         measurement = Measurement(status="error", message=evaluation.message or evaluation.status)
     if screened is not None:
-        measurement = dataclasses.replace(measurement, screen={"time_ms": screened.time_ms,
-                                                               "seconds": screened.seconds})
+        measurement = measurement.after_screen(screened)
     return candidate.content_hash(), measurement, evaluation
 
 

@@ -200,6 +200,7 @@ class PersistentChild:
         self._proc: subprocess.Popen | None = None
         self._reader: _LineReader | None = None
         self._log = None
+        self._last_returncode: int | None = None  # of the child last stopped
         self.starts = 0  # how many children were started (a test and a benchmark read it)
 
     @property
@@ -251,8 +252,6 @@ class PersistentChild:
         result.seconds = time.monotonic() - started
         result.log_tail = _tail(self.log_path)
         return result
-
-    _last_returncode: int | None = None
 
     def _stop(self) -> None:
         if self._proc is not None:

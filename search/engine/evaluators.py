@@ -159,9 +159,10 @@ class ScreeningEvaluator(GateEvaluator):
 
     def __init__(self, options: GateOptions | None = None, screen_options: ScreenOptions | None = None,
                  *, promote_margin: float = PROMOTE_MARGIN, screener: Any = None, **kwargs: Any) -> None:
+        gate_options = options or GateOptions()
         self.screener = screener or Screener(screen_options or ScreenOptions(
-            seed=(options or GateOptions()).seed, input_cache=(options or GateOptions()).input_cache,
-            l1_sizes=(options or GateOptions()).l1_sizes, workdir=(options or GateOptions()).workdir))
+            seed=gate_options.seed, input_cache=gate_options.input_cache,
+            l1_sizes=gate_options.l1_sizes, workdir=gate_options.workdir))
         self.promote_margin = promote_margin
         self.best_full_ms: dict[str, float] = {}  # task -> best time the full gate passed
         super().__init__(options, **kwargs)
@@ -188,8 +189,7 @@ class ScreeningEvaluator(GateEvaluator):
               screened: Measurement | None) -> tuple[str, Measurement]:
         digest, measurement = super()._measure(task, candidate)
         if screened is not None:
-            measurement = dataclasses.replace(measurement, screen={
-                "time_ms": screened.time_ms, "seconds": screened.seconds})
+            measurement = measurement.after_screen(screened)
         if measurement.passed and measurement.time_ms is not None:
             self.best_full_ms[task] = min(self.best_full_ms.get(task, float("inf")), measurement.time_ms)
         return digest, measurement

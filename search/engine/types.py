@@ -6,7 +6,7 @@ can be stored, resumed after a restart, and replayed.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Protocol
 
 from profiling.harness.candidate import Candidate
@@ -80,6 +80,10 @@ class Measurement:
     # For a full measurement that the screen promoted: what the screen saw first
     # ({"time_ms", "seconds"}), so a run can account for both looks.
     screen: dict[str, Any] | None = None
+
+    def after_screen(self, screened: Measurement) -> Measurement:
+        """This full-gate measurement, keeping what the screen saw before it."""
+        return replace(self, screen={"time_ms": screened.time_ms, "seconds": screened.seconds})
 
     @property
     def seconds(self) -> float:

@@ -74,7 +74,7 @@ def test_no_intent_is_not_sent(llm_server):
     assert llm_server.requests == []
 
 
-def run_cli(tmp_path, judge, *extra: str) -> tuple[object, list[str]]:
+def run_cli(tmp_path, judge, *extra: str) -> list[str]:
     from search.engine.evaluators import ReplayEvaluator
 
     recordings = write_recordings(tmp_path / "relu.json")
@@ -84,13 +84,13 @@ def run_cli(tmp_path, judge, *extra: str) -> tuple[object, list[str]]:
     evaluator = ReplayEvaluator(recordings)
     optimize(args, judge=judge, fallback_judge=RuleJudge(), sources=[], evaluator=evaluator,
              out=lines.append)
-    return evaluator, lines
+    return lines
 
 
 def test_the_cli_starts_from_the_written_kernel_and_labels_its_writer(tmp_path, llm_server):
     llm_server.script(reply(ANSWER))
 
-    _, lines = run_cli(tmp_path, writer(llm_server), "--intent", "clamp negatives to zero")
+    lines = run_cli(tmp_path, writer(llm_server), "--intent", "clamp negatives to zero")
 
     text = "\n".join(lines)
     assert "starting kernel written by llm:scripted-7b from the intent: grid-stride relu" in text
@@ -99,7 +99,7 @@ def test_the_cli_starts_from_the_written_kernel_and_labels_its_writer(tmp_path, 
 
 
 def test_without_an_llm_an_intent_starts_from_the_naive_kernel_and_says_so(tmp_path):
-    _, lines = run_cli(tmp_path, RuleJudge(), "--intent", "clamp negatives to zero")
+    lines = run_cli(tmp_path, RuleJudge(), "--intent", "clamp negatives to zero")
 
     assert any("needs an LLM to write one" in line for line in lines)
     [root] = [line for line in lines if line.startswith("[  1/2] node 0 ")]
@@ -109,7 +109,7 @@ def test_without_an_llm_an_intent_starts_from_the_naive_kernel_and_says_so(tmp_p
 def test_when_the_llm_cannot_write_the_search_starts_from_the_naive_kernel(tmp_path, llm_server):
     llm_server.script(http_error(401, "bad key"))
 
-    _, lines = run_cli(tmp_path, writer(llm_server), "--intent", "relu")
+    lines = run_cli(tmp_path, writer(llm_server), "--intent", "relu")
 
     assert any("could not write a kernel from the intent" in line for line in lines)
     assert any("node 0 root: naive kernel" in line for line in lines)
