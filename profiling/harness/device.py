@@ -7,6 +7,8 @@ their limits checked against the device before anything runs.
 
 from __future__ import annotations
 
+import secrets
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -63,16 +65,24 @@ class Gpu:
 
 
 class Buffer:
-    """A device buffer with canaries before and after the user's bytes."""
+    """A device buffer with canaries before and after the user's bytes.
 
-    def __init__(self, name: str, dtype: np.dtype, shape: tuple[int, ...]):
+    `guard_bytes=0` gives an allocation of exactly the user's bytes, for runs under
+    compute-sanitizer, whose memcheck then sees any access past either end (canaries
+    only ever catch writes, and only within their width).
+    """
+
+    def __init__(self, name: str, dtype: np.dtype, shape: tuple[int, ...],
+                 guard_bytes: int = GUARD_BYTES):
         self.name, self.dtype, self.shape = name, np.dtype(dtype), shape
+        self.guard_bytes = guard_bytes
         self.nbytes = int(np.prod(shape, dtype=np.int64)) * self.dtype.itemsize
-        self.allocation = cuda.mem_alloc(self.nbytes + 2 * GUARD_BYTES)
+        self.allocation = cuda.mem_alloc(max(1, self.nbytes + 2 * guard_bytes))
         self.base = int(self.allocation)
-        self.ptr = self.base + GUARD_BYTES
-        cuda.memset_d8(self.base, CANARY_BYTE, GUARD_BYTES)
-        cuda.memset_d8(self.ptr + self.nbytes, CANARY_BYTE, GUARD_BYTES)
+        self.ptr = self.base + guard_bytes
+        if guard_bytes:
+            cuda.memset_d8(self.base, CANARY_BYTE, guard_bytes)
+            cuda.memset_d8(self.ptr + self.nbytes, CANARY_BYTE, guard_bytes)
 
     def poison(self, stream: cuda.Stream | None = None) -> None:
         if self.nbytes:
@@ -95,11 +105,18 @@ class Buffer:
         return out
 
     def guards(self) -> tuple[np.ndarray, np.ndarray]:
-        before = np.empty(GUARD_BYTES, np.uint8)
-        after = np.empty(GUARD_BYTES, np.uint8)
+        if not self.guard_bytes:  # nothing to compare: memcheck watches these bounds
+            return np.full(GUARD_BYTES, CANARY_BYTE, np.uint8), np.full(GUARD_BYTES, CANARY_BYTE, np.uint8)
+        before = np.empty(self.guard_bytes, np.uint8)
+        after = np.empty(self.guard_bytes, np.uint8)
         cuda.memcpy_dtoh(before, self.base)
         cuda.memcpy_dtoh(after, self.ptr + self.nbytes)
         return before, after
+
+    def copy_to_async(self, target: cuda.DeviceAllocation, stream: cuda.Stream) -> None:
+        """The user's bytes into another allocation of at least that size, on the stream."""
+        if self.nbytes:
+            cuda.memcpy_dtod_async(target, self.ptr, self.nbytes, stream)
 
     def free(self) -> None:
         self.allocation.free()
@@ -109,25 +126,50 @@ class Buffer:
 class SeedOnGpu:
     inputs: dict[str, cuda.DeviceAllocation]
     reference: dict[str, cuda.DeviceAllocation]
+    # (allocation, bytes, keyed checksum at upload) for every array above
+    sums: list[tuple[cuda.DeviceAllocation, int, int]]
 
 
 class ResidentSeeds:
     """A serving worker's L1 seeds on the GPU: inputs and reference outputs, uploaded once
-    and shared by the candidates it screens (the two most recent seeds are kept)."""
+    and shared by the candidates it screens (the two most recent seeds are kept).
+
+    They live beside the candidates' buffers in one CUDA context, where a kernel that
+    writes far outside its own buffers can reach them. So each array's keyed checksum
+    (optiml_keyed_checksum, with a key drawn from the OS for this process) is taken at
+    upload, and `verify` recomputes them: the worker verifies after every candidate and
+    before passing one whose check read a seed, and a changed seed is dropped, so the
+    next candidate that needs it uploads it again from the host.
+    """
 
     KEEP = 2
 
     def __init__(self) -> None:
         self._seeds: dict[tuple, SeedOnGpu] = {}
+        self._key = secrets.randbits(64)
 
     def get(self, key: tuple, inputs: Mapping[str, np.ndarray],
-            reference: Mapping[str, np.ndarray]) -> SeedOnGpu:
+            reference: Mapping[str, np.ndarray], harness: cuda.Module, gpu: Gpu) -> SeedOnGpu:
         if key not in self._seeds:
             while len(self._seeds) >= self.KEEP:
                 self._free(self._seeds.pop(next(iter(self._seeds))))
-            self._seeds[key] = SeedOnGpu({n: _upload(a) for n, a in inputs.items()},
-                                         {n: _upload(a) for n, a in reference.items()})
+            ins = {n: _upload(a) for n, a in inputs.items()}
+            refs = {n: _upload(a) for n, a in reference.items()}
+            sums = [(allocation, array.nbytes, 0) for allocation, array in
+                    [*zip(ins.values(), inputs.values(), strict=True),
+                     *zip(refs.values(), reference.values(), strict=True)]]
+            sums = [(a, n, keyed_checksum(harness, gpu, a, n, self._key)) for a, n, _ in sums]
+            self._seeds[key] = SeedOnGpu(ins, refs, sums)
         return self._seeds[key]
+
+    def verify(self, harness: cuda.Module, gpu: Gpu) -> list[tuple]:
+        """The keys of seeds whose bytes changed since upload; those are dropped."""
+        corrupted = [key for key, seed in self._seeds.items()
+                     if any(keyed_checksum(harness, gpu, a, n, self._key) != expected
+                            for a, n, expected in seed.sums)]
+        for key in corrupted:
+            self._free(self._seeds.pop(key))
+        return corrupted
 
     def clear(self) -> None:
         for seed in self._seeds.values():
@@ -138,6 +180,19 @@ class ResidentSeeds:
     def _free(seed: SeedOnGpu) -> None:
         for allocation in (*seed.inputs.values(), *seed.reference.values()):
             allocation.free()
+
+
+def keyed_checksum(harness: cuda.Module, gpu: Gpu, allocation, nbytes: int, key: int) -> int:
+    result = cuda.mem_alloc(8)
+    cuda.memset_d32(result, 0, 2)
+    harness.get_function("optiml_keyed_checksum")(
+        np.uintp(int(allocation)), np.uint64(nbytes), np.uint64(key), result,
+        grid=COMPARE_GRID, block=COMPARE_BLOCK, stream=gpu.stream)
+    out = np.zeros(1, np.uint64)
+    gpu.synchronize()
+    cuda.memcpy_dtoh(out, result)
+    result.free()
+    return int(out[0])
 
 
 def _upload(array: np.ndarray) -> cuda.DeviceAllocation:
@@ -262,3 +317,42 @@ def _check_limits(gpu: Gpu, function: cuda.Function, where: str, grid, block, sh
     if shared < 0 or static + shared > gpu.max_shared_optin:
         raise PlanError("resources", f"{where}: {static} B static + {shared} B dynamic shared "
                                      f"memory exceeds the {gpu.max_shared_optin} B a block may have")
+
+
+def count_poison_async(harness: cuda.Module, gpu: Gpu, out: Buffer, counts, run: int) -> None:
+    """counts[run] += the poisoned 4-byte words left in `out` (queued on the stream)."""
+    harness.get_function("optiml_count_poison")(
+        np.uintp(out.ptr), np.uint64(out.nbytes // 4), counts, np.uint32(run),
+        grid=COMPARE_GRID, block=COMPARE_BLOCK, stream=gpu.stream)
+
+
+def measure_ceilings(harness: cuda.Module, gpu: Gpu) -> tuple[float, float]:
+    """(device copy bytes/s, FP32 FMA flops/s), best of a few trials each: for the
+    physics floor of a GPU with no datasheet entry (ceilings.ceilings_from_measurement)."""
+    size = min(1 << 30, gpu.free_bytes() // 8) & ~0xFFF
+    src, dst = cuda.mem_alloc(size), cuda.mem_alloc(size)
+    start, stop = cuda.Event(), cuda.Event()
+    copy_best = float("inf")
+    for _ in range(5):
+        start.record(gpu.stream)
+        cuda.memcpy_dtod_async(dst, src, size, gpu.stream)
+        stop.record(gpu.stream)
+        stop.synchronize()
+        copy_best = min(copy_best, start.time_till(stop) * 1e-3)
+    src.free()
+    dst.free()
+    sms = gpu.device.get_attribute(cuda.device_attribute.MULTIPROCESSOR_COUNT)
+    blocks, threads, iterations = sms * 8, 256, 1 << 14
+    out = cuda.mem_alloc(4)
+    fma = harness.get_function("optiml_fma_loop")
+    fma_best = float("inf")
+    for _ in range(5):
+        started = time.perf_counter()
+        start.record(gpu.stream)
+        fma(out, np.int32(iterations), np.float32(1.0), grid=(blocks, 1, 1),
+            block=(threads, 1, 1), stream=gpu.stream)
+        stop.record(gpu.stream)
+        stop.synchronize()
+        fma_best = min(fma_best, start.time_till(stop) * 1e-3 or time.perf_counter() - started)
+    out.free()
+    return 2 * size / copy_best, 16.0 * iterations * blocks * threads / fma_best

@@ -30,11 +30,14 @@ _BINARY = {
 _UNARY = {ast.USub: operator.neg, ast.UAdd: operator.pos}
 
 
-def _cdiv(a: int, b: int) -> int:
+def _cdiv(a: Number, b: Number) -> Number:
     return -(-a // b)
 
 
-_FUNCTIONS = {"cdiv": _cdiv, "min": min, "max": max, "ceil": math.ceil, "floor": math.floor}
+# name -> (function, fewest arguments, most arguments): a call with another count is an
+# ExpressionError that says so, never a TypeError from inside the function.
+_FUNCTIONS = {"cdiv": (_cdiv, 2, 2), "min": (min, 2, 16), "max": (max, 2, 16),
+              "ceil": (math.ceil, 1, 1), "floor": (math.floor, 1, 1)}
 _MAX_LENGTH = 400  # characters; a plan expression is a short formula, not a program
 _MAX_POWER_BITS = 4096  # a power's result in bits; sizes and grids need under 64
 
@@ -53,7 +56,19 @@ def evaluate(expression: str | Number, names: Mapping[str, Number]) -> Number:
         tree = ast.parse(expression.strip(), mode="eval")
     except SyntaxError as error:
         raise ExpressionError(f"cannot parse {expression!r}: {error.msg}") from None
-    return _eval(tree.body, names, expression)
+    try:
+        value = _eval(tree.body, names, expression)
+    except ExpressionError:
+        raise
+    except (ArithmeticError, ValueError, TypeError, RecursionError) as error:
+        # Whatever arithmetic on user numbers can raise (a float that overflows, the
+        # floor of an infinity, a too-deep expression) is the expression's fault.
+        raise ExpressionError(f"{expression!r} cannot be evaluated: {error}") from None
+    if not isinstance(value, int | float):  # (-8) ** 0.5 is a complex number
+        raise ExpressionError(f"{expression!r} is not a real number")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ExpressionError(f"{expression!r} = {value}, which is not a finite number")
+    return value
 
 
 def evaluate_int(expression: str | Number, names: Mapping[str, Number]) -> int:
@@ -112,6 +127,14 @@ def _eval(node: ast.AST, names: Mapping[str, Number], source: str) -> Number:
         and node.func.id in _FUNCTIONS
         and not node.keywords
     ):
+        function, fewest, most = _FUNCTIONS[node.func.id]
+        if not fewest <= len(node.args) <= most:
+            wanted = str(fewest) if fewest == most else f"{fewest} to {most}"
+            raise ExpressionError(f"{node.func.id}() takes {wanted} arguments, not "
+                                  f"{len(node.args)}, in {source!r}")
         args = [_eval(arg, names, source) for arg in node.args]
-        return _FUNCTIONS[node.func.id](*args)
+        try:
+            return function(*args)
+        except ZeroDivisionError:
+            raise ExpressionError(f"division by zero in {node.func.id}() in {source!r}") from None
     raise ExpressionError(f"unsupported syntax {ast.dump(node)[:60]} in {source!r}")

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from . import HARNESS_VERSION, expr, inputs, profile, tasks
+from . import HARNESS_VERSION, expr, inputs, profile, sanitize, tasks
 from .candidate import Candidate, CandidateError
 from .compile import CompilerUnavailable, compile_candidate
 from .policy import PolicyViolation
@@ -60,7 +60,25 @@ class GateOptions:
     # With a fixed seed, a directory where inputs and reference outputs are kept for the
     # next candidate of the same task (a search): see inputs.py.
     input_cache: str | None = None
-    spot_checks: int = 3  # timed runs, chosen at random, whose outputs are verified
+    spot_checks: int = 8  # timed runs whose outputs are verified (chosen unobservably)
+    # compute-sanitizer tools run at L0 sizes before the verdict can pass (sanitize.py).
+    sanitize: tuple[str, ...] = ("memcheck", "racecheck", "initcheck", "synccheck")
+
+    def identity(self) -> dict:
+        """What this verdict's measurement depended on: stored with it and part of the
+        key it is looked up by, so a weaker measurement never stands in for the standard
+        gate. Where files live (workdir, input_cache) and the seed do not change what is
+        measured; the seed is recorded in the verdict instead (Verdict.seeds)."""
+        return {"levels": list(self.levels), "seeds": self.seeds, "warmup_runs": self.warmup_runs,
+                "timing_runs": self.timing_runs, "profile": self.profile,
+                "l1_sizes": dict(sorted(self.l1_sizes.items())) if self.l1_sizes else None,
+                "spot_checks": self.spot_checks, "sanitize": sorted(self.sanitize),
+                "adversary": dict(sorted(self.adversary.items()))}
+
+    def is_standard(self) -> bool:
+        """The settings every stored verdict served to other runs must have been measured
+        with: the defaults (a time limit or a place for files does not weaken them)."""
+        return self.identity() == GateOptions().identity()
 
 
 @lru_cache(maxsize=1)
@@ -144,8 +162,12 @@ def check_plan(task: Task, candidate: Candidate, l1_sizes: dict[str, int]) -> No
         for index, launch in enumerate(candidate.launches):
             where = f"launches[{index}] ({launch.kernel})"
             try:
-                for dim in (*launch.grid, *launch.block, launch.shared_bytes):
-                    expr.evaluate(dim, names)
+                for dim in (*launch.grid, *launch.block):
+                    if expr.evaluate(dim, names) < 1:
+                        raise ValueError(f"grid {list(launch.grid)} and block "
+                                         f"{list(launch.block)} must be positive")
+                if expr.evaluate(launch.shared_bytes, names) < 0:
+                    raise ValueError(f"shared_bytes {launch.shared_bytes!r} is negative")
                 for arg in launch.args:
                     if isinstance(arg, str) and arg not in tensors:
                         if arg.startswith("f32:"):
@@ -157,9 +179,12 @@ def check_plan(task: Task, candidate: Candidate, l1_sizes: dict[str, int]) -> No
                 raise CandidateError(f"{where} at sizes {sizes}: {error}") from None
         for scratch in candidate.scratch:
             try:
-                expr.evaluate_int(scratch.count, names)
+                count = expr.evaluate_int(scratch.count, names)
             except expr.ExpressionError as error:
                 raise CandidateError(f"scratch {scratch.name!r}: {error}") from None
+            if count < 0:
+                raise CandidateError(f"scratch {scratch.name!r}: count {scratch.count!r} = "
+                                     f"{count} at sizes {sizes} is negative")
 
 
 def harness_cubin() -> str:
@@ -176,32 +201,98 @@ def child_env() -> dict[str, str]:
     return env
 
 
+def worker_request(task: Task, candidate: Candidate, report: CompileReport, options: dict) -> dict:
+    """What a GPU worker is asked (worker.Session reads it): the gate's and the screen's."""
+    return {"task": task.name, "candidate": candidate.to_dict(), "cubin": report.cubin_path,
+            "harness_cubin": harness_cubin(), "options": options}
+
+
+def worker_options(options: GateOptions, *, seed: int | None) -> dict:
+    return {"levels": list(options.levels), "seeds": options.seeds,
+            "warmup_runs": options.warmup_runs, "timing_runs": options.timing_runs,
+            "l1_sizes": options.l1_sizes, "seed": seed,
+            "input_cache": options.input_cache if seed is not None else None,
+            "spot_checks": options.spot_checks, "adversary": options.adversary}
+
+
+# A passing time more than this many times faster than the vendor library (at the task's
+# own sizes) is measured again by a second full gate in a fresh process, with fresh
+# seeds, before it can count: an attack on the gate is likelier than beating cuBLAS 3x.
+SUSPICIOUS_SPEEDUP = 3.0
+
+
 def _run_on_gpu(task: Task, candidate: Candidate, digest: str, report: CompileReport,
                 options: GateOptions) -> Verdict:
     workdir = Path(options.workdir or tempfile.mkdtemp(prefix="optiml-eval-"))
     workdir.mkdir(parents=True, exist_ok=True)
-    request = {
-        "task": task.name, "candidate": candidate.to_dict(), "cubin": report.cubin_path,
-        "harness_cubin": harness_cubin(),
-        "options": {"levels": list(options.levels), "seeds": options.seeds,
-                    "warmup_runs": options.warmup_runs, "timing_runs": options.timing_runs,
-                    "l1_sizes": options.l1_sizes, "seed": options.seed,
-                    "input_cache": options.input_cache if options.seed is not None else None,
-                    "spot_checks": options.spot_checks,
-                    "adversary": options.adversary},
-    }
+    verdict, request = _full_run(task, candidate, digest, report, options, workdir, options.seed)
+    settings = options.identity()
+    if verdict.status == PASSED and options.sanitize:
+        verdict, ran = _sanitize(task, verdict, report, candidate, options, workdir, digest)
+        settings["sanitize"] = sorted(ran)
+    if verdict.status == PASSED and _suspiciously_fast(task, verdict, options):
+        started = time.monotonic()
+        second, _ = _full_run(task, candidate, digest, report, options, workdir, None)
+        verdict.stage_seconds["second_gate"] = time.monotonic() - started
+        if second.status != PASSED:
+            second.message = (f"second full gate (the first measured {verdict.timing.median_ms:.4f} "
+                              f"ms, over {SUSPICIOUS_SPEEDUP:.0f}x faster than "
+                              f"{task.vendor.what}): {second.message}")
+            second.stage_seconds = {**verdict.stage_seconds, **second.stage_seconds}
+            verdict = second
+        else:
+            verdict.seeds["second_gate"] = second.seeds
+    if verdict.status == PASSED and options.profile:
+        started = time.monotonic()
+        verdict.profile = profile_candidate(task, candidate, report, request, workdir, digest)
+        verdict.stage_seconds["profile"] = time.monotonic() - started
+    verdict.settings = settings
+    verdict.stage = "done" if verdict.status == PASSED else verdict.stage
+    return verdict
+
+
+def _full_run(task: Task, candidate: Candidate, digest: str, report: CompileReport,
+              options: GateOptions, workdir: Path, seed: int | None) -> tuple[Verdict, dict]:
+    """Correctness and timing in one fresh worker process."""
+    started = time.monotonic()
+    request = worker_request(task, candidate, report, worker_options(options, seed=seed))
     request_path = workdir / f"request-{digest[:12]}.json"
     request_path.write_text(json.dumps(request))
     prepare_inputs(task, options.levels, options.l1_sizes or task.sizes,
-                   dict.fromkeys(options.levels, options.seeds), options.seed, options.input_cache)
+                   dict.fromkeys(options.levels, options.seeds), seed, options.input_cache)
     result = run_isolated([sys.executable, "-m", "profiling.harness.worker", str(request_path)],
                           time_limit_s=options.time_limit_s, log_path=workdir / "worker.log",
                           env=child_env())
     verdict = verdict_from_result(task.name, digest, report, result, options.time_limit_s)
-    if verdict.status == PASSED and options.profile:
-        verdict.profile = profile_candidate(task, candidate, report, request, workdir, digest)
-    verdict.stage = "done" if verdict.status == PASSED else verdict.stage
-    return verdict
+    verdict.stage_seconds["gpu"] = time.monotonic() - started
+    return verdict, request
+
+
+def _sanitize(task: Task, verdict: Verdict, report: CompileReport, candidate: Candidate,
+              options: GateOptions, workdir: Path, digest: str) -> tuple[Verdict, list[str]]:
+    """compute-sanitizer's tools at L0 (sanitize.py); the verdict, and the tools that ran."""
+    started = time.monotonic()
+    request = worker_request(task, candidate, report, {
+        **worker_options(options, seed=verdict.seeds.get("base_seed")),
+        "mode": "sanitize", "levels": ["L0"], "seeds": 1, "timing_runs": 0, "input_cache": None})
+    request_path = workdir / f"sanitize-{digest[:12]}.json"
+    request_path.write_text(json.dumps(request))
+    results = sanitize.run_tools(tuple(options.sanitize), request_path, workdir, child_env(), digest)
+    verdict.stage_seconds["sanitize"] = time.monotonic() - started
+    verdict.stage_seconds.update({f"sanitize_{r.tool}": r.seconds for r in results})
+    found = next((r for r in results if r.guard is not None), None)
+    if found is not None:
+        verdict = rejected(task.name, digest, found.guard, found.message, f"sanitize {found.tool}",
+                           compile=verdict.compile, correctness=verdict.correctness,
+                           timing=verdict.timing, environment=verdict.environment,
+                           seeds=verdict.seeds, stage_seconds=verdict.stage_seconds)
+    return verdict, [r.tool for r in results if r.ran]
+
+
+def _suspiciously_fast(task: Task, verdict: Verdict, options: GateOptions) -> bool:
+    at_full_size = options.l1_sizes is None or options.l1_sizes == task.sizes
+    return (task.vendor is not None and verdict.timing is not None and at_full_size
+            and verdict.timing.median_ms * SUSPICIOUS_SPEEDUP < task.vendor.time_ms)
 
 
 def prepare_inputs(task: Task, levels, l1_sizes: dict, seeds: dict[str, int], seed: int | None,
@@ -227,6 +318,12 @@ def verdict_from_result(task: str, digest: str, report: CompileReport, result: I
             environment=Environment(**{k: v for k, v in final.get("environment", {}).items()
                                        if k in Environment.__dataclass_fields__}),
         )
+        if isinstance(final.get("seeds"), dict):
+            common["seeds"] = final["seeds"]
+    if result.timed_out and result.stage_limit is not None:
+        return rejected(task, digest, "timeout", f"{result.stage_limit.get('bound', 'a bounded stage')}"
+                        f" was still running at its bound (during {where}); the process group "
+                        "was killed", where, **common)
     if result.timed_out:
         return rejected(task, digest, "timeout", f"still running after {time_limit_s:.0f} s "
                         f"(during {where}); the process group was killed", where, **common)

@@ -10,6 +10,12 @@ process group is killed; a crash, a hang or a fault becomes a result, never an e
 afford a new CUDA context per candidate): requests go down its stdin as JSON lines, each
 answered by messages ending in one "result"; a child that dies or hangs is killed and
 the next request starts a new one.
+
+Two limits keep a child from holding a GPU or a disk: a stage message may carry
+`limit_s`, the seconds within which the child must send its next message (the worker
+bounds each launch of a candidate by the task's own scale, so a slow kernel is stopped
+in seconds, not at the whole time limit); and the child's stdout and stderr pass
+through a pump that keeps the first MAX_LOG_BYTES in the log and drops the rest.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ import resource
 import select
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -28,6 +35,7 @@ from pathlib import Path
 
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024  # a verdict is kilobytes; this bounds a runaway child
 LOG_TAIL_CHARS = 4000
+MAX_LOG_BYTES = 1024 * 1024  # per child: a printf flood wrote 28 MB in 55 s before this
 
 
 @dataclass
@@ -35,6 +43,9 @@ class IsolatedResult:
     messages: list[dict] = field(default_factory=list)
     returncode: int | None = None
     timed_out: bool = False
+    # The child missed a stage's own bound (`limit_s` of its last message), not the
+    # whole time limit: the last message says what was bounded and why.
+    stage_limit: dict | None = None
     seconds: float = 0.0
     log_tail: str = ""
 
@@ -70,17 +81,19 @@ def run_isolated(
         try:
             proc = subprocess.Popen(
                 [*argv, str(write_fd)] if channel_arg else argv,
-                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                 pass_fds=(write_fd,) if channel_arg else (), start_new_session=True,
                 env=env, preexec_fn=_child_limits,
             )
         finally:
             os.close(write_fd)
+        pump = LogPump(proc.stdout, log)
         try:
             _read_messages(read_fd, proc, started + time_limit_s, result, on_message)
         finally:
             os.close(read_fd)
             _kill_group(proc)
+            pump.finish()
     result.returncode = proc.returncode
     result.seconds = time.monotonic() - started
     result.log_tail = _tail(log_path)
@@ -101,10 +114,14 @@ def _collect(reader: _LineReader, deadline: float, result: IsolatedResult,
              on_message: Callable[[dict], None] | None, *, until_result: bool) -> str:
     """Read messages into result until EOF, the deadline, an overflow or (until_result)
     a "result" message; returns which of "eof", "timeout", "overflow", "result"."""
+    stage_deadline, bounded = None, None
     while not (until_result and result.last("result") is not None):
-        remaining = deadline - time.monotonic()
+        now = time.monotonic()
+        remaining = min(deadline, stage_deadline or deadline) - now
         if remaining <= 0:
             result.timed_out = True
+            if stage_deadline is not None and stage_deadline < deadline:
+                result.stage_limit = bounded
             return "timeout"
         lines = reader.read(remaining)
         if lines is None:  # EOF: the child closed the channel or exited
@@ -115,9 +132,53 @@ def _collect(reader: _LineReader, deadline: float, result: IsolatedResult,
         for line in lines:
             message = _decode(line)
             result.messages.append(message)
+            stage_deadline, bounded = _stage_bound(message)
             if on_message is not None:
                 on_message(message)
     return "result"
+
+
+def _stage_bound(message: dict) -> tuple[float | None, dict | None]:
+    """The deadline a message sets for the next one: its `limit_s` from now, or none."""
+    limit = message.get("limit_s")
+    if isinstance(limit, int | float) and not isinstance(limit, bool) and limit > 0:
+        return time.monotonic() + float(limit), message
+    return None, None
+
+
+class LogPump:
+    """Copies a child's output to its log, keeping the first MAX_LOG_BYTES.
+
+    The child writes into a pipe that is always drained (so a flood never blocks it on a
+    full pipe, which would look like a hang); what is past the cap is counted, dropped,
+    and said at the end of the log.
+    """
+
+    def __init__(self, pipe, log, limit: int = MAX_LOG_BYTES):
+        self.pipe, self.log, self.limit = pipe, log, limit
+        self.written = self.dropped = 0
+        self.thread = threading.Thread(target=self._pump, daemon=True)
+        self.thread.start()
+
+    def _pump(self) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            while chunk := self.pipe.read1(1 << 16):
+                keep = chunk[: max(0, self.limit - self.written)]
+                if keep:
+                    self.log.write(keep)
+                    self.log.flush()
+                self.written += len(keep)
+                self.dropped += len(chunk) - len(keep)
+
+    def finish(self) -> None:
+        """After the child's group is killed: the pipe reaches EOF and the pump ends."""
+        self.thread.join(timeout=10)
+        if self.dropped:
+            self.log.write(f"\n[optiml: log capped at {self.limit} bytes; {self.dropped} more "
+                           f"bytes of output were dropped]\n".encode())
+            self.log.flush()
+        with contextlib.suppress(OSError):
+            self.pipe.close()
 
 
 class _LineReader:
@@ -172,7 +233,12 @@ class Channel:
     """The child's end: JSON lines to the inherited descriptor."""
 
     def __init__(self, fd: int):
-        self._file = os.fdopen(fd, "w", buffering=1) if fd >= 0 else None
+        self._file = None
+        if fd >= 0:
+            try:
+                self._file = os.fdopen(fd, "w", buffering=1)
+            except OSError:  # a wrapper (compute-sanitizer, ncu) did not pass it on:
+                pass         # the parent then reads the exit status alone
 
     def send(self, kind: str, **data) -> None:
         if self._file is not None:
@@ -200,6 +266,7 @@ class PersistentChild:
         self._proc: subprocess.Popen | None = None
         self._reader: _LineReader | None = None
         self._log = None
+        self._pump: LogPump | None = None
         self._last_returncode: int | None = None  # of the child last stopped
         self.starts = 0  # how many children were started (a test and a benchmark read it)
 
@@ -212,12 +279,13 @@ class PersistentChild:
         self._log = open(self.log_path, "ab")  # noqa: SIM115  (closed in _stop)
         try:
             self._proc = subprocess.Popen(
-                [*self.argv, str(write_fd)], stdin=subprocess.PIPE, stdout=self._log,
+                [*self.argv, str(write_fd)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT, pass_fds=(write_fd,), start_new_session=True,
                 env=self.env, preexec_fn=_child_limits,
             )
         finally:
             os.close(write_fd)
+        self._pump = LogPump(self._proc.stdout, self._log)
         self._reader = _LineReader(read_fd)
         self.starts += 1
 
@@ -259,11 +327,13 @@ class PersistentChild:
                 self._proc.stdin.close()  # type: ignore[union-attr]
             _kill_group(self._proc)
             self._last_returncode = self._proc.returncode
+        if self._pump is not None:
+            self._pump.finish()
         if self._reader is not None:
             os.close(self._reader.fd)
         if self._log is not None:
             self._log.close()
-        self._proc = self._reader = self._log = None
+        self._proc = self._reader = self._log = self._pump = None
 
     def close(self) -> None:
         """End the child: EOF on its stdin lets it leave cleanly; then its group is killed."""

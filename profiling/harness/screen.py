@@ -32,7 +32,7 @@ from pathlib import Path
 
 from . import HARNESS_VERSION, tasks
 from .candidate import Candidate
-from .gate import child_env, compile_checked, harness_cubin, prepare_inputs, verdict_from_result
+from .gate import child_env, compile_checked, prepare_inputs, verdict_from_result, worker_request
 from .sandbox import PersistentChild
 from .verdict import PASSED, Verdict
 
@@ -71,16 +71,13 @@ class Screener:
         if isinstance(compiled, Verdict):
             verdict = compiled
         else:
-            request = {
-                "task": task.name, "candidate": candidate.to_dict(), "cubin": compiled.cubin_path,
-                "harness_cubin": harness_cubin(),
-                "options": {"levels": ["L0", "L1"], "seeds": options.l1_seeds,
-                            "l0_seeds": options.l0_seeds, "l1_seeds": options.l1_seeds,
-                            "warmup_runs": options.warmup_runs, "timing_runs": options.timing_runs,
-                            "l1_sizes": options.l1_sizes, "seed": options.seed,
-                            "input_cache": options.input_cache if options.seed is not None else None,
-                            "spot_checks": 0, "adversary": {}},
-            }
+            request = worker_request(task, candidate, compiled, {
+                "levels": ["L0", "L1"], "seeds": options.l1_seeds,
+                "l0_seeds": options.l0_seeds, "l1_seeds": options.l1_seeds,
+                "warmup_runs": options.warmup_runs, "timing_runs": options.timing_runs,
+                "l1_sizes": options.l1_sizes, "seed": options.seed,
+                "input_cache": options.input_cache if options.seed is not None else None,
+                "spot_checks": 0, "adversary": {}})
             prepare_inputs(task, ["L0", "L1"], options.l1_sizes or task.sizes,
                            {"L0": options.l0_seeds, "L1": options.l1_seeds}, options.seed,
                            options.input_cache)

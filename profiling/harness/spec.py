@@ -147,6 +147,10 @@ class Task:
     # indices under ties, say). Returns None when the outputs are acceptable.
     compare: Callable[[Arrays, Arrays, Arrays, Sizes], Mismatch | None] | None = None
     vendor: VendorReference | None = None
+    # The naive kernel's median on the H200 at `sizes` (bench/results/2026-11-29-h200-
+    # suite.json): the scale of one launch, so the gate can stop a candidate that takes
+    # many times longer in seconds instead of at its whole time limit (worker.py).
+    naive_ms: float | None = None
     # The fastest arithmetic a correct kernel may use, for the physics floor:
     # "fp32" allows TF32 tensor cores only if the tolerance would accept them.
     math: str = "fp32"

@@ -27,6 +27,10 @@ GUARDS = {
     "wrong_values": "outputs differ from the reference beyond the task's tolerance",
     "timed_output": "an output from a timed run (fresh inputs) was wrong",
     "physics_floor": "the time is below what the GPU's bandwidth or arithmetic peak allows",
+    "out_of_bounds": "compute-sanitizer's memcheck saw an access outside an allocation or misaligned",
+    "race": "compute-sanitizer's racecheck saw a shared-memory hazard between threads",
+    "uninitialized_read": "compute-sanitizer's initcheck saw a read of global memory never written",
+    "sync_error": "compute-sanitizer's synccheck saw a barrier misused (divergent or bad mask)",
     "internal": "the harness itself failed; this is our bug, not the candidate's",
 }
 
@@ -147,6 +151,16 @@ class Verdict:
     # "full": the whole gate. "screen": the search's cheaper first look (screen.py), which
     # decides only what the full gate looks at again, never what a search keeps.
     level: str = "full"
+    # The gate settings this verdict was measured with (GateOptions.identity()): part of
+    # what a stored verdict is looked up by, so a weaker measurement never stands in for
+    # the standard gate.
+    settings: dict[str, Any] = field(default_factory=dict)
+    # The correctness and timing seeds the worker used. Operator-only: reproduces the
+    # verdict, and must never be served to users (the inputs would then be public).
+    seeds: dict[str, Any] = field(default_factory=dict)
+    # Wall seconds per stage of the gate (compile, gpu, sanitize, profile, second_gate):
+    # what each guard costs, for bench/guard_costs.py.
+    stage_seconds: dict[str, float] = field(default_factory=dict)
 
     @property
     def passed(self) -> bool:

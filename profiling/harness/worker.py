@@ -19,12 +19,23 @@ import numpy as np
 
 from . import HARNESS_VERSION, expr, tasks
 from .candidate import Candidate
-from .ceilings import ceilings_for, physics_floor_ms, summarize
+from .ceilings import Ceilings, ceilings_for, physics_floor_ms, summarize
 from .checks import GUARD_BYTES, GuardFailure, RunBuffers, check_canaries, check_run
 from .inputs import Check, check_plan, inputs_and_reference, reference_outputs
 from .sandbox import Channel
 from .spec import Task
+from .timing import TimedRuns
 from .verdict import CheckRecord, TimingReport
+
+# One execution of a plan may take this many times the task's naive kernel at the same
+# scale (or, for a task without one, this many times its physics floor) before the
+# parent stops it: generous, since a slow candidate is a verdict, not an attack, but
+# seconds instead of the whole time limit. Never less than LAUNCH_MIN_S (a first launch
+# loads its module). Under compute-sanitizer kernels run 10-100x slower.
+LAUNCH_NAIVE_FACTOR = 50
+LAUNCH_FLOOR_FACTOR = 2000
+LAUNCH_MIN_S = 2.0
+SANITIZER_SLOWDOWN = 100
 
 
 class Rejection(Exception):
@@ -90,6 +101,10 @@ def serve(channel: Channel) -> int:
             session = Session(json.loads(line), channel, gpu=gpu, resident=resident)
             if not run_session(session, channel):
                 break
+            # A rejected candidate may still have written over the seeds the next one
+            # is checked against: those are dropped, and uploaded again when needed.
+            if session.harness_module is not None:
+                resident.verify(session.harness_module, gpu)
     finally:
         resident.clear()
         gpu.close()
@@ -127,12 +142,18 @@ class Session:
         self.owns_gpu = gpu is None
         seed = self.options.get("seed")
         self.base_seed = int(seed) if seed is not None else secrets.randbits(31)
-        self.rng = np.random.default_rng(secrets.randbits(63))  # secret: picks spot checks
+        self.verified_runs: list[int] = []
+        self.harness_module = None
+        # Whether an L1 reference output holds the poison pattern itself (then a poison
+        # count cannot tell an unwritten element from a written one: timing.py).
+        self.reference_has_poison = False
+        self.sanitizing = self.options.get("mode") == "sanitize"
 
     def partial(self) -> dict:
         return {"correctness": [asdict(r) for r in self.records],
                 "timing": asdict(self.timing) if self.timing else None,
-                "environment": self.environment}
+                "environment": self.environment,
+                "seeds": {"base_seed": self.base_seed, "verified_runs": self.verified_runs}}
 
     def close(self) -> None:
         """Pop the context: pycuda aborts the process at exit if one is left current."""
@@ -156,8 +177,12 @@ class Session:
             return
         for check in self.check_plan():
             self.check_once(check)
-        if self.options.get("timing_runs", 0) > 0:
+        if self.options.get("timing_runs", 0) > 0 and not self.sanitizing:
             self.time_runs()
+        if self.resident is not None and self.resident.verify(self.harness_module, self.gpu):
+            raise Rejection("out_of_bounds_write", "a seed kept on the GPU for the screen's "
+                            "comparisons changed while this candidate ran: it wrote outside "
+                            "its own buffers")
         self.channel.send("result", status="passed", guard=None, message="", **self.partial())
 
     # -- buffers ---------------------------------------------------------------------
@@ -168,20 +193,66 @@ class Session:
             specs.append((s.name, np.dtype(s.dtype), (expr.evaluate_int(s.count, names),)))
         return specs
 
-    def require_memory(self, sizes: dict) -> None:
+    def require_memory(self, sizes: dict, extra_bytes: int = 0) -> None:
         """Refuse sizes the GPU cannot hold before anything is generated on the host."""
-        needed = sum(int(np.prod(shape, dtype=np.int64)) * dt.itemsize + 2 * GUARD_BYTES
-                     for _, dt, shape in self.buffer_specs(sizes))
+        needed = extra_bytes + sum(int(np.prod(shape, dtype=np.int64)) * dt.itemsize + 2 * GUARD_BYTES
+                                   for _, dt, shape in self.buffer_specs(sizes))
         free = self.gpu.free_bytes()
         if needed > free:
             raise Rejection("resources", f"needs {needed / 2**30:.2f} GiB of device memory at "
                                          f"sizes {sizes}, but only {free / 2**30:.2f} GiB are free")
 
-    def allocate(self, sizes: dict) -> dict:
+    def allocate(self, sizes: dict, extra_bytes: int = 0) -> dict:
         from . import device
 
-        self.require_memory(sizes)
-        return {name: device.Buffer(name, dt, shape) for name, dt, shape in self.buffer_specs(sizes)}
+        self.require_memory(sizes, extra_bytes)
+        guard = 0 if self.sanitizing else GUARD_BYTES
+        return {name: device.Buffer(name, dt, shape, guard_bytes=guard)
+                for name, dt, shape in self.buffer_specs(sizes)}
+
+    def launch_bound_s(self, sizes: dict) -> float:
+        """How long one execution of the plan at `sizes` may take (see LAUNCH_*)."""
+        task, full = self.task, self.task.sizes
+        if task.naive_ms:
+            scale = max(_ratio(task.bytes(sizes), task.bytes(full)),
+                        _ratio(task.flops(sizes), task.flops(full)))
+            bound = LAUNCH_NAIVE_FACTOR * task.naive_ms * 1e-3 * scale
+        else:
+            floor_ms, _ = physics_floor_ms(float(task.bytes(sizes)), float(task.flops(sizes)),
+                                           task.math, self.ceilings())
+            bound = LAUNCH_FLOOR_FACTOR * floor_ms * 1e-3
+        bound = max(LAUNCH_MIN_S, bound)
+        return bound * SANITIZER_SLOWDOWN if self.sanitizing else bound
+
+    def launch(self, launches, sizes: dict) -> None:
+        """The plan's launches, waited for under the parent's bound for one execution."""
+        from . import device
+
+        bound = self.launch_bound_s(sizes)
+        # A "bound" message sets the parent's deadline for the next message (sandbox.py);
+        # the next one lifts it. Stage messages stay what a verdict reports.
+        self.channel.send("bound", limit_s=bound,
+                          bound=f"one execution of the plan at {sizes} ({bound:.1f} s: "
+                                f"{self.bound_reason()})")
+        device.launch_all(launches, self.gpu.stream)
+        self.gpu.synchronize()
+        self.channel.send("bound", limit_s=None)
+
+    def bound_reason(self) -> str:
+        if self.task.naive_ms:
+            return (f"{LAUNCH_NAIVE_FACTOR}x the naive kernel's {self.task.naive_ms} ms on the "
+                    f"H200, scaled to these sizes, at least {LAUNCH_MIN_S:.0f} s")
+        return f"{LAUNCH_FLOOR_FACTOR}x the physics floor, at least {LAUNCH_MIN_S:.0f} s"
+
+    def ceilings(self) -> Ceilings:
+        """The GPU's ceilings for the physics floor: the datasheet's, or measured now
+        (cached per GPU and driver) for a GPU without an entry: the floor fails closed."""
+        known = ceilings_for(self.gpu.name)
+        if known is not None:
+            return known
+        from . import measure
+
+        return measure.measured_ceilings(self.gpu, self.harness_module)
 
     def reference(self, inputs: dict[str, np.ndarray], sizes: dict) -> dict[str, np.ndarray]:
         return reference_outputs(self.task, inputs, sizes)
@@ -223,7 +294,7 @@ class Session:
         seed_on_gpu = None
         if self.resident is not None and level == "L1":
             seed_on_gpu = self.resident.get((self.task.name, tuple(sorted(sizes.items())), seed),
-                                            inputs, reference)
+                                            inputs, reference, self.harness_module, self.gpu)
         buffers = self.allocate(sizes)
         try:
             for t in self.task.inputs:
@@ -233,8 +304,11 @@ class Session:
                     buffers[t.name].copy_from(seed_on_gpu.inputs[t.name])
             self.poison_writable(buffers)
             launches = device.resolve_plan(self.gpu, self.module, self.candidate, sizes, buffers)
-            device.launch_all(launches, self.gpu.stream)
-            self.gpu.synchronize()
+            self.launch(launches, sizes)
+            if level == "L1":
+                self.reference_has_poison |= any(
+                    t.dtype == "float32" and bool((reference[t.name].view(np.uint32) == 0xFFFFFFFF).any())
+                    for t in self.task.outputs)
             if seed_on_gpu is None:
                 failure, max_abs, max_rel = self.check(self.read_back(buffers, inputs, reference), sizes)
             else:
@@ -299,80 +373,48 @@ class Session:
             buffer.upload(values)
             buffer.free()
 
-    # -- timing ------------------------------------------------------------------------
-    def refresh_inputs(self, buffers: dict, sizes: dict, seed: int) -> None:
-        names = dict(sizes)
-        for t in self.task.inputs:
-            b, n = buffers[t.name], np.uint64(int(np.prod(buffers[t.name].shape, dtype=np.int64)))
-            grid, block = (min(4096, max(1, -(-int(n) // 256))), 1, 1), (256, 1, 1)
-            if t.refresh == "normal" and t.dtype == "float32":
-                fn = self.harness_module.get_function("optiml_refresh_normal_f32")
-                fn(np.uintp(b.ptr), n, np.uint64(seed), grid=grid, block=block,
-                   stream=self.gpu.stream)
-            elif t.refresh.startswith("int:") and t.dtype == "int32":
-                _, lo, hi = t.refresh.split(":")
-                fn = self.harness_module.get_function("optiml_refresh_int32")
-                fn(np.uintp(b.ptr), n, np.uint64(seed),
-                   np.int32(expr.evaluate_int(lo, names)), np.int32(expr.evaluate_int(hi, names)),
-                   grid=grid, block=block, stream=self.gpu.stream)
-            else:
-                raise Rejection("internal", f"input {t.name}: no GPU refresh for {t.refresh!r}")
-
+    # -- timing (timing.py) ---------------------------------------------------------------
     def time_runs(self) -> None:
-        from . import device
+        timed = TimedRuns(self)
+        samples, failure, self.verified_runs = timed.run()
+        self.finish_timing(samples, self.l1_sizes, failure, len(self.verified_runs))
 
-        sizes = self.l1_sizes
-        warmup, runs = self.options["warmup_runs"], self.options["timing_runs"]
-        self.stage("timing", sizes=sizes, runs=runs)
-        spot = set(self.rng.choice(runs, size=self.spot_checks(runs), replace=False).tolist())
-        buffers = self.allocate(sizes)
-        launches = device.resolve_plan(self.gpu, self.module, self.candidate, sizes, buffers)
-        start, stop = device.cuda.Event(), device.cuda.Event()
-        samples: list[float] = []
-        spot_failure: GuardFailure | None = None
-        for i in range(warmup + runs):
-            self.refresh_inputs(buffers, sizes, int(self.rng.integers(2**62)))
-            checked = i - warmup in spot
-            if checked:
-                self.gpu.synchronize()
-                inputs = {t.name: buffers[t.name].download() for t in self.task.inputs}
-            self.poison_writable(buffers)
-            self.gpu.flush_l2()
-            start.record(self.gpu.stream)
-            device.launch_all(launches, self.gpu.stream)
-            stop.record(self.gpu.stream)
-            stop.synchronize()
-            if i >= warmup:
-                samples.append(start.time_till(stop))
-            if checked and spot_failure is None:
-                run = self.read_back(buffers, inputs, self.reference(inputs, sizes))
-                spot_failure = self.check(run, sizes)[0]
-        self.finish_timing(samples, sizes, spot_failure)
+    def check_after_timing(self, buffers: dict, launches) -> GuardFailure | None:
+        """One full-size correctness check on the timed runs' own buffers, after the loop:
+        a kernel that keeps state cannot behave only while it is young."""
+        check = next((c for c in self.check_plan() if c.level == "L1"), None)
+        if check is None:
+            return None
+        sizes = check.sizes
+        inputs, reference = inputs_and_reference(self.task, sizes, check.seed, check.distribution,
+                                                 self.options.get("input_cache"))
+        for t in self.task.inputs:
+            buffers[t.name].upload(inputs[t.name])
+        self.poison_writable(buffers)
+        self.launch(launches, sizes)
+        failure = self.check(self.read_back(buffers, inputs, reference), sizes)[0]
+        if failure is None:
+            return None
+        return GuardFailure(failure.guard, f"after the timed runs, on the same buffers, L1 seed "
+                                           f"{check.seed}: {failure.message}")
 
-    def spot_checks(self, runs: int) -> int:
-        """How many timed runs are verified: GateOptions.spot_checks (0 for the screen,
-        whose survivors the full gate times again with its own)."""
-        return min(max(0, int(self.options.get("spot_checks", 3))), runs)
-
-    def finish_timing(self, samples: list[float], sizes: dict, spot_failure) -> None:
+    def finish_timing(self, samples: list[float], sizes: dict, failure, verified: int) -> None:
         stats = summarize(samples)
         moved, flops = float(self.task.bytes(sizes)), float(self.task.flops(sizes))
-        ceilings = ceilings_for(self.gpu.name)
-        floor_ms, reason = (physics_floor_ms(moved, flops, self.task.math, ceilings)
-                            if ceilings else (0.0, f"no ceilings known for {self.gpu.name}"))
+        floor_ms, reason = physics_floor_ms(moved, flops, self.task.math, self.ceilings())
         self.timing = TimingReport(
             runs=stats.runs, median_ms=stats.median, mean_ms=stats.mean, stdev_ms=stats.stdev,
             min_ms=stats.min, max_ms=stats.max, p10_ms=stats.p10, p90_ms=stats.p90,
             floor_ms=floor_ms, floor_reason=reason, bytes=moved, flops=flops,
-            spot_checks=self.spot_checks(len(samples)))
-        # The floor is checked before the spot checks are reported: a kernel that skips
+            spot_checks=verified)
+        # The floor is checked before the verified runs are reported: a kernel that skips
         # its work when timed is named for the impossible time, its clearest symptom.
         if stats.median < floor_ms:
             raise Rejection("physics_floor", f"median {stats.median:.4f} ms is below the "
                                              f"{floor_ms:.4f} ms floor: {reason}")
-        if spot_failure is not None:
+        if failure is not None:
             raise Rejection("timed_output", f"a timed run with fresh inputs was wrong: "
-                                            f"[{spot_failure.guard}] {spot_failure.message}")
+                                            f"[{failure.guard}] {failure.message}")
 
     # -- profiling ---------------------------------------------------------------------
     def profile_once(self) -> None:
@@ -382,12 +424,16 @@ class Session:
         sizes = self.l1_sizes
         buffers = self.allocate(sizes)
         launches = device.resolve_plan(self.gpu, self.module, self.candidate, sizes, buffers)
-        self.refresh_inputs(buffers, sizes, int(self.rng.integers(2**62)))
+        TimedRuns(self).refresh_inputs(buffers, secrets.randbits(62))
         self.poison_writable(buffers)
         self.gpu.synchronize()
         device.launch_all(launches, self.gpu.stream)
         self.gpu.synchronize()
         self.channel.send("result", status="profiled", guard=None, message="", **self.partial())
+
+
+def _ratio(part: float, whole: float) -> float:
+    return float(part) / float(whole) if whole else 0.0
 
 
 if __name__ == "__main__":

@@ -189,3 +189,50 @@ def _process_exists(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return True
+
+
+def test_a_stage_that_misses_its_own_bound_is_stopped_long_before_the_time_limit(tmp_path):
+    result = child(
+        tmp_path,
+        """
+        send(type="stage", stage="launch", limit_s=1.5, bound="one launch of the plan")
+        import time
+        time.sleep(600)
+    """,
+        time_limit_s=300,
+    )
+    assert result.timed_out and result.seconds < 20
+    assert result.stage_limit["bound"] == "one launch of the plan"
+
+
+def test_a_later_message_lifts_the_bound_of_the_stage_before_it(tmp_path):
+    result = child(
+        tmp_path,
+        """
+        import time
+        send(type="stage", stage="launch", limit_s=1.0)
+        send(type="stage", stage="compare")
+        time.sleep(2.5)
+        send(type="result", status="passed")
+    """,
+    )
+    assert not result.timed_out and result.last("result")["status"] == "passed"
+
+
+def test_a_flood_of_output_is_capped_in_the_log_and_the_child_is_never_blocked(tmp_path):
+    from profiling.harness.sandbox import MAX_LOG_BYTES
+
+    result = child(
+        tmp_path,
+        """
+        line = "x" * 1023 + "\\n"
+        for _ in range(20_000):  # 20 MB, more than any pipe buffer
+            sys.stdout.write(line)
+        sys.stdout.flush()
+        send(type="result", status="passed")
+    """,
+    )
+    size = (tmp_path / "child.log").stat().st_size
+    assert result.last("result")["status"] == "passed"
+    assert MAX_LOG_BYTES <= size < MAX_LOG_BYTES + 1024
+    assert "log capped" in (tmp_path / "child.log").read_text()[-200:]

@@ -100,3 +100,55 @@ extern "C" __global__ void optiml_count_differences(const unsigned char* a, cons
     differ = __reduce_add_sync(0xFFFFFFFFu, differ);
     if ((threadIdx.x & 31) == 0 && differ) atomicAdd(&result[0], differ);
 }
+
+// -- timed runs (worker.py, Session.time_runs) ------------------------------------------
+// result[run] += how many 4-byte words of a float32 output still hold the poison (all
+// bits set) after that timed run. Launched after every run's stop event, the same for
+// every run, so it costs no timed time and tells a kernel nothing.
+extern "C" __global__ void optiml_count_poison(const unsigned int* out, unsigned long long words,
+                                               unsigned int* result, unsigned int run) {
+    unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+    unsigned int poisoned = 0;
+    for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < words;
+         i += stride) {
+        poisoned += out[i] == 0xFFFFFFFFu;
+    }
+    poisoned = __reduce_add_sync(0xFFFFFFFFu, poisoned);
+    if ((threadIdx.x & 31) == 0 && poisoned) atomicAdd(&result[run], poisoned);
+}
+
+// -- the screen's resident seeds (device.py, ResidentSeeds) -----------------------------
+// result[0] += sum over words of w(key, i) * (word + 1), mod 2^64, with w odd and drawn
+// from a per-process secret key: a candidate that changes a resident seed cannot keep
+// this sum without knowing the key.
+extern "C" __global__ void optiml_keyed_checksum(const unsigned char* p, unsigned long long nbytes,
+                                                 unsigned long long key,
+                                                 unsigned long long* result) {
+    unsigned long long words = nbytes / 4, stride = (unsigned long long)gridDim.x * blockDim.x;
+    const unsigned int* p4 = (const unsigned int*)p;
+    unsigned long long sum = 0;
+    for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < words;
+         i += stride) {
+        sum += (splitmix64(key ^ splitmix64(i)) | 1ull) * ((unsigned long long)p4[i] + 1ull);
+    }
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        for (unsigned long long i = words * 4; i < nbytes; ++i)
+            sum += (splitmix64(key ^ splitmix64(i + (1ull << 62))) | 1ull) * (p[i] + 1ull);
+    }
+    for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_down_sync(0xFFFFFFFFu, sum, offset);
+    if ((threadIdx.x & 31) == 0) atomicAdd(result, sum);
+}
+
+// -- ceilings of a GPU without a datasheet entry (ceilings.py, measure_ceilings) --------
+// Eight independent FMA chains per thread, `iterations` steps each: 16 flops a step.
+extern "C" __global__ void optiml_fma_loop(float* out, int iterations, float seed) {
+    float a[8];
+    for (int k = 0; k < 8; ++k) a[k] = seed + threadIdx.x * 1e-7f + k;
+    for (int i = 0; i < iterations; ++i) {
+#pragma unroll
+        for (int k = 0; k < 8; ++k) a[k] = fmaf(a[k], 0.9999999f, 1e-7f);
+    }
+    float s = 0.0f;
+    for (int k = 0; k < 8; ++k) s += a[k];
+    if (s == 12345.678f) out[0] = s;  // never true; keeps the chains from being removed
+}

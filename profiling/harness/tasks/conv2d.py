@@ -83,6 +83,7 @@ TASK = Task(
         "tunables": {"BLOCK": 256},
     },
     compare=compare,
+    naive_ms=2.227,  # bench/results/2026-11-29-h200-suite.json
     vendor=VendorReference(
         time_ms=0.3899, what="torch 2.11 conv2d (cuDNN, TF32 off), 32x64x56x56 -> 128, 3x3, on H200 (GPU.md)"
     ),

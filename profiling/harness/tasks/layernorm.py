@@ -62,5 +62,6 @@ TASK = Task(
         "scratch": [],
         "tunables": {"BLOCK": 128},
     },
+    naive_ms=1.378,  # bench/results/2026-11-29-h200-suite.json
     vendor=VendorReference(time_ms=0.0955, what="torch 2.11 layer_norm, 8192x4096 fp32, on H200 (GPU.md)"),
 )

@@ -77,6 +77,7 @@ TASK = Task(
     },
     # A maximum is one of its inputs, copied: any difference is a bug.
     tolerances={"float32": Tolerance(atol=0.0, rtol=0.0)},
+    naive_ms=0.2999,  # bench/results/2026-11-29-h200-suite.json
     vendor=VendorReference(
         time_ms=0.514, what="torch 2.11 max_pool3d(3, 2, 1), 16x32x64^3 fp32, on H200 (GPU.md)"
     ),

@@ -78,5 +78,6 @@ TASK = Task(
         "tunables": {"BLOCK": 256},
     },
     compare=compare,
+    naive_ms=1.896,  # bench/results/2026-11-29-h200-suite.json
     vendor=VendorReference(time_ms=0.2588, what="torch 2.11 sum, 2**28 fp32, on H200 (GPU.md)"),
 )

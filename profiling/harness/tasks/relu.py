@@ -44,5 +44,6 @@ TASK = Task(
     },
     # max(x, 0) is x or 0, copied: any difference is a bug.
     tolerances={"float32": Tolerance(atol=0.0, rtol=0.0)},
+    naive_ms=0.8062,  # bench/results/2026-11-29-h200-suite.json
     vendor=VendorReference(time_ms=0.5059, what="torch 2.11 relu, 2**28 fp32, on H200 (GPU.md)"),
 )

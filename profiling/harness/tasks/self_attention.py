@@ -119,6 +119,7 @@ TASK = Task(
         "tunables": {"BLOCK": 256},
     },
     compare=compare,
+    naive_ms=41.96,  # bench/results/2026-11-29-h200-suite.json
     vendor=VendorReference(
         time_ms=1.0266,
         what="torch 2.11 attention, 8x16x1024x64 fp32 (the fp32 row), on H200 (GPU.md)",

@@ -71,6 +71,7 @@ TASK = Task(
         "tunables": {"TILE": 32},  # GPU.md's naive SGEMM: 32 x 32 blocks, 23.0 ms
     },
     compare=compare,
+    naive_ms=23.95,  # bench/results/2026-11-29-h200-suite.json
     vendor=VendorReference(
         time_ms=2.711, what="torch 2.11 matmul (cuBLAS SGEMM, TF32 off), 4096^3 fp32, on H200 (GPU.md)"
     ),

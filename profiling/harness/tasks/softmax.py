@@ -54,6 +54,7 @@ TASK = Task(
     # Probabilities average 1/N (1.2e-4 at L1), so the default atol of 1e-4 would pass
     # nearly anything; a correct fp32 softmax errs relatively (exp, an N-term sum).
     tolerances={"float32": Tolerance(atol=1e-7, rtol=1e-4)},
+    naive_ms=3,  # bench/results/2026-11-29-h200-suite.json
     vendor=VendorReference(
         time_ms=0.1424, what="torch 2.11 softmax(dim=-1), 4096x8192 fp32, on H200 (GPU.md)"
     ),

@@ -100,6 +100,7 @@ TASK = Task(
         "tunables": {"BLOCK": 128},
     },
     compare=compare,
+    naive_ms=203,  # bench/results/2026-11-29-h200-suite.json
     vendor=VendorReference(
         time_ms=1.615, what="torch 2.11 topk(64, sorted), 4096x32768 fp32, on H200 (GPU.md)"
     ),

@@ -1,0 +1,51 @@
+"""Plan expressions come from users: every bad one is a `plan` verdict, never an exception."""
+
+import pytest
+
+from profiling.harness import expr, tasks
+from profiling.harness.candidate import Candidate, CandidateError
+from profiling.harness.gate import compile_checked
+
+BAD = [
+    "cdiv(n, 0)", "n // 0", "n % 0", "min()", "max(n)", "cdiv(n)", "floor()", "ceil(n, 2)",
+    "1e308 * 10", "floor(1e308 * 10)", "2.0 ** 2000", "(-8) ** 0.5", "n / 0.0", "(" * 300 + "n" + ")" * 300,
+]
+
+
+@pytest.mark.parametrize("expression", BAD)
+def test_a_bad_expression_is_an_expression_error_that_names_it(expression):
+    with pytest.raises(expr.ExpressionError):
+        expr.evaluate(expression, {"n": 10})
+
+
+@pytest.mark.parametrize("expression", BAD)
+def test_a_bad_grid_expression_is_a_plan_verdict(expression):
+    task = tasks.get("relu")
+    plan = {**task.naive_plan, "launches": [
+        {**task.naive_plan["launches"][0], "grid": [expression]}]}
+    try:
+        candidate = Candidate.from_source_and_plan(task.naive_source, plan)
+    except CandidateError:
+        return  # refused as it was read, with its field named: as good as a verdict
+    verdict = compile_checked(task, candidate, task.sizes)
+    assert verdict.status == "rejected" and verdict.guard == "plan", verdict.message
+
+
+@pytest.mark.parametrize("dims", [{"grid": ["n - n"]}, {"block": [-32]}, {"grid": ["0", 1]}])
+def test_a_grid_or_block_that_is_not_positive_at_some_size_is_a_plan_verdict(dims):
+    task = tasks.get("relu")
+    plan = {**task.naive_plan, "launches": [{**task.naive_plan["launches"][0], **dims}]}
+    verdict = compile_checked(task, Candidate.from_source_and_plan(task.naive_source, plan), task.sizes)
+    assert verdict.status == "rejected" and verdict.guard == "plan", verdict.message
+    assert "positive" in verdict.message
+
+
+def test_good_functions_still_work():
+    assert expr.evaluate("cdiv(n, 256) + min(n, 3, 7) + max(1, 2)", {"n": 1000}) == 4 + 3 + 2
+
+
+def test_a_negative_scratch_buffer_is_a_plan_verdict():
+    task = tasks.get("relu")
+    plan = {**task.naive_plan, "scratch": [{"name": "tmp", "dtype": "float32", "count": "n - 2 * n"}]}
+    verdict = compile_checked(task, Candidate.from_source_and_plan(task.naive_source, plan), task.sizes)
+    assert verdict.status == "rejected" and verdict.guard == "plan", verdict.message
