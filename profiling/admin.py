@@ -73,18 +73,22 @@ class EvaluationAdmin(admin.ModelAdmin):
         "spread_ms",
         "gpu",
         "harness_version",
+        "short_settings_key",
         "source",
         "finished_at",
     ]
-    list_filter = ["status", "guard", "source", "gpu", "harness_version", "task"]
+    list_filter = ["status", "guard", "source", "gpu", "harness_version", "settings_key", "task"]
     search_fields = ["candidate__content_hash", "candidate__label", "task__name", "message"]
     list_select_related = ["task", "candidate"]
-    exclude = ["verdict"]
+    exclude = ["verdict", "settings"]
     readonly_fields = [
         "candidate",
         "task",
         "harness_version",
         "gpu",
+        "settings_key",
+        "settings_json",
+        "seeds_json",
         "status",
         "guard",
         "message",
@@ -101,6 +105,21 @@ class EvaluationAdmin(admin.ModelAdmin):
     # Measurements come from the gate only; the admin shows them and may delete them.
     def has_add_permission(self, request) -> bool:
         return False
+
+    @admin.display(description="settings key", ordering="settings_key")
+    def short_settings_key(self, evaluation: Evaluation) -> str:
+        return evaluation.settings_key[:12]
+
+    @admin.display(description="gate settings")
+    def settings_json(self, evaluation: Evaluation) -> str:
+        return format_html("<pre>{}</pre>", json.dumps(evaluation.settings, indent=2, sort_keys=True))
+
+    # Staff only (the admin's own login): the seeds reproduce the verdict, and are what
+    # every page users see leaves out (profiling.serialization.verdict_for_users).
+    @admin.display(description="gate seeds (operator only)")
+    def seeds_json(self, evaluation: Evaluation) -> str:
+        seeds = (evaluation.verdict or {}).get("seeds") or {}
+        return format_html("<pre>{}</pre>", json.dumps(seeds, indent=2, sort_keys=True))
 
     @admin.display(description="verdict")
     def verdict_json(self, evaluation: Evaluation) -> str:

@@ -1,5 +1,5 @@
 """What the gate has seen: tasks, candidates, and one Evaluation per (candidate, task,
-harness version, GPU).
+harness version, GPU, gate settings).
 
 The rows are the truth; Celery messages may be lost or repeated. Writes go through
 profiling.services, reads through profiling.selectors.
@@ -90,11 +90,20 @@ class Evaluation(models.Model):
     task = models.ForeignKey(Task, on_delete=models.PROTECT, related_name="evaluations")
     harness_version = models.CharField(max_length=40)
     gpu = models.CharField(max_length=120)
+    # How it was measured (GateOptions.identity(): seeds, timed runs, profile, ...) and its
+    # key (profiling.serialization.settings_key): part of what a verdict is stored and
+    # looked up under, so a verdict measured with weaker settings (one seed, no profile)
+    # never stands in for the standard gate's. "legacy" for rows measured before verdicts
+    # said so: it matches no settings.
+    settings_key = models.CharField(max_length=64)
+    settings = models.JSONField(default=dict, blank=True)
     status = models.CharField(max_length=12, choices=Status.choices)
     guard = models.CharField(max_length=40, null=True, blank=True)
     message = models.TextField(blank=True)
     # Where it ended: "compile", "done", or a correctness run with its sizes and seed.
     stage = models.TextField(blank=True)
+    # Verdict.to_dict(), `seeds` included: operator-only (it reproduces the verdict), so
+    # whatever users see of it goes through profiling.serialization.verdict_for_users.
     verdict = models.JSONField(null=True, blank=True)
     median_ms = models.FloatField(null=True, blank=True)
     spread_ms = models.FloatField(null=True, blank=True)
@@ -109,14 +118,14 @@ class Evaluation(models.Model):
     class Meta:
         constraints = [
             models.UniqueConstraint(
-                fields=["candidate", "task", "harness_version", "gpu"],
-                name="evaluation_once_per_candidate_task_harness_gpu",
+                fields=["candidate", "task", "harness_version", "gpu", "settings_key"],
+                name="evaluation_once_per_candidate_task_harness_gpu_settings",
             )
         ]
         indexes = [models.Index(fields=["task", "gpu", "status"])]
 
     def __str__(self) -> str:
-        return f"{self.task.name} {self.candidate} on {self.gpu}: {self.status}"
+        return f"{self.task.name} {self.candidate} on {self.gpu} [{self.settings_key[:8]}]: {self.status}"
 
     @property
     def finished(self) -> bool:

@@ -6,8 +6,10 @@ from django.db.models import Q, QuerySet
 
 from accounts.selectors import user_team_ids
 from profiling.harness import HARNESS_VERSION, declared
+from profiling.harness.gate import GateOptions
 from profiling.harness.spec import Task as TaskSpec
 from profiling.models import Candidate, DeclaredTask, Evaluation, Task
+from profiling.serialization import settings_key as key_of_settings
 
 
 def declared_tasks_visible_to(*, user) -> QuerySet[DeclaredTask]:
@@ -33,12 +35,26 @@ def declared_task_visible(*, user, name: str) -> DeclaredTask | None:
     return declared_tasks_visible_to(user=user).filter(name=name).first()
 
 
+def standard_settings_key() -> str:
+    """The settings key of the standard gate (GateOptions()): the verdicts every run and
+    user may reuse, and the naive baseline's."""
+    return key_of_settings(GateOptions().identity())
+
+
+def settings_key_for(options: GateOptions) -> str:
+    """The key a verdict measured with `options` is stored and looked up under."""
+    return key_of_settings(options.identity())
+
+
 def evaluation_for(
-    *, candidate: Candidate, task: Task, gpu: str, harness_version: str = HARNESS_VERSION
+    *, candidate: Candidate, task: Task, gpu: str, settings_key: str, harness_version: str = HARNESS_VERSION
 ) -> Evaluation | None:
-    """The one evaluation stored under this key, finished or running."""
+    """The one evaluation stored under this key, finished or running. `settings_key` says
+    how it must have been measured (settings_key_for(options)): a verdict measured with
+    other settings is another evaluation, never this one."""
     return (
-        Evaluation.objects.filter(candidate=candidate, task=task, gpu=gpu, harness_version=harness_version)
+        Evaluation.objects.filter(candidate=candidate, task=task, gpu=gpu, harness_version=harness_version,
+                                  settings_key=settings_key)
         .select_related("candidate", "task")
         .first()
     )
@@ -47,10 +63,12 @@ def evaluation_for(
 def naive_evaluation_for(
     *, task: Task, gpu: str, harness_version: str = HARNESS_VERSION
 ) -> Evaluation | None:
-    """The stored evaluation of the task's own naive kernel on this GPU, if any."""
+    """The stored evaluation of the task's own naive kernel on this GPU by the standard
+    gate (services.evaluation_run_naive measures it so), if any."""
     if task.naive_candidate_id is None:
         return None
-    return evaluation_for(candidate=task.naive_candidate, task=task, gpu=gpu, harness_version=harness_version)
+    return evaluation_for(candidate=task.naive_candidate, task=task, gpu=gpu,
+                          settings_key=standard_settings_key(), harness_version=harness_version)
 
 
 def naive_ms_for(*, task: Task, gpu: str) -> float | None:

@@ -3,16 +3,28 @@
 An evaluation is claimed, run, then completed, each step its own short transaction, so
 that other workers see the claim while the (minutes-long) evaluation runs. Celery may
 deliver a message twice and two users may ask for the same kernel at once: the unique
-key (candidate, task, harness version, GPU) and conditional updates make sure the work
-is done once and each row written once.
+key (candidate, task, harness version, GPU, settings key) and conditional updates make
+sure the work is done once and each row written once. The settings key (how the verdict
+was measured: GateOptions.identity()) is part of the key, so a verdict measured with one
+seed and no profile is never served to a caller that asks for the standard gate.
+
+The gate's seeds are not the users' to choose or know: a run's come from the server's
+secret (gate_secret, profiling.harness.seeds), a single evaluation's from the worker's
+own random draw. The verdict records them for the operator (Verdict.seeds, kept in the
+row's verdict); profiling.serialization.verdict_for_users takes them out of whatever
+users see.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import hmac
 import logging
 from datetime import timedelta
 
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -25,7 +37,7 @@ from profiling.harness.gate import GateOptions
 from profiling.harness.spec import Task as TaskSpec
 from profiling.harness.verdict import ERROR, INCOMPLETE, PASSED, REJECTED, Verdict
 from profiling.models import Candidate, DeclaredTask, Evaluation, Task
-from profiling.serialization import json_safe
+from profiling.serialization import json_safe, settings_key
 
 logger = logging.getLogger(__name__)
 
@@ -39,6 +51,33 @@ _VERDICT_STATUSES = {
     # be tried again.
     ERROR: Status.FAILED,
 }
+
+
+# The label the default gate secret is derived from SECRET_KEY under: another label, another
+# secret, so knowing gate seeds (the operator's verdicts) tells nothing of Django's key.
+GATE_SECRET_LABEL = b"optiml-studio: gate correctness seeds, v1"
+
+
+def gate_secret() -> bytes:
+    """The server's secret that gate seeds are derived from (profiling.harness.seeds).
+
+    settings.OPTIML_GATE_SECRET when set (the environment's OPTIML_GATE_SECRET, or the
+    file OPTIML_GATE_SECRET_FILE names); otherwise an HMAC of Django's SECRET_KEY under
+    GATE_SECRET_LABEL, so the embedded default has one too. Changing it changes every
+    run's seed from then on (a run's cached inputs are then built again), nothing else.
+    """
+    configured = getattr(settings, "OPTIML_GATE_SECRET", None)
+    if configured:
+        return configured.encode() if isinstance(configured, str) else bytes(configured)
+    if not settings.SECRET_KEY:
+        raise ImproperlyConfigured("gate seeds need OPTIML_GATE_SECRET or a SECRET_KEY to derive one from")
+    return hmac.new(settings.SECRET_KEY.encode(), GATE_SECRET_LABEL, hashlib.sha256).digest()
+
+
+def standard_gate_options(*, like: GateOptions) -> GateOptions:
+    """The standard gate (GateOptions()) with `like`'s time limit and work folder, which
+    do not change what is measured; a fresh random seed."""
+    return GateOptions(time_limit_s=like.time_limit_s, workdir=like.workdir)
 
 
 @transaction.atomic
@@ -138,9 +177,10 @@ def candidate_get_or_create(*, source: str, plan: dict, label: str = "") -> Cand
 
 @transaction.atomic
 def evaluation_claim(
-    *, candidate: Candidate, task: Task, gpu: str, stale_after: timedelta | None = None
+    *, candidate: Candidate, task: Task, gpu: str, gate_settings: dict, stale_after: timedelta | None = None
 ) -> Evaluation | None:
-    """Take the right to evaluate: a new "running" row, or None if another process has it.
+    """Take the right to evaluate with these gate settings (GateOptions.identity()): a new
+    "running" row, or None if another process has it.
 
     A "running" row claimed longer than `stale_after` ago belongs to a worker that died;
     a failure marked retryable may be tried again. Both are reclaimed with a conditional
@@ -149,11 +189,13 @@ def evaluation_claim(
     if stale_after is None:
         stale_after = _stale_after(GateOptions())
     now = timezone.now()
-    key = {"candidate": candidate, "task": task, "harness_version": HARNESS_VERSION, "gpu": gpu}
+    key = {"candidate": candidate, "task": task, "harness_version": HARNESS_VERSION, "gpu": gpu,
+           "settings_key": settings_key(gate_settings)}
     try:
         # A savepoint, so that losing the race leaves the outer transaction usable.
         with transaction.atomic():
-            return Evaluation.objects.create(**key, status=Status.RUNNING, claimed_at=now)
+            return Evaluation.objects.create(**key, settings=json_safe(gate_settings),
+                                             status=Status.RUNNING, claimed_at=now)
     except IntegrityError:
         pass
     abandoned = Q(status=Status.RUNNING, claimed_at__lt=now - stale_after)
@@ -233,12 +275,15 @@ def evaluation_run(
     task = task_get_or_sync(name=task_name)
     declared_task_file_ensure(name=task_name)  # the gate looks the task up by name
     gpu = evaluator.gpu()
-    existing = selectors.evaluation_for(candidate=candidate, task=task, gpu=gpu)
+    asked = options.identity()
+    key = {"candidate": candidate, "task": task, "gpu": gpu, "settings_key": settings_key(asked)}
+    existing = selectors.evaluation_for(**key)
     if existing is not None and existing.finished and not existing.retryable:
         return existing
-    evaluation = evaluation_claim(candidate=candidate, task=task, gpu=gpu, stale_after=_stale_after(options))
+    evaluation = evaluation_claim(candidate=candidate, task=task, gpu=gpu, gate_settings=asked,
+                                  stale_after=_stale_after(options))
     if evaluation is None:
-        return selectors.evaluation_for(candidate=candidate, task=task, gpu=gpu)
+        return selectors.evaluation_for(**key)
     try:
         verdict, source = evaluator.evaluate(task_name, candidate.to_harness(), options)
     except EvaluatorError as error:
@@ -249,22 +294,54 @@ def evaluation_run(
         logger.exception("evaluator failed on candidate %s", candidate.content_hash)
         message = f"evaluator error: {type(error).__name__}: {error}"
         return evaluation_fail(evaluation=evaluation, message=message, retryable=True)
+    if not verdict.settings:
+        # An evaluator that does not say how it measured (a recording made before verdicts
+        # said so) answers for the settings it was asked for: its contract.
+        verdict = dataclasses.replace(verdict, settings=asked)
     problem = _verdict_problem(verdict, task=task, candidate=candidate)
     if problem:
         return evaluation_fail(evaluation=evaluation, message=problem, retryable=False)
+    if settings_key(verdict.settings) != key["settings_key"]:
+        return _evaluation_measured_otherwise(claim=evaluation, verdict=verdict, source=source, asked=asked)
     return evaluation_complete(evaluation=evaluation, verdict=verdict, source=source)
+
+
+def _evaluation_measured_otherwise(*, claim: Evaluation, verdict: Verdict, source: str,
+                                   asked: dict) -> Evaluation:
+    """The evaluator measured with other settings than asked: this host lacks a tool the
+    asked settings name (compute-sanitizer), or a recording was made with other ones. The
+    verdict is real, so it is stored under the settings it was measured with and returned
+    (the caller's kernel has a verdict, which says how it was measured); the asked
+    settings' claim ends as a retryable failure that says why, so this verdict never
+    answers for them and a host that can measure them still may."""
+    row = evaluation_claim(candidate=claim.candidate, task=claim.task, gpu=claim.gpu,
+                           gate_settings=verdict.settings)
+    if row is not None:
+        stored = evaluation_complete(evaluation=row, verdict=verdict, source=source)
+    else:  # measured or being measured with those settings already: that row stands
+        stored = selectors.evaluation_for(candidate=claim.candidate, task=claim.task, gpu=claim.gpu,
+                                          settings_key=settings_key(verdict.settings))
+    measured = verdict.settings
+    differ = sorted(name for name in {*measured, *asked} if measured.get(name) != asked.get(name))
+    evaluation_fail(evaluation=claim, retryable=True, message=(
+        f"measured with other gate settings than asked ({', '.join(differ)}): stored as evaluation "
+        f"{stored.pk} under those, never as this one"))
+    return stored
 
 
 def evaluation_run_naive(
     *, task_name: str, options: GateOptions, evaluator: Evaluator | None = None
 ) -> Evaluation | None:
-    """Evaluate the task's own naive kernel, the baseline for speedups (None if it has none)."""
+    """Evaluate the task's own naive kernel, the baseline for speedups (None if it has
+    none), always with the standard gate, profile included, whatever `options` weaken:
+    the baseline is shared with every later caller, and a run starting from the naive
+    kernel reuses it as its root, which needs the profile's metrics. `options` lend only
+    their time limit and work folder."""
     task = task_get_or_sync(name=task_name)
     if task.naive_candidate is None:
         return None
-    return evaluation_run(
-        task_name=task_name, candidate=task.naive_candidate, options=options, evaluator=evaluator
-    )
+    return evaluation_run(task_name=task_name, candidate=task.naive_candidate,
+                          options=standard_gate_options(like=options), evaluator=evaluator)
 
 
 def _stale_after(options: GateOptions) -> timedelta:

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 
 from celery import shared_task
@@ -46,7 +47,12 @@ def evaluate_candidate(self, candidate_id: int, task_name: str, options: dict) -
 
 def evaluation_enqueue(*, candidate: Candidate, task_name: str, options: GateOptions) -> None:
     """Queue an evaluation on the `gpu` queue once the current transaction commits, so
-    the worker never looks for a candidate row that is not yet visible to it."""
+    the worker never looks for a candidate row that is not yet visible to it.
+
+    A single evaluation never has a fixed seed: the worker draws a fresh one from the OS
+    and records it in the verdict, so nobody can know its inputs beforehand (a run's
+    candidates share a secret one instead: search.measuring.run_gate_seed)."""
+    options = dataclasses.replace(options, seed=None, input_cache=None)
     # The worker's hard limit: the gate's own limit plus the same grace a claim gets.
     time_limit = options.time_limit_s + settings.OPTIML_CLAIM_GRACE_S
     transaction.on_commit(

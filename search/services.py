@@ -3,8 +3,11 @@
 A run's truth is its rows: `Run.state` is the engine's serialised Search; each step
 loads it under a row lock, asks for candidates, measures them (search.measuring: once
 the run has a full-gate best, the screen first; the full gate through the gate's
-services, one Evaluation per kernel, task, harness and GPU, so a kernel seen before
-costs nothing), tells the engine, mirrors the changed nodes and appends events, and saves.
+services, one Evaluation per kernel, task, harness, GPU and gate settings, so a kernel
+seen before costs nothing), tells the engine, mirrors the changed nodes and appends
+events, and saves. A run's `seed` steers the search's own choices (SearchConfig.seed);
+the gate's seed is the run's secret one (search.measuring.run_gate_seed), and what the
+run's rows keep of a verdict has no seeds in it (verdict_for_users).
 A worker that dies mid-step loses only that step's uncommitted work. On the worker a
 run is driven one step per Celery message, each queuing the next (run_advance).
 """
@@ -122,8 +125,10 @@ def run_create(*, task_name: str, source: str, plan: dict, budget: int, judge: s
     search = Search(task_name, root, judge=judge_obj, sources=configured_sources(source_names),
                     fallback_judge=fallback, config=SearchConfig(budget=budget, seed=seed),
                     tolerance_allows_fast_math=fast_math_allowed(spec), root_proposal=written)
-    # A fixed seed for the gate's inputs lets the run reuse them between candidates.
-    options = dataclasses.replace(gate_options or GateOptions(), seed=seed)
+    # `seed` steers the search only. The gate's seed is the run's secret one, derived at
+    # each step (search.measuring.run_gate_seed) and never stored here or chosen by a user:
+    # whoever knew it would know the inputs every candidate of the run is checked on.
+    options = dataclasses.replace(gate_options or GateOptions(), seed=None)
     run = Run.objects.create(
         task=gate_services.task_get_or_sync(name=task_name),
         root_candidate=gate_services.candidate_get_or_create(source=source, plan=plan),

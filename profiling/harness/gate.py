@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from . import HARNESS_VERSION, expr, inputs, profile, sanitize, tasks
+from . import HARNESS_VERSION, confine, expr, inputs, profile, sanitize, tasks
 from .candidate import Candidate, CandidateError
 from .compile import CompilerUnavailable, compile_candidate
 from .policy import PolicyViolation
@@ -143,6 +143,14 @@ def compile_checked(task: Task, candidate: Candidate, l1_sizes: dict[str, int]) 
                             f"the plan launches {launch.kernel!r}, but the source defines "
                             f"{', '.join(sorted(defined)) or 'no extern C kernel'}",
                             "plan", compile=report)
+    from . import signature  # here, not at the top: this function is edited apart from the rest
+
+    buffers = {t.name for t in task.all_tensors()} | {s.name for s in candidate.scratch}
+    try:  # each argument's kind and size against the kernel's parameters, from its PTX
+        signature.check_launches(candidate.launches, {k.kernel: k.params for k in report.kernels},
+                                 buffers)
+    except CandidateError as error:
+        return rejected(task.name, digest, "plan", str(error), "plan", compile=report)
     gpu = gpu_name()
     if gpu is None:
         return Verdict(task=task.name, candidate_hash=digest, status=INCOMPLETE, stage="compile",
@@ -195,10 +203,11 @@ def harness_cubin() -> str:
 
 
 def child_env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PACKAGE_ROOT), env.get("PYTHONPATH")]))
-    env["PYTHONUNBUFFERED"] = "1"
-    return env
+    """The GPU worker's environment: an allow-list (confine.worker_env), so a kernel's
+    process never holds the web app's database URL, secret key or API keys."""
+    return confine.worker_env({
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(PACKAGE_ROOT), os.environ.get("PYTHONPATH")])),
+        "PYTHONUNBUFFERED": "1"})
 
 
 def worker_request(task: Task, candidate: Candidate, report: CompileReport, options: dict) -> dict:

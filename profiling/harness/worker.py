@@ -23,6 +23,7 @@ from .ceilings import Ceilings, ceilings_for, physics_floor_ms, summarize
 from .checks import GUARD_BYTES, GuardFailure, RunBuffers, check_canaries, check_run
 from .inputs import Check, check_plan, inputs_and_reference, reference_outputs
 from .sandbox import Channel
+from .seeds import SEED_BITS
 from .spec import Task
 from .timing import TimedRuns
 from .verdict import CheckRecord, TimingReport
@@ -141,12 +142,13 @@ class Session:
         self.gpu = gpu  # given: a serving process's context, shared and kept open
         self.owns_gpu = gpu is None
         seed = self.options.get("seed")
-        self.base_seed = int(seed) if seed is not None else secrets.randbits(31)
+        self.base_seed = int(seed) if seed is not None else secrets.randbits(SEED_BITS)
         self.verified_runs: list[int] = []
         self.harness_module = None
         # Whether an L1 reference output holds the poison pattern itself (then a poison
         # count cannot tell an unwritten element from a written one: timing.py).
         self.reference_has_poison = False
+        self.last_l1: tuple[Check, dict, dict] | None = None
         self.sanitizing = self.options.get("mode") == "sanitize"
 
     def partial(self) -> dict:
@@ -306,6 +308,8 @@ class Session:
             launches = device.resolve_plan(self.gpu, self.module, self.candidate, sizes, buffers)
             self.launch(launches, sizes)
             if level == "L1":
+                # kept for the check after the timed runs (one seed's arrays, not all)
+                self.last_l1 = (check, inputs, reference)
                 self.reference_has_poison |= any(
                     t.dtype == "float32" and bool((reference[t.name].view(np.uint32) == 0xFFFFFFFF).any())
                     for t in self.task.outputs)
@@ -382,12 +386,10 @@ class Session:
     def check_after_timing(self, buffers: dict, launches) -> GuardFailure | None:
         """One full-size correctness check on the timed runs' own buffers, after the loop:
         a kernel that keeps state cannot behave only while it is young."""
-        check = next((c for c in self.check_plan() if c.level == "L1"), None)
-        if check is None:
+        if self.last_l1 is None:
             return None
+        check, inputs, reference = self.last_l1
         sizes = check.sizes
-        inputs, reference = inputs_and_reference(self.task, sizes, check.seed, check.distribution,
-                                                 self.options.get("input_cache"))
         for t in self.task.inputs:
             buffers[t.name].upload(inputs[t.name])
         self.poison_writable(buffers)

@@ -8,12 +8,19 @@ Progress lines are printed as nodes finish; then the "why it is faster" account 
 best, step by step) and a summary (best time against the starting kernel and the
 vendor library, evaluations, wall time, when the best was found). --json writes the
 trajectory: the summary, the account, the tree's rows and the full resumable state.
+
+Two seeds, for two things: --seed steers the search's own choices (the same seed and the
+same measurements give the same tree, as --replay shows), and --gate-seed is the gate's
+base seed for the correctness inputs, one for the whole search so that its inputs are
+built once. Without --gate-seed it is drawn at random, printed and written to --json;
+give it again to check a search's kernels on the same inputs.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import secrets
 import sys
 import tempfile
 import time
@@ -26,6 +33,7 @@ from profiling.harness.candidate import Candidate
 from profiling.harness.gate import GateOptions
 from profiling.harness.jsonfile import write_json_atomically
 from profiling.harness.screen import ScreenOptions
+from profiling.harness.seeds import SEED_BITS
 from profiling.harness.spec import Task
 
 from .evaluators import GateEvaluator, RecordingEvaluator, ReplayEvaluator, ScreeningEvaluator
@@ -50,7 +58,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--intent", default="",
                      help="what the kernel should do, in words: without --from, the LLM (when "
                           "configured) writes the starting kernel from it; else the naive one")
-    run.add_argument("--seed", type=int, default=0)
+    run.add_argument("--seed", type=int, default=0,
+                     help="the search's own seed (which child it tries next), not the gate's")
+    run.add_argument("--gate-seed", type=gate_seed_arg, metavar="N",
+                     help="the gate's base seed for its correctness inputs, one for the whole "
+                          f"search (0 to 2**{SEED_BITS} - 1; default: a random one, printed)")
     run.add_argument("--parallel", type=int, default=1, help="asks outstanding at once")
     run.add_argument("--time-limit", type=float, metavar="MINUTES",
                      help="ask for no new candidate after this many minutes")
@@ -71,6 +83,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def gate_seed_arg(text: str) -> int:
+    value = int(text)
+    if not 0 <= value < 2**SEED_BITS:
+        raise argparse.ArgumentTypeError(f"{text} is not a seed from 0 to 2**{SEED_BITS} - 1")
+    return value
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     return optimize(args)
@@ -82,8 +101,9 @@ def optimize(args: argparse.Namespace, *, judge: Judge | None = None,
     """Run one search as the arguments say; judge, sources and evaluator may be given
     (tests do), otherwise they are built from the arguments."""
     task = tasks.get(args.task)
+    gate_seed = None  # the gate's, when this process runs it (not a replay, not given one)
     if evaluator is None:
-        evaluator = _make_evaluator(args, out)
+        evaluator, gate_seed = _make_evaluator(args, out)
         if evaluator is None:
             return 2
     if judge is None:
@@ -108,23 +128,45 @@ def optimize(args: argparse.Namespace, *, judge: Judge | None = None,
     wall_s = time.monotonic() - started
     timed_out = bool(args.time_limit) and wall_s >= args.time_limit * 60
     summary = run_summary(search, task, wall_s=wall_s, budget=args.budget, timed_out=timed_out)
-    _report(search, summary, args.json, out)
+    _report(search, summary, args.json, out, gate_seed=gate_seed)
     return 0
 
 
-def _report(search: Search, summary: dict[str, Any], json_path: Path | None, out: Printer) -> None:
+def _report(search: Search, summary: dict[str, Any], json_path: Path | None, out: Printer,
+            *, gate_seed: int | None = None) -> None:
     out("")
     out(render_why(search.tree))
     out("")
     out(render_summary(summary))
+    if gate_seed is not None:
+        out(f"  gate seed: {gate_seed} (--gate-seed {gate_seed} checks on the same inputs again)")
     if json_path:
-        write_json_atomically(json_path, {"summary": summary, "why": why_faster(search.tree),
+        write_json_atomically(json_path, {"summary": summary, "gate_seed": gate_seed,
+                                          "why": why_faster(search.tree),
                                           "rows": search.tree.rows(), "search": search.to_dict()},
                               indent=1)
         out(f"trajectory written to {json_path}")
 
 
-def _make_evaluator(args: argparse.Namespace, out: Printer) -> Evaluator | None:
+def _gate_seed(args: argparse.Namespace) -> int:
+    """--gate-seed, or a fresh one from the OS: the inputs are then nobody's to know
+    beforehand, and the seed is still printed and recorded to reproduce them."""
+    return args.gate_seed if args.gate_seed is not None else secrets.randbits(SEED_BITS)
+
+
+def gate_options(args: argparse.Namespace, gate_seed: int, workdir: Path) -> GateOptions:
+    """The gate's options for a search on this host. One fixed gate seed for the whole
+    search, with its inputs kept on disk between candidates: the host builds each 1 GB
+    input and its reference once, not once per candidate. Never --seed, which is the
+    search's."""
+    return GateOptions(seeds=args.seeds, timing_runs=args.runs, profile=not args.no_profile,
+                       workdir=str(workdir), seed=gate_seed, input_cache=str(workdir / "inputs"),
+                       spot_checks=args.spot_checks)
+
+
+def _make_evaluator(args: argparse.Namespace, out: Printer) -> tuple[Evaluator | None, int | None]:
+    """The evaluator the arguments ask for, and the gate's seed when the gate runs here."""
+    gate_seed = None
     if args.replay:
         evaluator: Evaluator = ReplayEvaluator(args.replay)
         out(f"replaying measurements recorded on {evaluator.gpu} from {args.replay}")
@@ -132,21 +174,19 @@ def _make_evaluator(args: argparse.Namespace, out: Printer) -> Evaluator | None:
         if gate.gpu_name() is None:
             out("this host has no GPU (or no pycuda): the gate can compile but not run "
                 "kernels; use --replay recordings.json, or run on a GPU host")
-            return None
-        # One fixed input seed for the whole search, kept on disk between candidates: the
-        # host builds each 1 GB input and its reference once, not once per candidate.
+            return None, None
+        gate_seed = _gate_seed(args)
         workdir = Path(args.workdir or tempfile.mkdtemp(prefix="optiml-search-"))
-        options = GateOptions(
-            seeds=args.seeds, timing_runs=args.runs, profile=not args.no_profile,
-            workdir=str(workdir), seed=args.seed, input_cache=str(workdir / "inputs"),
-            spot_checks=args.spot_checks)
+        options = gate_options(args, gate_seed, workdir)
+        out(f"gate seed {gate_seed}: the correctness inputs of every candidate (--gate-seed "
+            f"{gate_seed} checks on them again)")
         if args.no_screen:
             evaluator = GateEvaluator(options)
         else:
             evaluator = ScreeningEvaluator(options, ScreenOptions(
-                timing_runs=args.screen_runs, seed=args.seed, input_cache=options.input_cache,
+                timing_runs=args.screen_runs, seed=gate_seed, input_cache=options.input_cache,
                 workdir=str(workdir / "screen")))
-    return RecordingEvaluator(evaluator, args.record) if args.record else evaluator
+    return (RecordingEvaluator(evaluator, args.record) if args.record else evaluator), gate_seed
 
 
 def _make_judges(choice: str, out: Printer) -> tuple[Judge, Judge]:

@@ -9,7 +9,10 @@ import pytest
 from engine_fakes import FixedJudge, StepSource, write_recordings
 
 from profiling.harness import tasks
+from profiling.harness.gate import GateOptions
+from profiling.harness.seeds import SEED_BITS
 from search.engine.__main__ import build_parser, fast_math_allowed, optimize
+from search.engine.evaluators import ReplayEvaluator
 from search.engine.search import Search
 
 
@@ -76,3 +79,58 @@ def test_optimize_starts_from_a_given_kernel_file(tmp_path):
 def test_fast_math_is_offered_only_where_the_tolerance_allows_it():
     assert not fast_math_allowed(tasks.get("relu"))  # exact: max(x, 0) is copied
     assert fast_math_allowed(tasks.get("softmax"))
+
+
+# -- two seeds: the search's (--seed) and the gate's (--gate-seed) ----------------------------
+
+
+def run_cli_on_the_gate(tmp_path, monkeypatch, *extra: str) -> tuple[list[GateOptions], list[str], dict]:
+    """optimize as on a GPU host, its gate stood in for by the synthetic recordings (this
+    host has none): returns the options the CLI built its gate with, its lines, its JSON."""
+    import search.engine.__main__ as cli
+    from profiling.harness import gate
+
+    tmp_path.mkdir(exist_ok=True)
+    recordings = write_recordings(tmp_path / "relu.json")
+    made: list[GateOptions] = []
+
+    class GateOfRecordings(ReplayEvaluator):
+        def __init__(self, options: GateOptions) -> None:
+            made.append(options)
+            super().__init__(recordings)
+
+    monkeypatch.setattr(gate, "gpu_name", lambda: "NVIDIA H200")
+    monkeypatch.setattr(cli, "GateEvaluator", GateOfRecordings)
+    out = tmp_path / "run.json"
+    args = build_parser().parse_args(["optimize", "--task", "relu", "--budget", "12", "--no-screen",
+                                      "--workdir", str(tmp_path / "work"), "--json", str(out), *extra])
+    lines: list[str] = []
+    assert optimize(args, judge=FixedJudge(), fallback_judge=FixedJudge(), sources=[StepSource()],
+                    out=lines.append) == 0
+    return made, lines, json.loads(out.read_text())
+
+
+def test_the_gate_seed_is_its_own_option_and_the_search_seed_only_steers_the_search(tmp_path, monkeypatch):
+    made, lines, data = run_cli_on_the_gate(tmp_path, monkeypatch, "--seed", "3", "--gate-seed", "99")
+
+    assert [options.seed for options in made] == [99]
+    assert data["gate_seed"] == 99 and data["search"]["config"]["seed"] == 3
+    assert any(line.startswith("gate seed 99:") for line in lines)
+
+
+def test_without_a_gate_seed_a_random_one_is_drawn_printed_and_recorded_and_the_tree_is_the_same(
+        tmp_path, monkeypatch):
+    first, first_lines, first_data = run_cli_on_the_gate(tmp_path / "a", monkeypatch, "--seed", "3")
+    again, _, again_data = run_cli_on_the_gate(tmp_path / "b", monkeypatch, "--seed", "3")
+
+    seeds = {first[0].seed, again[0].seed}
+    assert len(seeds) == 2 and all(0 <= seed < 2**SEED_BITS for seed in seeds)
+    assert first_data["gate_seed"] == first[0].seed
+    assert any(f"--gate-seed {first[0].seed}" in line for line in first_lines)
+    assert first_data["rows"] == again_data["rows"]  # --seed alone decides the tree
+
+
+@pytest.mark.parametrize("value", ["-1", str(2**SEED_BITS)])
+def test_a_gate_seed_outside_the_workers_range_is_refused(value):
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["optimize", "--task", "relu", "--gate-seed", value])

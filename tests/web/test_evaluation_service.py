@@ -1,5 +1,6 @@
 """The evaluation service: claim, evaluate, complete; once per (candidate, task, harness
-version, GPU), whatever the number of callers."""
+version, GPU, gate settings), whatever the number of callers (tests/web/
+test_verdict_identity.py: what the settings change)."""
 
 from __future__ import annotations
 
@@ -13,11 +14,13 @@ from django.utils import timezone
 from profiling import selectors, services
 from profiling.evaluators import EvaluatorError, RecordedEvaluator
 from profiling.harness import HARNESS_VERSION
+from profiling.harness.gate import GateOptions
 from profiling.models import Evaluation
 
 pytestmark = pytest.mark.django_db
 
 STALE_AFTER = timedelta(minutes=15)
+SETTINGS = GateOptions().identity()  # the standard gate's
 
 
 def test_it_stores_a_recorded_passing_verdict_with_its_time(relu_task, store, fast, recorded, options):
@@ -147,10 +150,12 @@ def test_a_second_claim_on_the_same_key_loses(relu_task, store, fast):
     candidate = store(fast)
 
     first = services.evaluation_claim(
-        candidate=candidate, task=relu_task, gpu="NVIDIA H200", stale_after=STALE_AFTER
+        candidate=candidate, task=relu_task, gpu="NVIDIA H200", gate_settings=SETTINGS,
+        stale_after=STALE_AFTER,
     )
     second = services.evaluation_claim(
-        candidate=candidate, task=relu_task, gpu="NVIDIA H200", stale_after=STALE_AFTER
+        candidate=candidate, task=relu_task, gpu="NVIDIA H200", gate_settings=SETTINGS,
+        stale_after=STALE_AFTER,
     )
 
     assert first is not None and first.status == Evaluation.Status.RUNNING
@@ -162,9 +167,11 @@ def test_the_same_kernel_on_another_gpu_is_another_evaluation(relu_task, store, 
     candidate = store(fast)
 
     h200 = services.evaluation_claim(
-        candidate=candidate, task=relu_task, gpu="NVIDIA H200", stale_after=STALE_AFTER
+        candidate=candidate, task=relu_task, gpu="NVIDIA H200", gate_settings=SETTINGS,
+        stale_after=STALE_AFTER,
     )
-    none = services.evaluation_claim(candidate=candidate, task=relu_task, gpu="none", stale_after=STALE_AFTER)
+    none = services.evaluation_claim(candidate=candidate, task=relu_task, gpu="none", gate_settings=SETTINGS,
+                                     stale_after=STALE_AFTER)
 
     assert h200 is not None and none is not None
     assert Evaluation.objects.count() == 2
@@ -173,12 +180,14 @@ def test_the_same_kernel_on_another_gpu_is_another_evaluation(relu_task, store, 
 def test_a_claim_abandoned_past_the_time_limit_is_taken_over(relu_task, store, fast):
     candidate = store(fast)
     dead = services.evaluation_claim(
-        candidate=candidate, task=relu_task, gpu="NVIDIA H200", stale_after=STALE_AFTER
+        candidate=candidate, task=relu_task, gpu="NVIDIA H200", gate_settings=SETTINGS,
+        stale_after=STALE_AFTER,
     )
     Evaluation.objects.filter(pk=dead.pk).update(claimed_at=timezone.now() - timedelta(hours=1))
 
     taken = services.evaluation_claim(
-        candidate=candidate, task=relu_task, gpu="NVIDIA H200", stale_after=STALE_AFTER
+        candidate=candidate, task=relu_task, gpu="NVIDIA H200", gate_settings=SETTINGS,
+        stale_after=STALE_AFTER,
     )
 
     assert taken is not None and taken.pk == dead.pk
@@ -190,11 +199,13 @@ def test_a_late_result_from_an_abandoned_claim_does_not_overwrite_the_new_one(
 ):
     candidate = store(fast)
     dead = services.evaluation_claim(
-        candidate=candidate, task=relu_task, gpu="NVIDIA H200", stale_after=STALE_AFTER
+        candidate=candidate, task=relu_task, gpu="NVIDIA H200", gate_settings=SETTINGS,
+        stale_after=STALE_AFTER,
     )
     Evaluation.objects.filter(pk=dead.pk).update(claimed_at=timezone.now() - timedelta(hours=1))
     dead.refresh_from_db()
-    services.evaluation_claim(candidate=candidate, task=relu_task, gpu="NVIDIA H200", stale_after=STALE_AFTER)
+    services.evaluation_claim(candidate=candidate, task=relu_task, gpu="NVIDIA H200", gate_settings=SETTINGS,
+                              stale_after=STALE_AFTER)
     verdict, source = recorded.evaluate("relu", fast.harness(), options)
 
     after = services.evaluation_complete(evaluation=dead, verdict=verdict, source=source)
@@ -331,7 +342,8 @@ def test_of_four_simultaneous_claims_exactly_one_wins(relu_task, store, fast):
     def claim() -> Evaluation | None:
         start.wait(timeout=30)
         return services.evaluation_claim(
-            candidate=candidate, task=relu_task, gpu="NVIDIA H200", stale_after=STALE_AFTER
+            candidate=candidate, task=relu_task, gpu="NVIDIA H200", gate_settings=SETTINGS,
+            stale_after=STALE_AFTER,
         )
 
     results: list = []

@@ -213,10 +213,12 @@ def test_a_step_that_breaks_marks_the_run_failed_with_the_reason_and_ends_the_ch
 
 def test_a_step_whose_candidate_another_worker_holds_waits_before_looking_again(broker, launch):
     from profiling import services as gate_services
+    from profiling.evaluators import options_from_dict
 
     run = launch(budget=3)
     claim = gate_services.evaluation_claim(candidate=run.root_candidate, task=run.task,
-                                           gpu=RecordedEvaluator(RUN_RECORDING).gpu())
+                                           gpu=RecordedEvaluator(RUN_RECORDING).gpu(),
+                                           gate_settings=options_from_dict(run.gate_options).identity())
     assert claim is not None  # the root is being measured elsewhere
 
     assert broker.deliver() == Run.Status.RUNNING

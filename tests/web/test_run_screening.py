@@ -100,12 +100,16 @@ def test_only_candidates_the_screen_finds_faster_than_the_best_get_the_full_gate
     assert [e["level"] for e in evaluated] == ["full", "full", "screen", "screen", "screen"]
 
 
-def test_a_screened_run_fixes_its_seed_and_keeps_its_inputs_by_task(settings, tmp_path):
+def test_a_screened_run_fixes_its_secret_gate_seed_and_keeps_its_inputs_in_its_own_folder(settings, tmp_path):
+    from search.measuring import run_gate_seed
+
     settings.OPTIML_WORKDIR = tmp_path
     evaluator = StandInScreen()
-    services.run_drive(run_id=new_run(budget=3, seed=7).pk, evaluator=evaluator)
+    run = services.run_drive(run_id=new_run(budget=3, seed=7).pk, evaluator=evaluator)
 
-    assert {(o.seed, o.input_cache) for o in evaluator.options} == {(7, str(tmp_path / "inputs" / "relu"))}
+    # The run's own gate seed (from the server's secret), not the user's search seed 7.
+    assert {(o.seed, o.input_cache) for o in evaluator.options} == \
+        {(run_gate_seed(run=run), str(tmp_path / "inputs" / "relu" / f"run-{run.pk}"))}
 
 
 def test_the_inspector_shows_a_screened_node_as_screened_with_its_checks_and_time():

@@ -9,7 +9,6 @@ when the gate rejected the kernel.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -87,6 +86,9 @@ class Command(BaseCommand):
         self.stdout.write(report.render(verdict, spec, naive_ms))
         if evaluation.source == Evaluation.Source.RECORDED:
             self.stdout.write("Source: recorded earlier on a real GPU and replayed; not measured now")
+        if evaluation.settings_key != selectors.standard_settings_key():
+            self.stdout.write("Settings: not the standard gate's; this verdict is stored under the "
+                              "settings it was measured with and never stands in for the standard gate")
         if json_path is not None:
             payload = {**json_safe(verdict.to_dict()), "speedups": report.speedups(verdict, spec, naive_ms)}
             write_json_atomically(json_path, payload)
@@ -96,18 +98,16 @@ class Command(BaseCommand):
             raise CommandError(f"rejected by the '{evaluation.guard}' guard", returncode=REJECTED_EXIT_STATUS)
 
     def _naive_ms(self, spec: TaskSpec, options: GateOptions, evaluator: Evaluator) -> float | None:
-        """The naive kernel's time on this GPU, evaluating it first if it never was."""
+        """The naive kernel's time on this GPU by the standard gate, evaluating it first if
+        it never was. Always the standard gate, whatever --seeds, --runs or --no-profile
+        say: the baseline is stored for every later caller, and a run that starts from the
+        naive kernel reuses it as its root, which needs the profile."""
         task = services.task_get_or_sync(name=spec.name)
         gpu = evaluator.gpu()
         naive = selectors.naive_evaluation_for(task=task, gpu=gpu)
         if naive is None and gpu != NO_GPU:
             self.stderr.write(f"Evaluating the naive {spec.name} kernel first, as the baseline")
-            # Its time is all the baseline needs: skip the profile.
-            naive = services.evaluation_run_naive(
-                task_name=spec.name,
-                options=dataclasses.replace(options, profile=False),
-                evaluator=evaluator,
-            )
+            naive = services.evaluation_run_naive(task_name=spec.name, options=options, evaluator=evaluator)
         if naive is not None and naive.status != Evaluation.Status.PASSED:
             self.stderr.write(
                 f"No naive baseline: the naive kernel is {naive.status}"

@@ -34,7 +34,8 @@ class Command(BaseCommand):
         parser.add_argument("--plan", help="launch plan JSON for --from; default: the task's naive plan")
         parser.add_argument("--budget", type=int, default=30, help="evaluations (default 30)")
         parser.add_argument("--judge", choices=["rules", "llm"], default="rules")
-        parser.add_argument("--seed", type=int, default=0)
+        parser.add_argument("--seed", type=int, default=0,
+                            help="the search's own seed; the gate's is the run's secret one")
         parser.add_argument("--parallel", type=int, default=1, help="candidates asked per step")
         parser.add_argument("--json", dest="json_out", help="write the trajectory here")
         parser.add_argument("--no-profile", action="store_true")
