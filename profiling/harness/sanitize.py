@@ -37,8 +37,9 @@ GUARD_OF_TOOL = {"memcheck": "out_of_bounds", "racecheck": "race",
                  "initcheck": "uninitialized_read", "synccheck": "sync_error"}
 TOOL_OPTIONS = {
     "memcheck": [],
-    # "hazard" reports each conflicting access pair, not only the analysis summary.
-    "racecheck": ["--racecheck-report", "hazard"],
+    # The default "analysis" report: on the H200 the "hazard" report took over 280 s for
+    # a warp-synchronous sum that analysis reported in 6 s (as warnings, which count).
+    "racecheck": [],
     "initcheck": [],
     "synccheck": [],
 }

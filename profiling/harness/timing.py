@@ -32,7 +32,10 @@ that skips by writing nothing is caught in every run by the poison count.
 
 from __future__ import annotations
 
+import os
 import secrets
+import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -102,6 +105,7 @@ class TimedRuns:
         from . import device
 
         s = self.s
+        started = time.monotonic()
         buffers = s.allocate(self.sizes, extra_bytes=self.snapshot_bytes())
         outputs = [t.name for t in s.task.outputs]
         # One copy target per verified slot, and a sink for the runs not kept: every run's
@@ -143,14 +147,17 @@ class TimedRuns:
                 if i >= self.warmup:
                     samples.append(start.time_till(stop))
             s.gpu.synchronize()
+            s.seconds["timed_runs"] = time.monotonic() - started
+            started = time.monotonic()
             s.channel.send("bound", limit_s=None)
             s.stage("verify timed runs", verified=len([k for k in kept if k is not None]))
-            failure = self.poison_left(counts, total) or self.canaries(buffers)
-            for slot, index in enumerate(kept):
-                if failure is None and index is not None:
-                    failure = self.verify(buffers, slots[slot], index)
+            failure = self.poison_left(counts, total) or self.canaries(buffers) \
+                or self.verify_all(buffers, slots, kept)
+            s.seconds["verify_timed_runs"] = time.monotonic() - started
             if failure is None and self.slots:  # the screen verifies none: its survivors
-                failure = s.check_after_timing(buffers, launches)  # get the full gate
+                started = time.monotonic()      # get the full gate
+                failure = s.check_after_timing(buffers, launches)
+                s.seconds["check_after_timing"] = time.monotonic() - started
             return samples, failure, sorted(k - self.warmup for k in kept if k is not None)
         finally:
             counts.free()
@@ -187,9 +194,31 @@ class TimedRuns:
                 return failure
         return None
 
-    def verify(self, buffers: dict, snapshot: dict, index: int) -> GuardFailure | None:
+    def verify_all(self, buffers: dict, slots: list[dict], kept: list[int | None]) -> GuardFailure | None:
+        """The verified runs, read back one by one from the GPU and checked on the host in
+        parallel: references and comparisons are numpy, which releases the GIL, and
+        on a 1 GB task they, not the GPU, are what verification costs."""
+        runs = [(index, self.read_run(buffers, slots[slot], index))
+                for slot, index in enumerate(kept) if index is not None]
+        if not runs:
+            return None
+        with ThreadPoolExecutor(max_workers=self.parallel_checks(len(runs))) as pool:
+            failures = list(pool.map(lambda run: self.check_run(*run), runs))
+        return next((f for f in failures if f is not None), None)
+
+    def parallel_checks(self, wanted: int) -> int:
+        """As many at once as the host's cores and memory allow (each holds its inputs,
+        outputs and a float64 reference)."""
+        per_check = 4 * sum(t.nbytes(self.sizes) for t in self.s.task.all_tensors()) + 1
+        try:
+            memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        except (ValueError, OSError):
+            memory = 8 << 30
+        return max(1, min(wanted, os.cpu_count() or 1, int(memory // 2 // per_check)))
+
+    def read_run(self, buffers: dict, snapshot: dict, index: int) -> tuple[dict, dict]:
         """Timed run `index`: its inputs regenerated from its seed into the input buffers,
-        its reference on the host, its outputs as copied right after it ran."""
+        its outputs as copied right after it ran."""
         from . import device
 
         s = self.s
@@ -202,9 +231,13 @@ class TimedRuns:
             if out.nbytes:
                 device.cuda.memcpy_dtoh(out, snapshot[t.name])
             outputs[t.name] = out
+        return inputs, outputs
+
+    def check_run(self, index: int, arrays: tuple[dict, dict]) -> GuardFailure | None:
+        inputs, outputs = arrays
+        s = self.s
         run = RunBuffers(inputs_before=inputs, inputs_after=inputs, outputs=outputs,
-                         reference=s.reference(inputs, self.sizes),
-                         guards={name: b.guards() for name, b in buffers.items()})
+                         reference=s.reference(inputs, self.sizes), guards={})
         failure = s.check(run, self.sizes)[0]
         if failure is None:
             return None
