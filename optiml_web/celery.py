@@ -3,11 +3,18 @@
 Start a worker with `celery -A optiml_web worker -Q gpu,celery`. Evaluations go to the
 `gpu` queue, so a GPU host runs a worker on `gpu` alone, one process per GPU, and CPU
 hosts take the rest.
+
+A worker may die at any moment (SIGKILL, the OOM killer, a host lost). Messages are
+acknowledged late (settings: CELERY_TASK_ACKS_LATE), so the one it was running goes back
+to the queue, and running it again costs nothing (claims and drive tokens). How it goes
+back is configured here; tests/web/test_crash_safety.py kills workers to check it.
 """
 
 import os
 
 from celery import Celery
+
+from optiml_web.env import env_int
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "optiml_web.settings")
 
@@ -17,10 +24,51 @@ app.conf.task_routes = {
     "profiling.evaluate_candidate": {"queue": "gpu"},
     # A run's search evaluates its candidates in-process, so it runs where the GPU is.
     "search.drive_run": {"queue": "gpu"},
+    # A run's input caches are files on the GPU host that ran it.
+    "search.sweep_input_caches": {"queue": "gpu"},
 }
+# When only the pool's child process dies (killed, out of memory) the main process sees
+# it. By default it then acknowledges the message as failed, and a run's driver chain is
+# gone until the beat notices; rejected instead, the message is queued again at once.
+# (A kernel cannot kill the child this way over and over: the gate runs it in a process of
+# its own.)
+app.conf.task_reject_on_worker_lost = True
 # Runs whose driver chain was lost get a new one (search/services.py, run_restart_stalled);
 # `scripts/serve` runs the beat inside its one worker.
 app.conf.beat_schedule = {
     "restart-stalled-runs": {"task": "search.restart_stalled_runs", "schedule": 60.0},
+    "sweep-input-caches": {"task": "search.sweep_input_caches", "schedule": 600.0},
 }
+
+# Redis keeps the messages a worker holds unacknowledged aside, and gives one back to the
+# queue once it has been out for the visibility timeout: that is how the message of a
+# worker killed as a whole comes back. It must be longer than any message is held: an
+# evaluation's retry waits 900 s and then runs for up to 900 s, so kombu's default hour.
+# The crash test shortens it. Live workers look for such messages every tenth of it (at
+# most 100 s, kombu's default pace; at least every second).
+REDIS_VISIBILITY_S = env_int("OPTIML_BROKER_VISIBILITY_S", 3600)
+
+
+@app.on_after_configure.connect
+def _redis_redelivery(sender: Celery, **kwargs) -> None:
+    if not str(sender.conf.broker_url or "").startswith(("redis://", "rediss://")):
+        return
+    sweep_s = max(1, min(100, REDIS_VISIBILITY_S // 10))
+    sender.conf.broker_transport_options = {
+        "visibility_timeout": REDIS_VISIBILITY_S,
+        "unacked_restore_interval": sweep_s,
+        "unacked_restore_throttle": 1,  # the interval alone sets the pace
+        # A worker killed during a sweep leaves its lock behind, and nobody sweeps until it
+        # expires (kombu: 300 s). A sweep takes milliseconds; two at once restore nothing twice.
+        "unacked_mutex_expire": min(300, 5 * sweep_s),
+        **(sender.conf.broker_transport_options or {}),
+    }
+    # kombu's Redis transport pops a message from the queue before it records it as
+    # unacknowledged (kombu#305): a worker killed in between loses it, and only the beat's
+    # restart of stalled runs brings that run back. A worker that fetches only when a pool
+    # process is free opens that gap only while it is idle, never while a step is running
+    # (a message waiting for its countdown would otherwise let it fetch one more).
+    sender.conf.worker_disable_prefetch = True
+
+
 app.autodiscover_tasks()

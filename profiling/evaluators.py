@@ -20,7 +20,9 @@ from __future__ import annotations
 import atexit
 import dataclasses
 import json
+import math
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
@@ -145,12 +147,17 @@ class RecordedEvaluator:
     the full gate by `evaluate` only. It never invents a verdict: a candidate without a
     full recording is an EvaluatorError, and `screen` returns None for one without a
     screened recording (so the caller asks `evaluate`).
+
+    `sleep_s` makes every `evaluate` take that long first, as the gate does on a GPU
+    (`recorded:<file>?sleep=<seconds>`): the crash test kills a worker in the middle of
+    one (tests/web/test_crash_safety.py). The verdict is the recorded one all the same.
     """
 
     source = "recorded"
 
-    def __init__(self, path: Path | str) -> None:
+    def __init__(self, path: Path | str, *, sleep_s: float = 0.0) -> None:
         self.path = Path(path)
+        self.sleep_s = sleep_s
         data = _load_recordings(self.path)
         self._gpu = data["gpu"]
         self._verdicts: dict[tuple[str, str], dict[str, Any]] = {}  # the full gate's
@@ -171,6 +178,8 @@ class RecordedEvaluator:
         return self._gpu
 
     def evaluate(self, task_name: str, candidate: Candidate, options: GateOptions) -> tuple[Verdict, str]:
+        if self.sleep_s:
+            time.sleep(self.sleep_s)  # before the look-up: a rejection takes the gate time too
         content_hash = candidate.content_hash()
         key = (task_name, content_hash)
         recorded = self._verdicts.get(key)
@@ -241,8 +250,25 @@ def get_evaluator() -> Evaluator:
                 _gate_evaluators[workdir] = GateEvaluator(workdir=workdir)
             return _gate_evaluators[workdir]
     if choice.startswith("recorded:"):
-        return RecordedEvaluator(choice.removeprefix("recorded:"))
+        path, sleep_s = _recorded_setting(choice)
+        return RecordedEvaluator(path, sleep_s=sleep_s)
     raise ImproperlyConfigured(f"OPTIML_EVALUATOR={choice!r}; use 'gate' or 'recorded:<path>'")
+
+
+def _recorded_setting(choice: str) -> tuple[str, float]:
+    """("<path>", sleep seconds) from "recorded:<path>" or "recorded:<path>?sleep=<s>"."""
+    path, _, query = choice.removeprefix("recorded:").partition("?")
+    if not query:
+        return path, 0.0
+    name, _, value = query.partition("=")
+    try:
+        sleep_s = float(value) if name == "sleep" else -1.0
+    except ValueError:
+        sleep_s = -1.0
+    if not (math.isfinite(sleep_s) and sleep_s >= 0):
+        raise ImproperlyConfigured(f"OPTIML_EVALUATOR={choice!r}: after the path only "
+                                   "'?sleep=<seconds>' (a finite number, 0 or more) may follow")
+    return path, sleep_s
 
 
 def options_to_dict(options: GateOptions) -> dict[str, Any]:

@@ -16,9 +16,12 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import re
 import secrets
+import shutil
 from collections.abc import Callable
 from datetime import timedelta
+from pathlib import Path
 
 from django.conf import settings
 from django.db import transaction
@@ -418,3 +421,27 @@ def run_import(*, trajectory: ParsedTrajectory, user=None, team=None) -> Run:
     run.best_node, run.best_found_at = summary["best_id"], summary["best_found_at_evaluation"]
     run.save()
     return run
+
+
+# -- inputs kept for a run's candidates -----------------------------------------------------
+_RUN_FOLDER = re.compile(r"run-(\d+)")
+
+
+def run_input_caches_sweep(*, root: Path) -> list[Path]:
+    """Delete the input caches (measuring.run_gate_options: `<root>/<task>/run-<id>/`,
+    several GB for a 1 GB task) of runs that can no longer ask for them: finished,
+    stopped, failed or deleted. A running or paused run keeps its own. Runs where the
+    files are (a GPU worker); returns the folders deleted."""
+    if not root.is_dir():
+        return []
+    folders = [(f, int(m.group(1))) for task in root.iterdir() if task.is_dir()
+               for f in task.iterdir() if f.is_dir() and (m := _RUN_FOLDER.fullmatch(f.name))]
+    live = set(Run.objects.filter(pk__in=[pk for _, pk in folders],
+                                  status__in=[Run.Status.RUNNING, Run.Status.PAUSED])
+               .values_list("pk", flat=True))
+    deleted = []
+    for folder, pk in folders:
+        if pk not in live:
+            shutil.rmtree(folder, ignore_errors=True)
+            deleted.append(folder)
+    return deleted

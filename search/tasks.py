@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 from celery import shared_task
 from django.conf import settings
@@ -41,6 +42,16 @@ def restart_stalled_runs() -> list[int]:
     if restarted:
         logger.warning("restarted the driver chains of stalled runs %s", restarted)
     return restarted
+
+
+@shared_task(name="search.sweep_input_caches")
+def sweep_input_caches() -> int:
+    """Every ten minutes, on the GPU queue where the files are (optiml_web/celery.py):
+    the input caches of runs that ended are deleted (services.run_input_caches_sweep)."""
+    deleted = services.run_input_caches_sweep(root=Path(settings.OPTIML_WORKDIR) / "inputs")
+    if deleted:
+        logger.info("deleted the input caches of ended runs: %s", [str(f) for f in deleted])
+    return len(deleted)
 
 
 def drive_run_enqueue(*, run_id: int, token: int, countdown_s: float = 0.0) -> None:
