@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import pycuda.driver as cuda
 
-from . import expr
+from . import expr, signature
 from .candidate import Candidate, CandidateError
 from .checks import CANARY_BYTE, GUARD_BYTES, POISON_BYTE
 
@@ -286,13 +286,14 @@ def _dims(dims: tuple, names: Mapping[str, int]) -> tuple[int, int, int]:
 
 
 def _arg(arg, names: Mapping[str, int], buffers: Mapping[str, Buffer]) -> tuple[str, object]:
-    if isinstance(arg, float):
-        return "f", np.float32(arg)
-    if isinstance(arg, str) and arg in buffers:
+    """One argument packed as the kernel's signature was checked to take it: one decision
+    (signature.argument_kind) for the packer and the check."""
+    kind = signature.argument_kind(arg, buffers)
+    if kind == signature.F32:
+        return "f", np.float32(arg if isinstance(arg, float) else float(arg[4:]))
+    if kind == signature.POINTER:
         return "P", buffers[arg].ptr
-    if isinstance(arg, str) and arg.startswith("f32:"):
-        return "f", np.float32(float(arg[4:]))
-    if isinstance(arg, str) and arg.startswith("i64:"):
+    if kind == signature.I64:
         return "q", np.int64(expr.evaluate_int(arg[4:], names))
     value = expr.evaluate_int(arg[4:] if isinstance(arg, str) and arg.startswith("i32:") else arg,
                               names)

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from . import HARNESS_VERSION, confine, expr, inputs, profile, sanitize, tasks
+from . import HARNESS_VERSION, confine, expr, inputs, profile, sanitize, signature, tasks
 from .candidate import Candidate, CandidateError
 from .compile import CompilerUnavailable, compile_candidate
 from .policy import PolicyViolation
@@ -143,7 +143,6 @@ def compile_checked(task: Task, candidate: Candidate, l1_sizes: dict[str, int]) 
                             f"the plan launches {launch.kernel!r}, but the source defines "
                             f"{', '.join(sorted(defined)) or 'no extern C kernel'}",
                             "plan", compile=report)
-    from . import signature  # here, not at the top: this function is edited apart from the rest
 
     buffers = {t.name for t in task.all_tensors()} | {s.name for s in candidate.scratch}
     try:  # each argument's kind and size against the kernel's parameters, from its PTX
@@ -329,6 +328,9 @@ def verdict_from_result(task: str, digest: str, report: CompileReport, result: I
         )
         if isinstance(final.get("seeds"), dict):
             common["seeds"] = final["seeds"]
+        if isinstance(final.get("stage_seconds"), dict):
+            common["stage_seconds"] = {f"worker_{k}": v for k, v in final["stage_seconds"].items()
+                                       if isinstance(v, int | float)}
     if result.timed_out and result.stage_limit is not None:
         return rejected(task, digest, "timeout", f"{result.stage_limit.get('bound', 'a bounded stage')}"
                         f" was still running at its bound (during {where}); the process group "

@@ -72,8 +72,10 @@ def prepare(task: Task, checks: list[Check], cache_dir: str, *, workers: int | N
     # One process per entry (`python -m profiling.harness.inputs`), `workers` at a time:
     # a fresh interpreter, nothing inherited from a threaded caller and no main module
     # re-imported, as multiprocessing's start methods would do.
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        filter(None, [str(Path(__file__).resolve().parents[2]), os.environ.get("PYTHONPATH")]))}
+    from .confine import worker_env  # what a GPU worker's children get: no secrets
+
+    env = worker_env({"PYTHONPATH": os.pathsep.join(
+        filter(None, [str(Path(__file__).resolve().parents[2]), os.environ.get("PYTHONPATH")]))})
 
     def build(key: str, c: Check) -> None:
         argv = [sys.executable, "-m", "profiling.harness.inputs", str(Path(cache_dir) / key), task.name,

@@ -53,6 +53,9 @@ class KernelResources:
     shared_static_bytes: int = 0
     constant_bytes: int = 0
     barriers: int = 0
+    # Parameter types from the PTX (".param .u64" -> "u64", "f32", "b8[16]", ...), checked
+    # against the plan's arguments (signature.py); None when not recorded.
+    params: list[str] | None = None
 
 
 @dataclass
@@ -71,6 +74,9 @@ class CompileReport:
     log: str = ""
     cubin_path: str | None = None
     cubin_sha256: str | None = None
+    # How nvcc was confined (confine.py): "bwrap" (a sandbox with no network and no view
+    # of the project) or "rlimits" (limits, minimal environment and empty folder only).
+    sandbox: str = ""
 
 
 @dataclass

@@ -93,17 +93,39 @@ ptxas info    : Used 10 registers, used 0 barriers
 @pytest.mark.parametrize(
     "source, fragment",
     [
-        ('#include "/etc/passwd"\n' + RELU, "only toolkit headers"),
-        ("#include </etc/passwd>\n" + RELU, "only toolkit headers"),
-        ("#include <../../etc/passwd>\n" + RELU, "only toolkit headers"),
         ("__global__ void c(){}\n" + RELU.replace("if (i < n)", "c<<<1,1>>>(); if (i < n)"), "<<<"),
         ('#line 1 "x"\n' + RELU, "#line"),
+        ('#embed "/etc/passwd"\n' + RELU, "#embed"),
     ],
 )
-def test_sources_that_reach_outside_the_kernel_are_refused_before_nvcc(tmp_path, source, fragment):
+def test_sources_whose_text_reaches_outside_the_kernel_are_refused_before_nvcc(
+        tmp_path, monkeypatch, source, fragment):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no nvcc: the refusal cannot have come from it
     with pytest.raises(PolicyViolation) as caught:
         compile_candidate(candidate(source), cache_dir=tmp_path)
     assert caught.value.guard == "source_policy" and fragment in str(caught.value)
+
+
+@needs_nvcc
+@pytest.mark.parametrize(
+    "include, named",
+    [
+        ('#include "/etc/passwd"', "/etc/passwd"),
+        ("#include </etc/passwd>", "/etc/passwd"),
+        ("#include <../../etc/passwd>", "../../etc/passwd"),
+    ],
+)
+def test_includes_outside_the_include_folders_are_refused_naming_the_file(tmp_path, include, named):
+    with pytest.raises(PolicyViolation) as caught:
+        compile_candidate(candidate(include + "\n" + RELU), cache_dir=tmp_path)
+    assert caught.value.guard == "source_policy"
+    assert f"includes '{named}'" in str(caught.value) and "outside the toolkit's" in str(caught.value)
+
+
+@needs_nvcc
+def test_toolkit_and_system_headers_may_be_included_with_quotes_or_brackets(tmp_path):
+    source = '#include "cuda_fp16.h"\n#include <cuda/std/cstdint>\n#include <math.h>\n' + RELU
+    assert compile_candidate(candidate(source), cache_dir=tmp_path).ok
 
 
 def test_a_launch_inside_a_comment_is_not_a_violation(tmp_path):
