@@ -234,11 +234,11 @@ class Channel:
 
     def __init__(self, fd: int):
         self._file = None
+        # A wrapper (compute-sanitizer, ncu) may not pass the descriptor on: the parent
+        # then reads the exit status alone.
         if fd >= 0:
-            try:
+            with contextlib.suppress(OSError):
                 self._file = os.fdopen(fd, "w", buffering=1)
-            except OSError:  # a wrapper (compute-sanitizer, ncu) did not pass it on:
-                pass         # the parent then reads the exit status alone
 
     def send(self, kind: str, **data) -> None:
         if self._file is not None:
