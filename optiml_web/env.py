@@ -150,6 +150,21 @@ def secret_key(*, debug: bool, var_dir: Path, environ: Mapping[str, str] = os.en
     return path.read_text().strip()
 
 
+def allowed_hosts(value: str, *, debug: bool) -> list[str]:
+    """OPTIML_ALLOWED_HOSTS, comma-separated. Required without DEBUG: a production host
+    that answers to any Host header lets a forged one into password-reset links, caches
+    and the websocket origin check."""
+    hosts = [host.strip() for host in value.split(",") if host.strip()]
+    if hosts:
+        return hosts
+    if not debug:
+        raise ImproperlyConfigured(
+            "OPTIML_ALLOWED_HOSTS must name the host names the site answers to "
+            "(e.g. studio.example.org) when OPTIML_DEBUG is false"
+        )
+    return ["127.0.0.1", "localhost"]
+
+
 def evaluator_setting(value: str) -> str:
     """OPTIML_EVALUATOR: "gate", or "recorded:<path to JSON>"."""
     if value == "gate" or (value.startswith("recorded:") and len(value) > len("recorded:")):

@@ -5,9 +5,11 @@ key generated once into var/secret_key. Production sets DATABASE_URL, REDIS_URL,
 OPTIML_SECRET_KEY and OPTIML_DEBUG=false.
 """
 
+from datetime import timedelta
 from pathlib import Path
 
 from optiml_web.env import (
+    allowed_hosts,
     celery_broker,
     channel_layers,
     env_bool,
@@ -26,8 +28,24 @@ VAR_DIR = Path(env_str("OPTIML_VAR_DIR", str(BASE_DIR / "var")))
 
 DEBUG = env_bool("OPTIML_DEBUG", True)
 SECRET_KEY = secret_key(debug=DEBUG, var_dir=VAR_DIR)
-ALLOWED_HOSTS = [h for h in env_str("OPTIML_ALLOWED_HOSTS", "127.0.0.1,localhost").split(",") if h]
+ALLOWED_HOSTS = allowed_hosts(env_str("OPTIML_ALLOWED_HOSTS"), debug=DEBUG)
 CSRF_TRUSTED_ORIGINS = [o for o in env_str("OPTIML_CSRF_TRUSTED_ORIGINS").split(",") if o]
+
+# Cookies and transport. In production (DEBUG off) the session and CSRF cookies are sent
+# over HTTPS only; OPTIML_SECURE_COOKIES=false is for a deployment reached over plain
+# HTTP on a private network, and says so. Behind a TLS-terminating proxy that sets
+# X-Forwarded-Proto, OPTIML_BEHIND_TLS_PROXY=true lets Django see the request as HTTPS.
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env_bool("OPTIML_SECURE_COOKIES", not DEBUG)
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SAMESITE = CSRF_COOKIE_SAMESITE = "Lax"
+if env_bool("OPTIML_BEHIND_TLS_PROXY", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# Strict-Transport-Security, in seconds (0: not sent). Set it once HTTPS works for good:
+# browsers remember it.
+SECURE_HSTS_SECONDS = env_int("OPTIML_HSTS_SECONDS", 0)
+SECURE_CONTENT_TYPE_NOSNIFF = True  # X-Content-Type-Options: nosniff
+SECURE_REFERRER_POLICY = "same-origin"  # a share page's URL (its token) never leaves the site
+X_FRAME_OPTIONS = "DENY"
 
 INSTALLED_APPS = [
     # daphne first: its runserver serves ASGI (websockets) in place of Django's WSGI one.
@@ -46,6 +64,8 @@ INSTALLED_APPS = [
     "profiling",
     "search",
     "lineage",
+    # Sign-in throttling (README, "Security"); last, as its documentation asks.
+    "axes",
 ]
 
 MIDDLEWARE = [
@@ -56,6 +76,9 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
+    # Last: it turns a sign-in refused for too many failures into the lock-out page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 if not DEBUG:
@@ -90,6 +113,12 @@ DATABASES = {
 }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+# Axes first: it refuses a locked-out username or address before any password is checked.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -105,15 +134,40 @@ USE_TZ = True
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "login"
-# An exported trajectory carries every node's full verdict (tens of kB each); importing
-# one of a few hundred nodes must fit. Django's default (2.5 MB) does not.
-DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("OPTIML_MAX_UPLOAD_MB", 64) * 1024 * 1024
+# Sign-in throttling (django-axes, counted in the database so that every web process
+# sees the same count): after OPTIML_LOGIN_FAILURE_LIMIT failed sign-ins for one
+# username, or from one address, that username or address is refused (429) for
+# OPTIML_LOGIN_COOLOFF_S seconds; a failure during the lock-out starts it again. The
+# address is REMOTE_ADDR: behind a proxy, run daphne with --proxy-headers.
+AXES_FAILURE_LIMIT = env_int("OPTIML_LOGIN_FAILURE_LIMIT", 5)
+AXES_COOLOFF_TIME = timedelta(seconds=env_int("OPTIML_LOGIN_COOLOFF_S", 15 * 60))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # each on its own, not the pair
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_HTTP_RESPONSE_CODE = 429
+
+# Request bodies. Django's own limit (forms, the admin) at its default, 2.5 MiB, which
+# also bounds the API's JSON (optiml_web.limits.LimitedJSONParser): a kernel at the gate's
+# size limit (512 KiB) fits with its plan, even escaped. Importing a trajectory is the one
+# larger request: it carries every node's full verdict (tens of kB each), and a few
+# hundred nodes must fit.
+DATA_UPLOAD_MAX_MEMORY_SIZE = 2560 * 1024
+OPTIML_MAX_IMPORT_BYTES = env_int("OPTIML_MAX_UPLOAD_MB", 64) * 1024 * 1024
 
 REST_FRAMEWORK = {
-    # Pages and API share the browser's session; SessionAuthentication checks CSRF on writes.
-    "DEFAULT_AUTHENTICATION_CLASSES": ["rest_framework.authentication.SessionAuthentication"],
+    # Pages and API share the browser's session; SessionAuthentication checks CSRF on
+    # writes. Ours answers a signed-out request 401, not DRF's 403.
+    "DEFAULT_AUTHENTICATION_CLASSES": ["accounts.authentication.SessionAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # JSON in, read up to a size limit before parsing (optiml_web/limits.py), and JSON out:
+    # no browsable HTML API (its forms post what the parser refuses, and its inline styles
+    # the Content-Security-Policy); /api/docs/ is the API to browse.
+    "DEFAULT_PARSER_CLASSES": ["optiml_web.limits.LimitedJSONParser"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    # Any error is JSON; an unexpected one is logged and answers a bare 500.
+    "EXCEPTION_HANDLER": "optiml_web.errors.api_exception_handler",
+    # Documents the 4xx answers each operation can give (optiml_web/schema.py).
+    "DEFAULT_SCHEMA_CLASS": "optiml_web.schema.ApiSchema",
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "OptiML Studio API",
@@ -156,6 +210,9 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # "recorded:<path>" (verdicts measured earlier on a real GPU, for CI and demos).
 OPTIML_EVALUATOR = evaluator_setting(env_str("OPTIML_EVALUATOR", "gate"))
 OPTIML_WORKDIR = Path(env_str("OPTIML_WORKDIR", str(VAR_DIR / "work")))
+# The secret the gate's correctness seeds are derived from (profiling.harness.seeds);
+# unset, derived from SECRET_KEY (profiling.services.gate_secret).
+OPTIML_GATE_SECRET = env_secret("OPTIML_GATE_SECRET")
 # Screen a run's candidates before the full gate, as the CLI does (README, "The screen"):
 # once a run has a full-gate best, only candidates the screen finds faster get the full
 # gate. A run can turn it off for itself; this turns it off for every run.
@@ -186,13 +243,39 @@ OPTIML_CLAIM_GRACE_S = env_int("OPTIML_CLAIM_GRACE_S", 300)
 # gate's 600 s time limit plus the grace), so a step still under way is never doubled.
 OPTIML_RUN_STALL_S = env_int("OPTIML_RUN_STALL_S", 900)
 
+# Content-Security-Policy on every response (django-csp): scripts, styles and everything
+# else from this site only, no inline script or style, no framing. The front end builds
+# HTML for highlighted code, so a script that slipped into it still would not run.
+# `data:` images: the favicon is an inline SVG, and Swagger UI's icons are data URIs.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "img-src": ["'self'", "data:"],
+        "connect-src": ["'self'"],  # the API, and the live view's websocket (same host)
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    },
+}
+
 LOG_LEVEL = env_str("OPTIML_LOG_LEVEL", "INFO")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    # Share tokens are keys: every line is redacted before it is written (daphne's and
+    # runserver's request logs, Django's "Not Found: <path>", tracebacks).
+    "filters": {"redact_tokens": {"()": "optiml_web.log_redaction.RedactShareTokens"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["redact_tokens"]}},
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
-    # Django's default config gives "django" a console handler of its own under DEBUG;
-    # replaced here so that each line (daphne's request log included) prints once.
-    "loggers": {"django": {"handlers": ["console"], "level": LOG_LEVEL, "propagate": False}},
+    # Django's default config gives "django" (and "django.server", runserver's request log)
+    # handlers of its own; replaced here so that each line prints once, redacted.
+    "loggers": {
+        "django": {"handlers": ["console"], "level": LOG_LEVEL, "propagate": False},
+        "django.server": {"handlers": ["console"], "level": LOG_LEVEL, "propagate": False},
+        # Failed sign-ins and lock-outs are warnings; axes's start-up banner is not news.
+        "axes": {"level": "WARNING"},
+    },
 }

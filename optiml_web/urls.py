@@ -1,30 +1,42 @@
 from django.contrib import admin
+from django.contrib.auth import views as auth_views
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from accounts.apis import MeApi
-from optiml_web import pages
+from optiml_web import pages, params
 from profiling.apis import DeclaredTaskDetailApi, DeclaredTaskListApi, TaskListApi
+
+params.register_converters()  # <id:...>, <token:...>, <task:...>: before any route below
+
+# Under /api/, even Django's own error answers are JSON (optiml_web/errors.py).
+handler400 = "optiml_web.errors.bad_request"
+handler404 = "optiml_web.errors.not_found"
+handler500 = "optiml_web.errors.server_error"
 
 api_urlpatterns = [
     path("me/", MeApi.as_view(), name="api-me"),
     path("tasks/", TaskListApi.as_view(), name="api-tasks"),
     path("tasks/declared/", DeclaredTaskListApi.as_view(), name="api-declared-tasks"),
-    path("tasks/declared/<str:name>/", DeclaredTaskDetailApi.as_view(), name="api-declared-task"),
+    path("tasks/declared/<task:name>/", DeclaredTaskDetailApi.as_view(), name="api-declared-task"),
     path("", include("search.urls")),
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    # The split view serves Swagger UI's settings as a script file of its own, not an
+    # inline <script>, which the Content-Security-Policy would refuse.
+    path("docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
 ]
 
 urlpatterns = [
     path("admin/", admin.site.urls),
-    # login/ and logout/ (POST), with templates/registration/login.html.
-    path("accounts/", include("django.contrib.auth.urls")),
+    # Signing in and out (POST) only: with no mail set up, Django's password-reset views
+    # would only fail. Sign-in is throttled (django-axes, settings.AXES_*).
+    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/", include(api_urlpatterns)),
     # The browser pages (optiml_web/pages.py); the front end draws them from the API.
     path("", pages.home, name="home"),
     path("runs/", pages.runs, name="runs"),
     path("runs/new/", pages.new_run, name="new-run"),
-    path("runs/<int:run_id>/", pages.run_detail, name="run-page"),
-    path("share/<str:token>/", pages.shared_run, name="share-page"),
+    path("runs/<id:run_id>/", pages.run_detail, name="run-page"),
+    path("share/<token:token>/", pages.shared_run, name="share-page"),
 ]

@@ -1,6 +1,7 @@
 """Shapes of the task API: the tasks a new session may use, and declaring a task.
 
-The input serializer checks JSON types only; the harness (profiling.harness.declared)
+The input serializer checks JSON types and the definition's size (before the harness runs
+its reference, let alone anything is stored); the harness (profiling.harness.declared)
 checks meaning, and its DefinitionError is mapped to the same {"field": ["message"]}.
 """
 
@@ -8,7 +9,10 @@ from __future__ import annotations
 
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
+from rest_framework.settings import api_settings
 
+from optiml_web.limits import MAX_DECLARED_TASK_BYTES, json_bytes
+from optiml_web.params import MAX_DB_INT
 from profiling.harness import declared
 from profiling.harness.spec import DISTRIBUTIONS
 from profiling.models import DeclaredTask
@@ -60,7 +64,15 @@ class DeclaredTaskCreateSerializer(serializers.Serializer):
     flops = serializers.CharField(required=False, max_length=400, help_text=f"{FORMULA}; default 0")
     bytes = serializers.CharField(required=False, max_length=400,
                                   help_text=f"{FORMULA}; default: inputs read once, outputs written once")
-    team = serializers.IntegerField(required=False, allow_null=True, help_text="share with this team")
+    team = serializers.IntegerField(required=False, allow_null=True, min_value=0, max_value=MAX_DB_INT,
+                                    help_text="share with this team")
+
+    def to_internal_value(self, data):
+        size = json_bytes(data)
+        if size > MAX_DECLARED_TASK_BYTES:
+            raise serializers.ValidationError({api_settings.NON_FIELD_ERRORS_KEY: [
+                f"the task definition is {size} bytes of JSON; at most {MAX_DECLARED_TASK_BYTES} are taken"]})
+        return super().to_internal_value(data)
 
     def definition(self) -> dict:
         """The validated data as the harness reads it (without the team)."""

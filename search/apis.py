@@ -1,11 +1,14 @@
 """The run API: thin views over search.services (writes) and search.selectors (reads).
 
 A run another user may not see answers 404, exactly like a run that does not exist.
-Share-link views (/api/shared/<token>/...) need no login and only read.
+Share-link views (/api/shared/<token>/...) need no login and only read. Query parameters
+are read through optiml_web.params (a bad one is a 400 naming it), bodies are limited by
+optiml_web.limits, and the error answers are documented by optiml_web.schema.
 """
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.http import FileResponse, Http404
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
@@ -17,6 +20,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.apis import team_of_request
+from optiml_web import params
+from optiml_web.limits import MAX_NAME_CHARS
+from optiml_web.schema import ErrorSerializer
 from profiling import selectors as gate_selectors
 from profiling import services as gate_services
 from profiling.harness import declared
@@ -28,7 +34,6 @@ from search.engine.judges import LLMConfigError
 from search.importing import TrajectoryError, parse_trajectory
 from search.models import Run
 from search.serializers import (
-    ErrorSerializer,
     EventSerializer,
     KernelWriteSerializer,
     KernelWrittenSerializer,
@@ -45,6 +50,7 @@ from search.serializers import (
 )
 
 AFTER = OpenApiParameter("after", int, description="the last seq the client has (default 0)")
+TEAM = OpenApiParameter("team", int, description="a team id")
 
 
 def _visible_run(request: Request, run_id: int) -> Run:
@@ -69,10 +75,7 @@ def _shared_run(token: str) -> Run:
 
 
 def _after(request: Request) -> int:
-    raw = request.query_params.get("after", "0")
-    if not raw.isdigit():
-        raise ValidationError({"after": ["a sequence number: 0 or more"]})
-    return int(raw)
+    return params.query_int(request.query_params, "after", default=0)
 
 
 def _node(run: Run, node_id: int):
@@ -87,8 +90,8 @@ def _events(run: Run, after: int) -> list[dict]:
             for e in selectors.run_events_after(run=run, seq=after)]
 
 
-def _report(node) -> FileResponse:
-    path = inspector.ncu_report_path(node)
+def _report(run: Run, node) -> FileResponse:
+    path = inspector.ncu_report_path(run=run, node=node)
     if path is None:
         raise Http404("this node has no Nsight Compute report here")
     return FileResponse(path.open("rb"), as_attachment=True, filename=path.name,
@@ -104,18 +107,14 @@ class SourceListApi(APIView):
 
 class RunListApi(APIView):
     @extend_schema(responses=RunSerializer(many=True), parameters=[
-        OpenApiParameter("task", str), OpenApiParameter("status", str),
-        OpenApiParameter("mine", bool, description="1: only runs I made"),
-        OpenApiParameter("team", int)])
+        OpenApiParameter("task", str), OpenApiParameter("status", str, enum=Run.Status.values),
+        OpenApiParameter("mine", bool, description="true (or 1): only runs I made"), TEAM])
     def get(self, request: Request) -> Response:
-        params = request.query_params
-        team = params.get("team")
-        if team is not None and not team.isdigit():
-            raise ValidationError({"team": ["a team id"]})
-        runs = selectors.run_list(user=request.user, task=params.get("task", ""),
-                                  status=params.get("status", ""),
-                                  mine=params.get("mine", "") in ("1", "true", "yes"),
-                                  team=int(team) if team is not None else None)
+        query = request.query_params
+        runs = selectors.run_list(user=request.user,
+                                  task=params.query_text(query, "task", max_length=MAX_NAME_CHARS),
+                                  status=params.query_choice(query, "status", Run.Status.values),
+                                  mine=params.query_bool(query, "mine"), team=params.query_int(query, "team"))
         return Response(RunSerializer(runs, many=True).data)
 
     @extend_schema(request=RunCreateSerializer, responses={201: RunCreatedSerializer})
@@ -162,8 +161,7 @@ class KernelWriteApi(APIView):
     review in the editor before starting a run (OptiML-G's Mixture-of-Thoughts is not
     built: one model writes one kernel)."""
 
-    @extend_schema(request=KernelWriteSerializer, responses={200: KernelWrittenSerializer,
-                                                             400: ErrorSerializer})
+    @extend_schema(request=KernelWriteSerializer, responses={200: KernelWrittenSerializer})
     def post(self, request: Request) -> Response:
         form = KernelWriteSerializer(data=request.data)
         form.is_valid(raise_exception=True)
@@ -235,7 +233,8 @@ class RunNodeApi(APIView):
 class RunNodeReportApi(APIView):
     @extend_schema(responses={(200, "application/octet-stream"): OpenApiTypes.BINARY})
     def get(self, request: Request, run_id: int, node_id: int) -> FileResponse:
-        return _report(_node(_visible_run(request, run_id), node_id))
+        run = _visible_run(request, run_id)
+        return _report(run, _node(run, node_id))
 
 
 class RunControlApi(APIView):
@@ -261,7 +260,7 @@ class RunEventsApi(APIView):
 
 
 class RunSharesApi(APIView):
-    @extend_schema(responses=ShareSerializer(many=True))
+    @extend_schema(responses={200: ShareSerializer(many=True), 403: ErrorSerializer})
     def get(self, request: Request, run_id: int) -> Response:
         run = _controlled_run(request, run_id)
         return Response(ShareSerializer(selectors.share_list(run=run), many=True).data)
@@ -293,15 +292,19 @@ class RunExportApi(APIView):
 
 
 class RunImportApi(APIView):
+    @property
+    def max_body_bytes(self) -> int:
+        # The one endpoint whose body may be larger than DATA_UPLOAD_MAX_MEMORY_SIZE.
+        return settings.OPTIML_MAX_IMPORT_BYTES
+
     @extend_schema(request=OpenApiTypes.OBJECT, responses={201: RunDetailSerializer},
                    parameters=[OpenApiParameter("team", int, description="share the import with a team")])
     def post(self, request: Request) -> Response:
-        team_id = request.query_params.get("team")
-        if team_id is not None and not team_id.isdigit():
-            raise ValidationError({"team": ["a team id"]})
-        team = team_of_request(request, int(team_id) if team_id is not None else None)
+        team = team_of_request(request, params.query_int(request.query_params, "team"))
+        # Only tasks this user may use: another team's private task is "unknown".
+        usable = selectors.task_names_usable_by(user=request.user)
         try:
-            trajectory = parse_trajectory(request.data)
+            trajectory = parse_trajectory(request.data, tasks=usable)
         except TrajectoryError as error:
             raise ValidationError({error.field: [error.message]}) from None
         run = services.run_import(trajectory=trajectory, user=request.user, team=team)
@@ -338,7 +341,8 @@ class SharedNodeApi(SharedApi):
 class SharedNodeReportApi(SharedApi):
     @extend_schema(responses={(200, "application/octet-stream"): OpenApiTypes.BINARY})
     def get(self, request: Request, token: str, node_id: int) -> FileResponse:
-        return _report(_node(_shared_run(token), node_id))
+        run = _shared_run(token)
+        return _report(run, _node(run, node_id))
 
 
 class SharedEventsApi(SharedApi):

@@ -17,6 +17,11 @@ on the receiving side, per viewer.
 Who may connect: the signed-in user who may view the run, or anyone with an open share
 link's token. Others are refused (close code 4404) before the socket is accepted, and a
 viewer who came in by a link is closed (4404) when that link is revoked.
+
+A bad `after` (not a whole number of ASCII digits that a sequence number can be) is a bad
+request: the socket is accepted only to be closed with 4400 and a reason that names the
+parameter and what it must be (a socket refused before it is accepted would tell the
+client nothing).
 """
 
 from __future__ import annotations
@@ -29,21 +34,29 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 
+from optiml_web import params
 from search import broadcast, live, selectors
 
 FRAME_EVENTS = 500  # events per frame when replaying a long backlog
 REFUSED = 4404  # application close code: no such run, or not yours to see
-BAD_REQUEST = 4400
+BAD_REQUEST = 4400  # application close code: a query parameter that cannot be understood
+MAX_CLOSE_REASON_BYTES = 123  # RFC 6455 5.5: a control frame's payload is at most 125 bytes
 
 
 class RunConsumer(AsyncJsonWebsocketConsumer):
     async def connect(self) -> None:
         self.run_id: int = self.scope["url_route"]["kwargs"]["run_id"]
         self.feed: live.RunFeed | None = None
-        query = parse_qs(self.scope.get("query_string", b"").decode())
-        after = query.get("after", ["0"])[-1]
-        if not after.isdigit():
-            await self.close(code=BAD_REQUEST)
+        # Bytes from the client: undecodable ones become U+FFFD, and then a bad value.
+        query = parse_qs(self.scope.get("query_string", b"").decode("utf-8", errors="replace"),
+                         keep_blank_values=True)
+        try:
+            after = params.parse_int(query.get("after", ["0"])[-1], "after")
+        except params.ParameterError as error:
+            await self._refuse_bad_request(str(error))
+            return
+        if self.run_id > params.MAX_DB_INT:  # no run has such an id: do not ask the database
+            await self.close(code=REFUSED)
             return
         allowed, self.share_id = await _access(self.run_id, self.scope.get("user"),
                                                query.get("share", [""])[-1])
@@ -62,9 +75,14 @@ class RunConsumer(AsyncJsonWebsocketConsumer):
         self.wanted = await _last_seq(self.run_id)
         # A client ahead of the log (a database restored from backup) starts again from
         # the log's end rather than waiting for sequence numbers it already has.
-        self.last_sent = min(int(after), self.wanted)
+        self.last_sent = min(after, self.wanted)
         await self._send_new()
         await self.send_json({"type": "synced", "data": {"last_seq": self.last_sent}})
+
+    async def _refuse_bad_request(self, message: str) -> None:
+        await self.accept()
+        reason = message.encode()[:MAX_CLOSE_REASON_BYTES].decode(errors="ignore")
+        await self.close(code=BAD_REQUEST, reason=reason)
 
     async def disconnect(self, code: int) -> None:
         if self.feed is None:

@@ -1,23 +1,43 @@
 """Reading an exported trajectory (search.selectors.run_trajectory) back, strictly.
 
-`parse_trajectory` checks everything before anything is written: the file's shape, the
-task, the search state (it must load as the engine's Search, and every node's kernel
-must hash to the hash it claims), the node list against the state, and the event log's
-sequence. A problem is a TrajectoryError naming the part of the file and what is wrong.
+`parse_trajectory` checks everything before anything is written: the file's shape and
+size (node and event counts, each kernel within the gate's size limit), the task (one
+the importer may use: a file cannot reach another team's private task), the search
+state (it must load as the engine's Search, and every node's kernel must hash to the
+hash it claims), that every value fits the column it becomes, the node list against the
+state, and the event log's sequence. A problem is a TrajectoryError naming the part of
+the file and what is wrong.
+
+What a file says is shown, never trusted: its verdicts may name any path as a report, and
+an imported node has no Evaluation row, so nothing is ever served from disk for it
+(search.inspector.ncu_report_path).
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
-from profiling.harness import tasks as task_registry
+from optiml_web.limits import (
+    MAX_IMPORT_EVENTS,
+    MAX_IMPORT_NODES,
+    MAX_INTENT_CHARS,
+    MAX_SOURCE_NAMES,
+    plan_error,
+    source_error,
+)
 from search.engine.judges import RuleJudge
 from search.engine.search import Search
 
 FORMAT = "optiml-trajectory"
 VERSION = 1
 MAX_KIND = 40  # RunEvent.kind's max_length
+MAX_INT32 = 2**31 - 1  # PostgreSQL integer: RunNode.node_id, visits, Run.budget, evaluated
+MAX_INT64 = 2**63 - 1  # PostgreSQL bigint: Run.seed
+MAX_BUDGET = 10_000  # the API's largest budget (search.serializers.RunCreateSerializer)
+# RunNode's short text columns and their max_length: a longer value would fail the write.
+NODE_TEXT_LIMITS = {"proposal source": 120, "status": 12, "guard": 40, "level": 6, "state": 10}
 
 
 class TrajectoryError(ValueError):
@@ -39,7 +59,10 @@ class ParsedTrajectory:
     original_id: int | None
 
 
-def parse_trajectory(data: Any) -> ParsedTrajectory:
+def parse_trajectory(data: Any, *, tasks: Collection[str]) -> ParsedTrajectory:
+    """`tasks`: the names of the tasks the importer may use (the suite, and the declared
+    tasks of their own and their teams'). A run on any other task is refused as unknown,
+    and the message lists only these."""
     if not isinstance(data, dict):
         raise TrajectoryError("file", "a trajectory is a JSON object with run, nodes and state")
     if data.get("format", FORMAT) != FORMAT or data.get("version", VERSION) != VERSION:
@@ -47,18 +70,39 @@ def parse_trajectory(data: Any) -> ParsedTrajectory:
                               f"{data.get('format')!r} version {data.get('version')!r}")
     run, nodes, state = (_part(data, key, kind) for key, kind in
                          (("run", dict), ("nodes", list), ("state", dict)))
+    _check_counts(nodes, state, data.get("events", []))  # before the state is loaded: cheap
     task = run.get("task")
-    try:
-        task_registry.get(task if isinstance(task, str) else "")
-    except task_registry.UnknownTask as error:
-        raise TrajectoryError("run.task", str(error)) from None
+    if not isinstance(task, str) or task not in tasks:
+        raise TrajectoryError("run.task", f"unknown task {_shown(task)}; known tasks: "
+                              f"{', '.join(sorted(tasks))}")
     search = _search(state, task)
     _check_nodes(nodes, search)
     return ParsedTrajectory(
         search=search, state=state, judge=_text(state, "judge", "state.judge", 100),
         sources=_names(state.get("sources", [])), events=_events(data.get("events", [])),
         gpu_seconds=_seconds(run.get("gpu_seconds", 0.0)), intent=_optional_text(run, "intent"),
-        original_id=run.get("id") if isinstance(run.get("id"), int) else None)
+        original_id=_original_id(run.get("id")))
+
+
+def _check_counts(nodes: list, state: dict, events: Any) -> None:
+    tree = state.get("tree")
+    tree_nodes = tree.get("nodes") if isinstance(tree, dict) else None
+    for where, items, limit in (("nodes", nodes, MAX_IMPORT_NODES),
+                                ("state.tree", tree_nodes, MAX_IMPORT_NODES),
+                                ("events", events, MAX_IMPORT_EVENTS)):
+        if isinstance(items, list | dict) and len(items) > limit:
+            raise TrajectoryError(where, f"{len(items)} entries; an import takes at most {limit}")
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else f"{text[:60]}..."
+
+
+def _original_id(value: Any) -> int | None:
+    # Only said in the run's message ("imported from run N"): any whole number will do.
+    whole = isinstance(value, int) and not isinstance(value, bool)
+    return value if whole and 0 < value <= MAX_INT64 else None
 
 
 def _part(data: dict, key: str, kind: type) -> Any:
@@ -82,12 +126,32 @@ def _search(state: dict, task: str) -> Search:
     for node in tree.nodes.values():
         if node.parent is not None and node.parent not in tree.nodes:
             raise TrajectoryError("state.tree", f"node {node.id}'s parent {node.parent} is not in the tree")
+        _check_numbers(node)
+        _check_kernel(node)
         if node.proposal.candidate.content_hash() != node.candidate_hash:
             raise TrajectoryError("state.tree", f"node {node.id}'s kernel does not match its hash")
-        _check_numbers(node)
     if tree.best_id is not None and tree.best_id not in tree.nodes:
         raise TrajectoryError("state.tree", f"the best node {tree.best_id} is not in the tree")
+    _check_run_columns(search)
     return search
+
+
+def _check_run_columns(search: Search) -> None:
+    config = search.config
+    for name, value, low, high in (("config.budget", config.budget, 1, MAX_BUDGET),
+                                   ("config.seed", config.seed, 0, MAX_INT64),
+                                   ("evaluations", search.evaluations, 0, MAX_INT32)):
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            raise TrajectoryError(f"state.{name}", f"must be a whole number from {low} to {high}")
+
+
+def _check_kernel(node) -> None:
+    """Every kernel in the tree (the node's, and those of its untried proposals) within
+    the limits a new run's kernel has: the gate's source size and the API's plan size."""
+    for proposal in [node.proposal, *(item.proposal for item in node.untried)]:
+        problem = source_error(proposal.candidate.source) or plan_error(proposal.candidate.plan_dict())
+        if problem:
+            raise TrajectoryError("state.tree", f"node {node.id}: {problem}")
 
 
 def _check_numbers(node) -> None:
@@ -101,10 +165,24 @@ def _check_numbers(node) -> None:
             continue
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise TrajectoryError("state.tree", f"node {node.id}'s {name} is not a number")
-    if node.visits < 0 or (m is not None and not isinstance(m.status, str)):
-        raise TrajectoryError("state.tree", f"node {node.id} has a negative visit count or no status")
+    whole = {"id": node.id, "parent": node.parent, "depth": node.depth, "visits": node.visits}
+    for name, value in whole.items():
+        if value is None and name == "parent":
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_INT32:
+            raise TrajectoryError("state.tree", f"node {node.id!r}'s {name} must be a whole number "
+                                  f"from 0 to {MAX_INT32}")
+    if m is not None and not isinstance(m.status, str):
+        raise TrajectoryError("state.tree", f"node {node.id} has no status")
     if not isinstance(node.proposal.source, str) or not isinstance(node.proposal.title, str):
         raise TrajectoryError("state.tree", f"node {node.id}'s proposal needs a source and a title")
+    texts = {"proposal source": node.proposal.source, "state": node.state,
+             "status": m.status if m else "", "guard": (m.guard or "") if m else "",
+             "level": m.level if m else ""}
+    for name, value in texts.items():
+        if not isinstance(value, str) or len(value) > NODE_TEXT_LIMITS[name]:
+            raise TrajectoryError("state.tree", f"node {node.id}'s {name} must be text of at most "
+                                  f"{NODE_TEXT_LIMITS[name]} characters")
 
 
 def _check_nodes(nodes: list, search: Search) -> None:
@@ -142,14 +220,15 @@ def _text(data: dict, key: str, where: str, limit: int) -> str:
 
 def _optional_text(data: dict, key: str) -> str:
     value = data.get(key) or ""
-    if not isinstance(value, str):
-        raise TrajectoryError(f"run.{key}", "must be text")
+    if not isinstance(value, str) or len(value) > MAX_INTENT_CHARS:
+        raise TrajectoryError(f"run.{key}", f"must be text of at most {MAX_INTENT_CHARS} characters")
     return value
 
 
 def _names(value: Any) -> list[str]:
-    if not isinstance(value, list) or not all(isinstance(name, str) for name in value):
-        raise TrajectoryError("state.sources", "must be a list of names")
+    if (not isinstance(value, list) or len(value) > MAX_SOURCE_NAMES
+            or not all(isinstance(name, str) and len(name) <= 100 for name in value)):
+        raise TrajectoryError("state.sources", f"must be a list of at most {MAX_SOURCE_NAMES} names")
     return value
 
 

@@ -4,7 +4,8 @@ Everything comes from rows already stored: the node (RunNode), its kernel (Candi
 and the verdict the gate gave it (kept in the node's measurement, which is also what an
 imported run has; the Evaluation row otherwise). A node only the screen measured has the
 screen's verdict there (correctness records and time, no profile, no .ncu-rep) and no
-Evaluation row: it says so in its `level`.
+Evaluation row: it says so in its `level`. What is shown may come from an imported file;
+what is served from this host's disk (the .ncu-rep) comes only from an Evaluation row.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 
 from django.conf import settings
 
-from profiling.models import Candidate
+from profiling.models import Candidate, Evaluation
 from search.models import Run, RunNode
 
 # Measured on the H200 we evaluate on (../shared/GPU.md, 2026-11-29): a device-to-device
@@ -25,6 +26,7 @@ DRAM_BYTES_PER_S = 4.25e12
 FP32_FLOPS_PER_S = 50.7e12
 CEILINGS_SOURCE = "../shared/GPU.md"
 LEVEL_LABELS = {"full": "full gate", "screen": "screened (not profiled)"}
+REPORT_SUFFIX = ".ncu-rep"  # what the gate's profile step writes (profiling/harness/gate.py)
 
 
 def node_row(node: RunNode) -> dict[str, Any]:
@@ -70,7 +72,7 @@ def node_detail(*, run: Run, node: RunNode, url: str) -> dict[str, Any]:
         "profile": ({key: profile.get(key) for key in ("metrics", "bottleneck", "evidence")}
                     if profile else None),
         "roofline": roofline(run=run, node=node, verdict=verdict),
-        "ncu_report_url": f"{url}ncu-report/" if ncu_report_path(node) else None,
+        "ncu_report_url": f"{url}ncu-report/" if ncu_report_path(run=run, node=node) else None,
     }
 
 
@@ -112,19 +114,24 @@ def roofline(*, run: Run, node: RunNode, verdict: dict) -> dict[str, Any]:
     }
 
 
-def ncu_report_path(node: RunNode) -> Path | None:
-    """The node's Nsight Compute report, if the verdict names one that exists inside
-    OPTIML_WORKDIR: a path anywhere else (an imported or recorded verdict can say
-    anything) is never served. The screen never profiles."""
-    if node.level == "screen":
+def ncu_report_path(*, run: Run, node: RunNode) -> Path | None:
+    """The node's Nsight Compute report: the file that our gate's verdict, stored on the
+    node's own Evaluation row, names. Never a path from the node's `detail`: an imported
+    trajectory writes that, and could name any file (other people's kernels, logs and
+    reports live in the same OPTIML_WORKDIR). So an imported node, a screened one (the
+    screen never profiles) and a recorded verdict (measured on another host) have none;
+    and even the gate's path is served only as a .ncu-rep inside OPTIML_WORKDIR."""
+    evaluation = node.evaluation
+    if run.imported or node.level == "screen" or evaluation is None:
         return None
-    measurement = (node.detail or {}).get("measurement") or {}
-    verdict = measurement.get("verdict") or (node.evaluation.verdict if node.evaluation else None) or {}
-    named = (verdict.get("profile") or {}).get("report_path")
-    if not isinstance(named, str) or not named:
+    if (evaluation.source != Evaluation.Source.GATE or evaluation.candidate_id != node.candidate_id
+            or evaluation.task_id != run.task_id):
+        return None
+    named = ((evaluation.verdict or {}).get("profile") or {}).get("report_path")
+    if not isinstance(named, str) or not named or "\x00" in named:
         return None
     workdir = Path(settings.OPTIML_WORKDIR).resolve()
     path = Path(named).resolve()
-    if not path.is_relative_to(workdir) or not path.is_file():
+    if path.suffix != REPORT_SUFFIX or not path.is_relative_to(workdir) or not path.is_file():
         return None
     return path

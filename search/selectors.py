@@ -6,6 +6,8 @@ from django.db.models import Q, QuerySet
 
 from accounts.models import Membership
 from accounts.selectors import user_team_ids
+from profiling import selectors as gate_selectors
+from profiling.harness import declared
 from search.engine.explain import why_faster
 from search.engine.tree import Tree
 from search.models import Run, RunEvent, RunNode, ShareLink
@@ -30,6 +32,16 @@ def run_list(*, user, task: str = "", status: str = "", mine: bool = False,
     if team is not None:
         runs = runs.filter(team_id=team)
     return runs.order_by("-created", "-pk")
+
+
+def task_names_usable_by(*, user) -> set[str]:
+    """The tasks a run of `user` may be on, made or imported: the suite's (and task
+    modules'), and the declared tasks of their own and their teams'. Anyone else's
+    declared task is, to them, a task that does not exist."""
+    from profiling.harness import tasks as task_registry
+
+    suite = {spec.name for spec in task_registry.all_tasks() if not declared.is_declared_name(spec.name)}
+    return suite | set(gate_selectors.declared_tasks_visible_to(user=user).values_list("name", flat=True))
 
 
 def run_visible(*, user, run_id: int) -> Run | None:

@@ -1,7 +1,9 @@
 """Shapes of the run API: what goes out (from rows and selector dicts) and what comes in.
 
-Input serializers check types and ranges; the services check meaning (a known task, a
-plan that parses) and their errors are mapped to the same {"field": ["message"]} form.
+Input serializers check types, ranges and sizes (optiml_web.limits: a kernel larger than
+the gate takes is refused here, before anything is stored); the services check meaning
+(a known task, a plan that parses) and their errors are mapped to the same
+{"field": ["message"]} form.
 """
 
 from __future__ import annotations
@@ -9,6 +11,15 @@ from __future__ import annotations
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from optiml_web.limits import (
+    MAX_INTENT_CHARS,
+    MAX_NAME_CHARS,
+    MAX_SOURCE_BYTES,
+    MAX_SOURCE_NAMES,
+    plan_error,
+    source_error,
+)
+from optiml_web.params import MAX_DB_INT
 from search import selectors
 from search.models import Run, ShareLink
 
@@ -78,20 +89,23 @@ class RunCreatedSerializer(RunDetailSerializer):
 
 
 class RunCreateSerializer(serializers.Serializer):
-    task = serializers.CharField(help_text="a suite task's name (GET /api/tasks/)")
+    task = serializers.CharField(max_length=MAX_NAME_CHARS, help_text="a suite task's name (GET /api/tasks/)")
     source = serializers.CharField(required=False, allow_null=True, allow_blank=True,
                                    trim_whitespace=False,
-                                   help_text="CUDA source; leave it out to start from the naive kernel")
+                                   help_text="CUDA source; leave it out to start from the naive kernel "
+                                   f"(at most {MAX_SOURCE_BYTES} bytes of UTF-8, the gate's limit)")
     plan = serializers.JSONField(required=False, allow_null=True, help_text="the launch plan (an object)")
-    intent = serializers.CharField(required=False, allow_blank=True, max_length=4000)
+    intent = serializers.CharField(required=False, allow_blank=True, max_length=MAX_INTENT_CHARS)
     budget = serializers.IntegerField(
         min_value=1, max_value=10_000,
         error_messages={"min_value": "the budget must be at least one evaluation"})
     judge = serializers.ChoiceField(choices=["rules", "llm"], default="rules")
     seed = serializers.IntegerField(min_value=0, max_value=2**63 - 1, default=0)
-    sources = serializers.ListField(child=serializers.CharField(), required=False, allow_null=True,
+    sources = serializers.ListField(child=serializers.CharField(max_length=100), required=False,
+                                    allow_null=True, max_length=MAX_SOURCE_NAMES,
                                     help_text="proposal source names (GET /api/sources/); default all")
-    team = serializers.IntegerField(required=False, allow_null=True, help_text="share with this team")
+    team = serializers.IntegerField(required=False, allow_null=True, min_value=0, max_value=MAX_DB_INT,
+                                    help_text="share with this team")
     screen = serializers.BooleanField(
         default=True, help_text="screen candidates first; only those faster than the best get the "
         "full gate (README, 'The screen'); the server's OPTIML_SCREEN can turn it off for all runs")
@@ -101,11 +115,17 @@ class RunCreateSerializer(serializers.Serializer):
             raise serializers.ValidationError(
                 "the kernel source is empty: paste a kernel, or leave it out to start from the "
                 "task's naive kernel")
+        too_large = source_error(value) if value is not None else None
+        if too_large:
+            raise serializers.ValidationError(too_large)
         return value
 
     def validate_plan(self, value):
         if value is not None and not isinstance(value, dict):
             raise serializers.ValidationError("the plan must be a JSON object")
+        too_large = plan_error(value) if value is not None else None
+        if too_large:
+            raise serializers.ValidationError(too_large)
         return value
 
     def validate(self, attrs: dict) -> dict:
@@ -115,8 +135,9 @@ class RunCreateSerializer(serializers.Serializer):
 
 
 class KernelWriteSerializer(serializers.Serializer):
-    task = serializers.CharField(help_text="a task's name (GET /api/tasks/)")
-    intent = serializers.CharField(max_length=4000, help_text="what the kernel should do, in words")
+    task = serializers.CharField(max_length=MAX_NAME_CHARS, help_text="a task's name (GET /api/tasks/)")
+    intent = serializers.CharField(max_length=MAX_INTENT_CHARS,
+                                   help_text="what the kernel should do, in words")
 
 
 class KernelWrittenSerializer(serializers.Serializer):
@@ -222,7 +243,3 @@ class SharedRunSerializer(serializers.Serializer):
 
 class SourceSerializer(serializers.Serializer):
     name = serializers.CharField()
-
-
-class ErrorSerializer(serializers.Serializer):
-    detail = serializers.CharField()

@@ -44,3 +44,35 @@ def test_swagger_ui_loads_its_files_from_this_server(client):
     page = client.get("/api/docs/").content.decode()
 
     assert "swagger-ui" in page and "cdn" not in page.lower()
+
+
+def _operations(client) -> dict[tuple[str, str], dict]:
+    schema = client.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
+    return {(method.upper(), path): operation for path, operations in schema["paths"].items()
+            for method, operation in operations.items()}
+
+
+def test_every_operation_documents_the_errors_it_can_answer(client):
+    for (method, path), operation in _operations(client).items():
+        documented = set(operation["responses"])
+        signed_out_allowed = path.startswith("/api/shared/")
+        assert ("401" in documented) is not signed_out_allowed, (method, path)
+        if "{" in path:
+            assert "404" in documented, (method, path)
+        if "requestBody" in operation:
+            assert {"400", "403", "413", "415"} <= documented, (method, path)
+        if any(p["in"] == "query" for p in operation.get("parameters", [])):
+            assert "400" in documented, (method, path)
+        for code in documented - {"200", "201", "204"}:
+            content = operation["responses"][code].get("content", {})
+            assert "application/json" in content and operation["responses"][code]["description"], (code, path)
+
+
+def test_ids_and_numbers_in_paths_and_queries_say_their_bounds(client):
+    operations = _operations(client)
+
+    events = operations[("GET", "/api/runs/{run_id}/events/")]["parameters"]
+    bounds = {"type": "integer", "minimum": 0, "maximum": 2**63 - 1}
+    assert {p["name"]: p["schema"] for p in events} == {"after": bounds, "run_id": bounds}
+    statuses = {p["name"]: p["schema"] for p in operations[("GET", "/api/runs/")]["parameters"]}
+    assert statuses["status"]["enum"] == ["failed", "finished", "paused", "running", "stopped"]

@@ -67,7 +67,7 @@ def test_bad_requests_name_their_field_and_call_no_llm(api, people, llm_env, bod
 
 def test_signed_out_visitors_cannot_spend_the_llm(api, llm_env):
     response = api().post("/api/kernels/write/", {"task": "relu", "intent": "x"}, format="json")
-    assert response.status_code == 403 and llm_env.requests == []
+    assert response.status_code == 401 and llm_env.requests == []
 
 
 def test_manage_optimize_starts_from_the_kernel_written_from_the_intent(settings, llm_env, tmp_path):

@@ -325,7 +325,28 @@ def test_strangers_and_visitors_are_refused_and_team_members_let_in(live, people
     assert async_to_sync(connect)(None) == (False, 4404)
     assert async_to_sync(connect)("carol", "/ws/runs/98765/") == (False, 4404)
     assert async_to_sync(connect)("bob")[0] is True
-    assert async_to_sync(connect)("bob", f"/ws/runs/{run.pk}/?after=x") == (False, 4400)
+    assert async_to_sync(connect)("carol", "/ws/runs/99999999999999999999/") == (False, 4404)
+
+
+@pytest.mark.parametrize("after", ["x", "-1", "²", "9" * 30, "1.5", ""])
+def test_a_bad_after_closes_with_4400_and_a_reason_naming_it(live, people, sessions, relu_run, after):
+    from urllib.parse import quote
+
+    run = relu_run(budget=1, user=people["alice"], team=people["team"])
+
+    async def connect():
+        ws = socket(f"/ws/runs/{run.pk}/?after={quote(after)}", sessions["bob"])
+        connected, _ = await ws.connect()
+        closed = await ws.receive_output(timeout=2)
+        await ws.disconnect()
+        return connected, closed
+
+    connected, closed = async_to_sync(connect)()
+
+    # Accepted only to be closed: a socket refused before it opens tells the client nothing.
+    assert connected is True and closed["type"] == "websocket.close" and closed["code"] == 4400
+    assert closed["reason"].startswith("after: a whole number from 0 to 9223372036854775807")
+    assert len(closed["reason"].encode()) <= 123
 
 
 def test_a_socket_from_another_site_is_refused(live, people, relu_run):

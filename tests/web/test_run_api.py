@@ -9,6 +9,7 @@ import json
 import pytest
 
 from profiling.harness import tasks as task_registry
+from profiling.models import Evaluation
 from search.models import Run, RunEvent, RunNode, ShareLink
 from tests.web.conftest import RUN_RECORDING
 
@@ -24,9 +25,12 @@ def relu_request(**overrides) -> dict:
 # -- signing in -------------------------------------------------------------------------
 
 
-def test_the_api_refuses_visitors_who_are_not_signed_in(api):
+def test_the_api_asks_visitors_who_are_not_signed_in_to_sign_in(api):
     for url in ("/api/me/", "/api/tasks/", "/api/runs/"):
-        assert api().get(url).status_code == 403
+        response = api().get(url)
+        assert response.status_code == 401, url
+        assert response["WWW-Authenticate"].startswith("Session")
+        assert "credentials were not provided" in response.json()["detail"]
 
 
 def test_the_login_page_signs_a_user_in_and_me_names_them_and_their_teams(client, people):
@@ -302,8 +306,9 @@ def test_the_root_node_shows_its_real_h200_evidence(api, people, relu_run):
     assert node["diagnosis"]["bottleneck"] == "latency" and node["diagnosis"]["evidence"]
     assert node["compile"]["ok"] is True and node["compile"]["kernels"][0]["registers"] == 10
     assert "cubin_path" not in node["compile"]
-    levels = {(c["level"], c["seed"]) for c in node["correctness"]}
-    assert {"L0", "L1"} == {level for level, _ in levels} and len(levels) == len(node["correctness"])
+    assert {"L0", "L1"} == {c["level"] for c in node["correctness"]}
+    # The gate's seeds are the operator's: never served (tests/web/test_gate_seeds.py).
+    assert {c["seed"] for c in node["correctness"]} == {None}
     roofline = node["roofline"]
     assert roofline["bytes"] == 2147483648.0 and roofline["flops"] == 268435456.0
     assert roofline["achieved_bytes_per_s"] == pytest.approx(2147483648.0 / 0.8061e-3, rel=1e-3)
@@ -332,25 +337,69 @@ def test_a_child_node_shows_its_diff_against_its_parent_and_the_root(api, people
     assert api(people["alice"]).get(f"/api/runs/{run.pk}/nodes/999/").status_code == 404
 
 
-def test_a_node_report_inside_the_workdir_downloads(api, people, relu_run, settings, tmp_path):
+def _gate_wrote_report(node: RunNode, path) -> Evaluation:
+    """What our gate leaves on a profiled node's Evaluation row: its own verdict, naming
+    the .ncu-rep it wrote (the recording these runs replay came from another host)."""
+    evaluation = node.evaluation
+    evaluation.source = Evaluation.Source.GATE
+    evaluation.verdict["profile"]["report_path"] = str(path)
+    evaluation.save()
+    return evaluation
+
+
+def test_a_report_the_gate_wrote_in_the_workdir_downloads(api, people, relu_run, settings, tmp_path):
     settings.OPTIML_WORKDIR = tmp_path
-    report = tmp_path / "relu-537c95419d00.ncu-rep"
+    report = tmp_path / "relu" / "537c95419d004b10" / "relu-537c95419d00.ncu-rep"
+    report.parent.mkdir(parents=True)
     report.write_bytes(b"NCU-REP fake bytes")
     run = relu_run(user=people["alice"])
-    root = RunNode.objects.get(run=run, node_id=0)
-    root.detail["measurement"]["verdict"]["profile"]["report_path"] = str(report)
-    root.save()
+    _gate_wrote_report(RunNode.objects.get(run=run, node_id=0), report)
 
     node = api(people["alice"]).get(f"/api/runs/{run.pk}/nodes/0/").json()
     assert node["ncu_report_url"] == f"/api/runs/{run.pk}/nodes/0/ncu-report/"
     response = api(people["alice"]).get(node["ncu_report_url"])
     assert response.status_code == 200 and b"".join(response.streaming_content) == b"NCU-REP fake bytes"
     assert "relu-537c95419d00.ncu-rep" in response["Content-Disposition"]
+    assert api(people["carol"]).get(node["ncu_report_url"]).status_code == 404  # not hers to see
 
-    root.detail["measurement"]["verdict"]["profile"]["report_path"] = str(tmp_path / ".." / "escape.ncu-rep")
-    (tmp_path.parent / "escape.ncu-rep").write_bytes(b"secret")
+
+def test_a_report_path_in_the_nodes_own_detail_is_never_served(api, people, relu_run, settings, tmp_path):
+    """The node's detail is what an imported file says: naming someone's kernel in the
+    work folder as the report must not download it."""
+    settings.OPTIML_WORKDIR = tmp_path
+    secret = tmp_path / "relu" / "0123456789abcdef" / "relu-0123456789ab.ncu-rep"
+    secret.parent.mkdir(parents=True)
+    secret.write_bytes(b"someone else's report")
+    run = relu_run(user=people["alice"])
+    root = RunNode.objects.get(run=run, node_id=0)
+    root.detail["measurement"]["verdict"]["profile"]["report_path"] = str(secret)
     root.save()
-    assert api(people["alice"]).get(node["ncu_report_url"]).status_code == 404
+
+    node = api(people["alice"]).get(f"/api/runs/{run.pk}/nodes/0/").json()
+    assert node["ncu_report_url"] is None
+    assert api(people["alice"]).get(f"/api/runs/{run.pk}/nodes/0/ncu-report/").status_code == 404
+
+
+@pytest.mark.parametrize("where", ["recorded", "outside", "not-a-report", "missing"])
+def test_only_an_existing_ncu_rep_of_our_gate_inside_the_workdir_is_served(
+    api, people, relu_run, settings, tmp_path, where
+):
+    settings.OPTIML_WORKDIR = tmp_path / "work"
+    (tmp_path / "work").mkdir()
+    inside = tmp_path / "work" / "relu-537c95419d00.ncu-rep"
+    paths = {"recorded": inside, "outside": tmp_path / "escape.ncu-rep",
+             "not-a-report": tmp_path / "work" / "worker.log", "missing": tmp_path / "work" / "gone.ncu-rep"}
+    for path in (inside, paths["outside"], paths["not-a-report"]):
+        path.write_bytes(b"bytes")
+    run = relu_run(user=people["alice"])
+    evaluation = _gate_wrote_report(RunNode.objects.get(run=run, node_id=0), paths[where])
+    if where == "recorded":  # measured on another host: its paths are that host's
+        evaluation.source = Evaluation.Source.RECORDED
+        evaluation.save()
+
+    node = api(people["alice"]).get(f"/api/runs/{run.pk}/nodes/0/").json()
+    assert node["ncu_report_url"] is None
+    assert api(people["alice"]).get(f"/api/runs/{run.pk}/nodes/0/ncu-report/").status_code == 404
 
 
 # -- sharing by link --------------------------------------------------------------------
@@ -389,7 +438,7 @@ def test_a_made_up_token_opens_nothing_and_only_controllers_make_links(api, peop
     assert api().get("/api/shared/not-a-token/").status_code == 404
     assert api(people["bob"]).post(f"/api/runs/{run.pk}/shares/").status_code == 403
     assert api(people["carol"]).post(f"/api/runs/{run.pk}/shares/").status_code == 404
-    assert api().post(f"/api/runs/{run.pk}/shares/").status_code == 403
+    assert api().post(f"/api/runs/{run.pk}/shares/").status_code == 401
     assert ShareLink.objects.count() == 0
 
 

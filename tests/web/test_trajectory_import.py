@@ -103,3 +103,145 @@ def test_a_body_that_is_not_a_trajectory_is_refused(api, people):
         "file": ["a trajectory is a JSON object with run, nodes and state"]}
     response = client.post("/api/runs/import/", "{not json", content_type="application/json")
     assert response.status_code == 400 and "JSON parse error" in response.json()["detail"]
+
+
+# -- whose tasks a file may name ---------------------------------------------------------
+
+
+def _relabelled(exported: dict, task: str) -> dict:
+    data = copy.deepcopy(exported)
+    data["run"]["task"] = data["state"]["task"] = task
+    return data
+
+
+@pytest.fixture
+def carols_private_task(api, people, task_dir) -> str:
+    definition = {"name": "carols-secret", "sizes": {"n": 1024},
+                  "inputs": [{"name": "x", "shape": ["n"]}], "outputs": [{"name": "y", "shape": ["n"]}],
+                  "reference": {"y": "np.maximum(x, 0)"}}
+    response = api(people["carol"]).post("/api/tasks/declared/", definition, format="json")
+    assert response.status_code == 201, response.json()
+    return response.json()["name"]
+
+
+def test_an_import_on_another_users_private_task_is_an_unknown_task_that_lists_none_of_theirs(
+    api, people, exported, carols_private_task
+):
+    before = Run.objects.count()
+
+    response = api(people["bob"]).post("/api/runs/import/", _relabelled(exported, carols_private_task),
+                                       format="json")
+
+    assert response.status_code == 400
+    [message] = response.json()["run.task"]
+    assert message.startswith(f"unknown task '{carols_private_task}'; known tasks: ")
+    assert message.count("user-") == 1  # the one it was asked about, never listed
+    assert "relu" in message  # the suite, which bob may use, is
+    assert Run.objects.count() == before
+
+
+def test_the_owner_of_a_private_task_may_import_a_run_on_it(api, people, exported, carols_private_task):
+    response = api(people["carol"]).post("/api/runs/import/", _relabelled(exported, carols_private_task),
+                                         format="json")
+
+    assert response.status_code == 201, response.json()
+    assert response.json()["task"] == carols_private_task
+
+
+# -- what an imported file can make the server serve --------------------------------------
+
+
+def test_an_imported_node_naming_a_file_in_the_workdir_as_its_report_never_serves_it(
+    api, people, exported, settings, tmp_path
+):
+    settings.OPTIML_WORKDIR = tmp_path
+    victim = tmp_path / "relu" / "feedfacefeedface" / "relu-feedfacefeed.ncu-rep"
+    victim.parent.mkdir(parents=True)
+    victim.write_bytes(b"another user's report")
+    data = copy.deepcopy(exported)
+    named = 0
+    for node in data["state"]["tree"]["nodes"]:
+        profile = ((node.get("measurement") or {}).get("verdict") or {}).get("profile")
+        if profile is not None:
+            profile["report_path"] = str(victim)
+            named += 1
+    assert named  # the root was profiled on the H200
+    bob = api(people["bob"])
+
+    copy_ = bob.post("/api/runs/import/", data, format="json").json()
+
+    for node in bob.get(f"/api/runs/{copy_['id']}/nodes/").json():
+        url = f"/api/runs/{copy_['id']}/nodes/{node['id']}/"
+        assert bob.get(url).json()["ncu_report_url"] is None
+        response = bob.get(f"{url}ncu-report/")
+        assert response.status_code == 404 and b"another user's" not in response.content
+
+
+# -- sizes: checked before anything is written ---------------------------------------------
+
+
+def _with_huge_kernel(data: dict) -> None:
+    from profiling.harness.policy import MAX_SOURCE_BYTES
+
+    node = data["state"]["tree"]["nodes"][1]
+    node["proposal"]["candidate"]["source"] += "//" + "x" * MAX_SOURCE_BYTES + "\n"
+
+
+@pytest.mark.parametrize(("how", "field", "words"), [
+    (_with_huge_kernel, "state.tree", "the gate takes at most 524288 bytes"),
+    (lambda d: d["nodes"].extend([{"id": 10**6 + i} for i in range(5001)]), "nodes", "at most 5000"),
+    (lambda d: d["state"]["tree"]["nodes"][1].update(visits=2**40), "state.tree", "visits must be a whole"),
+    (lambda d: d["state"]["tree"]["nodes"][1]["proposal"].update(source="s" * 121), "state.tree",
+     "proposal source must be text of at most 120"),
+    (lambda d: d["state"]["config"].update(budget=10**12), "state.config.budget", "from 1 to 10000"),
+    (lambda d: d["run"].update(intent="i" * 4001), "run.intent", "at most 4000"),
+])
+def test_an_oversized_trajectory_is_refused_before_anything_is_written(
+    api, people, exported, how, field, words
+):
+    before = (Run.objects.count(), RunNode.objects.count(), RunEvent.objects.count())
+
+    response = api(people["alice"]).post("/api/runs/import/", _broken(exported, how), format="json")
+
+    assert response.status_code == 400
+    assert list(response.json()) == [field], response.json()
+    assert words in response.json()[field][0]
+    assert (Run.objects.count(), RunNode.objects.count(), RunEvent.objects.count()) == before
+
+
+def test_a_trajectory_larger_than_the_import_limit_is_a_413_and_writes_nothing(
+    api, people, exported, settings
+):
+    import json
+
+    size = len(json.dumps(exported))
+    settings.OPTIML_MAX_IMPORT_BYTES = size // 2
+    before = (Run.objects.count(), RunNode.objects.count(), RunEvent.objects.count())
+
+    response = api(people["alice"]).post("/api/runs/import/", exported, format="json")
+
+    assert response.status_code == 413
+    assert f"({size // 2} bytes)" in response.json()["detail"]
+    assert (Run.objects.count(), RunNode.objects.count(), RunEvent.objects.count()) == before
+    settings.OPTIML_MAX_IMPORT_BYTES = size * 2  # the same file, under the limit, imports
+    assert api(people["alice"]).post("/api/runs/import/", exported, format="json").status_code == 201
+
+
+def test_the_import_takes_more_than_other_endpoints_do(api, people, exported, settings):
+    """DATA_UPLOAD_MAX_MEMORY_SIZE bounds every other request; a trajectory may be larger."""
+    import json
+
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = len(json.dumps(exported)) // 2
+
+    assert api(people["alice"]).post("/api/runs/import/", exported, format="json").status_code == 201
+    assert api(people["alice"]).post("/api/runs/", exported, format="json").status_code == 413
+
+
+def test_text_the_database_cannot_store_is_refused_naming_where_it_is(api, people, exported):
+    data = copy.deepcopy(exported)
+    data["events"][0]["data"]["note"] = "nul \x00 inside"
+
+    response = api(people["alice"]).post("/api/runs/import/", data, format="json")
+
+    assert response.status_code == 400
+    assert "NUL" in response.json()["detail"] and "$.events[0].data.note" in response.json()["detail"]

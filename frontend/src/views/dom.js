@@ -1,8 +1,9 @@
 // A tiny element builder for the panels (d3-selection draws the SVG).
 
 /**
- * h("div", {class: "x", onclick: fn}, "text", child, [more, children])
- * Attributes that are null, undefined or false are left out; on* functions become listeners.
+ * h("div", {class: "x", onclick: fn, style: {width: "50%"}}, "text", child, [more, children])
+ * Attributes that are null, undefined or false are left out; on* functions become listeners;
+ * `style` is an object of CSS properties, set on el.style.
  * @param {string} tag
  * @param {Record<string, any>|null} [attrs]
  * @param {...any} children
@@ -14,6 +15,9 @@ export function h(tag, attrs, ...children) {
     if (value == null || value === false) continue;
     if (key.startsWith("on") && typeof value === "function") el.addEventListener(key.slice(2), value);
     else if (key === "dataset") Object.assign(el.dataset, value);
+    // Through the CSSOM, never a style="" attribute: the Content-Security-Policy allows
+    // no inline styles (style-src 'self'), and the CSSOM is not inline markup.
+    else if (key === "style" && typeof value === "object") Object.assign(el.style, value);
     else if (key === "html") el.innerHTML = value;
     else el.setAttribute(key, value === true ? "" : String(value));
   }

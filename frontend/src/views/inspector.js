@@ -96,7 +96,7 @@ function deltasSection(m) {
     fill(body, table(["metric", "change", ""], deltas.map((d, i) => [
       d.metric, formatPercent(d.percent),
       h("span", { class: "delta-bar-track" }, h("span", { class: `delta-bar ${bars[i].direction}${bars[i].clipped ? " clipped" : ""}`,
-        style: `width:${(bars[i].length / 2).toFixed(1)}%` })),
+        style: { width: `${(bars[i].length / 2).toFixed(1)}%` } })),
     ]), { class: "deltas" }));
   };
   const select = h("select", { "aria-label": "compare with", onchange: (e) => draw(e.target.value) },

@@ -1,0 +1,166 @@
+"""Query and path parameters, parsed in one place.
+
+Every view and the websocket consumer read their parameters through these functions, so
+that bad input always gets the same answer: a ParameterError naming the parameter, which
+the API turns into a 400 ({"name": ["message"]}) and the consumer into a 4400 close.
+
+Why not `str.isdigit()` and `int()`: `"²".isdigit()` is true and `int("²")` fails, and
+`int("9" * 30)` succeeds but no database column holds it (SQLite raises OverflowError,
+PostgreSQL "out of range"). So a whole number here is ASCII digits only, within bounds
+that default to what a 64-bit database integer holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+
+from rest_framework.exceptions import ValidationError
+
+# The largest value of a signed 64-bit integer: PostgreSQL's bigint, SQLite's INTEGER,
+# Django's BigAutoField (DEFAULT_AUTO_FIELD). Ids and sequence numbers never exceed it.
+MAX_DB_INT = 2**63 - 1
+MAX_DIGITS = len(str(MAX_DB_INT))  # 19: longer input is refused before int() sees it
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off")
+
+
+class ParameterError(ValueError):
+    """A parameter that cannot be understood; `name` says which, `message` why."""
+
+    def __init__(self, name: str, message: str) -> None:
+        super().__init__(f"{name}: {message}")
+        self.name = name
+        self.message = message
+
+
+def parse_int(raw: str, name: str, *, minimum: int = 0, maximum: int = MAX_DB_INT) -> int:
+    """A whole number written in ASCII digits (a leading '-' where `minimum` allows it)."""
+    expected = f"a whole number from {minimum} to {maximum}"
+    digits = raw[1:] if raw.startswith("-") and minimum < 0 else raw
+    if not digits or len(digits) > MAX_DIGITS or not (digits.isascii() and digits.isdigit()):
+        raise ParameterError(name, f"{expected}, not {_shown(raw)}")
+    value = int(raw)
+    if not minimum <= value <= maximum:
+        raise ParameterError(name, f"{expected}, not {value}")
+    return value
+
+
+def parse_bool(raw: str, name: str) -> bool:
+    value = raw.strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise ParameterError(name, f"true or false (or 1 or 0), not {_shown(raw)}")
+
+
+def parse_choice(raw: str, name: str, choices: Collection[str]) -> str:
+    if raw not in choices:
+        raise ParameterError(name, f"one of {', '.join(sorted(choices))}, not {_shown(raw)}")
+    return raw
+
+
+def parse_text(raw: str, name: str, *, max_length: int) -> str:
+    if len(raw) > max_length or "\x00" in raw:
+        raise ParameterError(name, f"text of at most {max_length} characters, without NUL")
+    return raw
+
+
+def _shown(raw: str) -> str:
+    # Echo enough to recognise the input, never a wall of it.
+    return repr(raw if len(raw) <= 40 else f"{raw[:40]}...")
+
+
+# -- the API's side: a ParameterError becomes a 400 on the parameter -------------------
+
+
+def query_int(params: Mapping[str, str], name: str, *, default: int | None = None,
+              minimum: int = 0, maximum: int = MAX_DB_INT) -> int | None:
+    raw = params.get(name)
+    if raw is None:
+        return default
+    return _api(parse_int, raw, name, minimum=minimum, maximum=maximum)
+
+
+# Absent is the default; present but empty ("?mine=") is not a value of any of these kinds,
+# and is refused like any other bad value, as the schema says (optiml_web.schema).
+
+
+def query_bool(params: Mapping[str, str], name: str, *, default: bool = False) -> bool:
+    raw = params.get(name)
+    if raw is None:
+        return default
+    return _api(parse_bool, raw, name)
+
+
+def query_choice(params: Mapping[str, str], name: str, choices: Collection[str], *,
+                 default: str = "") -> str:
+    raw = params.get(name)
+    if raw is None:
+        return default
+    return _api(parse_choice, raw, name, choices)
+
+
+def query_text(params: Mapping[str, str], name: str, *, max_length: int, default: str = "") -> str:
+    raw = params.get(name)
+    if raw is None:
+        return default
+    return _api(parse_text, raw, name, max_length=max_length)
+
+
+def _api(parse, raw: str, name: str, *args, **kwargs):
+    try:
+        return parse(raw, name, *args, **kwargs)
+    except ParameterError as error:
+        raise ValidationError({error.name: [error.message]}) from None
+
+
+# -- path parameters --------------------------------------------------------------------
+
+
+class IdConverter:
+    """`<id:run_id>`: like Django's `int`, but only values a database id can take, so a
+    path with a 30-digit id is a 404 like any id that does not exist, not a 500."""
+
+    regex = f"[0-9]{{1,{MAX_DIGITS}}}"
+
+    def to_python(self, value: str) -> int:
+        number = int(value)
+        if number > MAX_DB_INT:
+            raise ValueError("larger than a database id")  # no match: Django answers 404
+        return number
+
+    def to_url(self, value: int) -> str:
+        return str(value)
+
+
+class TokenConverter:
+    """`<token:token>`: a share token as search.services.share_create makes them
+    (secrets.token_urlsafe: letters, digits, '-' and '_'). Anything else cannot be one, and
+    is a 404 before a lookup."""
+
+    regex = "[A-Za-z0-9_-]{1,128}"
+
+    def to_python(self, value: str) -> str:
+        return value
+
+    def to_url(self, value: str) -> str:
+        return value
+
+
+class TaskNameConverter(TokenConverter):
+    """`<task:name>`: a task's name (suite names such as reduce_sum, declared ones such as
+    user-my-softmax), at most profiling.Task.name's 100 characters."""
+
+    regex = "[A-Za-z0-9_.-]{1,100}"
+
+
+def register_converters() -> None:
+    """Called by each URL module that uses them, before its routes; once is enough."""
+    from django.urls import register_converter
+    from django.urls.converters import get_converters
+
+    registered = get_converters()
+    for name, converter in (("id", IdConverter), ("token", TokenConverter), ("task", TaskNameConverter)):
+        if name not in registered:
+            register_converter(converter, name)

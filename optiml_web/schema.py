@@ -1,0 +1,115 @@
+"""The OpenAPI schema documents every answer an operation can give, errors included.
+
+drf-spectacular documents what a view returns on success, and what @extend_schema adds.
+The error answers follow from how the API is built, so they are added here by rule,
+once, rather than view by view (where the next view would forget them):
+
+- 400 where there is a request body or a query parameter to get wrong;
+- 401 where a session is required (accounts.authentication: signed out is 401);
+- 403 on writes of signed-in views (Django's CSRF check), and where a view says so;
+- 404 where the path names something (a run, a node, a share token);
+- 413 and 415 where there is a request body (optiml_web.limits, JSON only);
+- 429 where a view is throttled.
+
+Error bodies are DRF's: {"detail": "..."}, or for a 400 on input also
+{"field": ["message", ...], ...}.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.authentication import SessionScheme
+from drf_spectacular.openapi import AutoSchema
+from rest_framework import permissions, serializers
+
+from optiml_web.params import MAX_DB_INT, IdConverter
+
+
+class ApiSessionScheme(SessionScheme):
+    """accounts.authentication.SessionAuthentication is DRF's, documented the same way: the
+    session cookie."""
+
+    target_class = "accounts.authentication.SessionAuthentication"
+    priority = 0
+
+
+class ErrorSerializer(serializers.Serializer):
+    detail = serializers.CharField(help_text="what went wrong, in words")
+
+
+# A 400 is {"detail": ...} (the body is not JSON) or messages by field, the way DRF's
+# serializers give them: a list of texts, or for a nested field its own such object.
+BAD_REQUEST_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "description": 'messages by field ({"team": ["a whole number ..."]}), or {"detail": "..."}',
+    "additionalProperties": {},
+}
+
+DESCRIPTIONS = {
+    "400": "the input is not valid; the body says which field or parameter and why",
+    "401": "not signed in (sign in at /accounts/login/)",
+    "403": "signed in, but not allowed (or the CSRF token is missing)",
+    "404": "no such thing here, or not yours to see",
+    "409": "not in this state (resuming a running run, say); the body says why",
+    "413": "the request body is larger than this endpoint takes",
+    "415": "the request body is not JSON",
+    "429": "too many requests; try again later",
+}
+UNSAFE = {"POST", "PUT", "PATCH", "DELETE"}
+
+
+# What optiml_web.params takes for an id in a path (`<id:...>`) and, unless a view says
+# otherwise, for a whole number in a query: documented, so that a client (or a fuzzer)
+# knows the bounds and their edges get tried.
+WHOLE_NUMBER = {"type": "integer", "minimum": 0, "maximum": MAX_DB_INT}
+ID_PATTERNS = {IdConverter.regex, f"^{IdConverter.regex}$"}
+
+
+class ApiSchema(AutoSchema):
+    def get_operation(self, path, path_regex, path_prefix, method, registry):
+        operation = super().get_operation(path, path_regex, path_prefix, method, registry)
+        if operation is None:
+            return None
+        for parameter in operation.get("parameters", []):
+            _bound_whole_numbers(parameter)
+        responses = operation.setdefault("responses", {})
+        for code in self._error_codes(operation):
+            if code not in responses:
+                body = BAD_REQUEST_SCHEMA if code == "400" else ErrorSerializer
+                responses[code] = self._get_response_for_code(body, code)
+        for code, response in responses.items():
+            if not response.get("description") and code in DESCRIPTIONS:
+                response["description"] = DESCRIPTIONS[code]
+        return operation
+
+    def _error_codes(self, operation: dict) -> list[str]:
+        has_body = "requestBody" in operation
+        has_query = any(p.get("in") == "query" for p in operation.get("parameters", []))
+        signed_in = self._needs_sign_in()
+        codes = []
+        if has_body or has_query:
+            codes.append("400")
+        if signed_in:
+            codes.append("401")
+            if self.method in UNSAFE:
+                codes.append("403")
+        if "{" in self.path:
+            codes.append("404")
+        if has_body:
+            codes += ["413", "415"]
+        if getattr(self.view, "throttle_classes", None):
+            codes.append("429")
+        return codes
+
+    def _needs_sign_in(self) -> bool:
+        return not all(isinstance(permission, permissions.AllowAny)
+                       for permission in self.view.get_permissions())
+
+
+def _bound_whole_numbers(parameter: dict) -> None:
+    schema = parameter.get("schema", {})
+    if parameter.get("in") == "path" and schema.get("pattern") in ID_PATTERNS:
+        parameter["schema"] = dict(WHOLE_NUMBER)
+    elif parameter.get("in") == "query" and schema.get("type") == "integer":
+        parameter["schema"] = {**WHOLE_NUMBER, **schema}
