@@ -319,6 +319,11 @@ def verdict_from_result(task: str, digest: str, report: CompileReport, result: I
     if stage.get("level"):
         where += f" {stage['level']} sizes {stage.get('sizes')} seed {stage.get('seed')}"
     common = {"compile": report}
+    checks = [m for m in result.messages if m.get("type") == "check"]
+    if checks:
+        fields = CheckRecord.__dataclass_fields__
+        common["correctness"] = [CheckRecord(**{k: v for k, v in m.items() if k in fields})
+                                 for m in checks]
     if final is not None:
         common.update(
             correctness=[CheckRecord(**r) for r in final.get("correctness", [])],

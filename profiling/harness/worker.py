@@ -336,6 +336,9 @@ class Session:
                              detail=failure.message if failure else "",
                              max_abs_error=max_abs, max_rel_error=max_rel)
         self.records.append(record)
+        # Sent as it is made, so a verdict the parent has to write itself (a timeout, a
+        # crash) still shows the checks that passed before it.
+        self.channel.send("check", **asdict(record))
         if failure:
             raise Rejection(failure.guard, f"{level} {sizes} seed {seed} ({distribution}): "
                                            f"{failure.message}")

@@ -46,3 +46,18 @@ def test_the_gpu_worker_s_environment_holds_no_secret_of_the_web_app(monkeypatch
     env = child_env()
     assert "hunter2-secret" not in env.values()
     assert env["CUDA_VISIBLE_DEVICES"] == "3" and "PYTHONPATH" in env
+
+
+def test_a_timed_out_verdict_keeps_the_checks_that_passed_before_it():
+    from profiling.harness.gate import verdict_from_result
+    from profiling.harness.sandbox import IsolatedResult
+    from profiling.harness.verdict import CompileReport
+
+    passed = {"type": "check", "level": "L0", "sizes": {"n": 1}, "seed": 1, "distribution": "normal",
+              "passed": True, "guard": None, "detail": "", "max_abs_error": 0.0, "max_rel_error": 0.0}
+    result = IsolatedResult(messages=[passed, {"type": "stage", "stage": "correctness", "level": "L1"},
+                                      {"type": "bound", "limit_s": 2.0, "bound": "one execution"}],
+                            timed_out=True, stage_limit={"bound": "one execution of the plan"})
+    verdict = verdict_from_result("relu", "h", CompileReport(ok=True), result, 600)
+    assert verdict.guard == "timeout" and "one execution of the plan" in verdict.message
+    assert [(r.level, r.passed) for r in verdict.correctness] == [("L0", True)]
