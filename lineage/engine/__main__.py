@@ -1,0 +1,104 @@
+"""KLineage on a GPU host without Django.
+
+    python -m lineage.engine list
+    python -m lineage.engine walk --task relu --max-states 32 --record rec.json --json lineage.json
+    python -m lineage.engine walk --task relu --replay rec.json --json lineage.json
+
+`walk` measures every state it visits with the full gate (no screen: every state of a
+lineage is evidence), with one secret gate seed for the walk and its inputs kept on disk
+between states, like a search. `--record` writes the measurements for replay in CI;
+`--replay` serves them again, labelled as replayed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import secrets
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from profiling.harness import gate
+from profiling.harness.gate import GateOptions
+from profiling.harness.jsonfile import write_json_atomically
+from profiling.harness.seeds import SEED_BITS
+from search.engine.evaluators import GateEvaluator, RecordingEvaluator, ReplayEvaluator
+
+from . import experts
+from .walker import walk
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m lineage.engine", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    verbs = parser.add_subparsers(dest="verb", required=True)
+    verbs.add_parser("list", help="the experts and their flags")
+    run = verbs.add_parser("walk", help="walk one expert backwards through the gate")
+    run.add_argument("--task", required=True)
+    run.add_argument("--max-states", type=int, default=64, help="states measured at most")
+    run.add_argument("--replay", help="serve measurements recorded earlier (CI)")
+    run.add_argument("--record", help="write every measurement here, for --replay")
+    run.add_argument("--json", help="write the lineage here")
+    run.add_argument("--workdir", help="inputs, logs and .ncu-rep files (a temp dir if unset)")
+    run.add_argument("--gate-seed", type=int, help="the gate's seed (default: a random one, printed)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None, out=print) -> int:
+    args = build_parser().parse_args(argv)
+    if args.verb == "list":
+        for task in experts.tasks_with_experts():
+            expert = experts.load(task)
+            flags = ", ".join(f"{f.name}" + (f" (needs {', '.join(f.depends)})" if f.depends else "")
+                              for f in expert.flags)
+            out(f"{task}: {len(expert.states())} states; {flags}")
+        return 0
+    try:
+        expert = experts.load(args.task)
+    except experts.ExpertError as error:
+        out(f"error: {error}")
+        return 2
+    evaluator = _evaluator(args, out)
+    if evaluator is None:
+        return 2
+    try:
+        lineage = walk(expert, evaluator, max_states=args.max_states)
+    finally:
+        close = getattr(evaluator, "close", None) or getattr(getattr(evaluator, "inner", None), "close", None)
+        if close is not None:
+            close()
+    for t in lineage.transitions:
+        speed = f"{t.speedup:.2f}x" if t.speedup else "?"
+        out(f"  {t.before or '(plain)'} + {t.flag}: {t.before_ms} -> {t.after_ms} ms ({speed})")
+    for r in lineage.rejected:
+        out(f"  rejected: {r.start} - {r.flag}: {r.guard}: {r.precondition}")
+    out(f"{len(lineage.states)} states, {len(lineage.transitions)} transitions, "
+        f"{len(lineage.rejected)} rejected; reached the plain attempt: {lineage.complete}")
+    if args.json:
+        write_json_atomically(args.json, lineage.to_dict(), indent=1)
+    return 0
+
+
+def _evaluator(args: argparse.Namespace, out):
+    if args.replay:
+        try:
+            replay = ReplayEvaluator(args.replay)
+        except ValueError as error:
+            out(f"error: {error}")
+            return None
+        out(f"replaying measurements recorded on {replay.gpu} from {args.replay}")
+        return replay
+    if gate.gpu_name() is None:
+        out("this host has no GPU (or no pycuda): use --replay recordings.json, or a GPU host")
+        return None
+    seed = args.gate_seed if args.gate_seed is not None else secrets.randbits(SEED_BITS)
+    workdir = Path(args.workdir or tempfile.mkdtemp(prefix="optiml-lineage-"))
+    out(f"gate seed {seed} (--gate-seed {seed} checks on the same inputs again)")
+    inner = GateEvaluator(GateOptions(workdir=str(workdir), seed=seed,
+                                      input_cache=str(workdir / "inputs")))
+    return RecordingEvaluator(inner, args.record) if args.record else inner
+
+
+if __name__ == "__main__":
+    sys.exit(main())

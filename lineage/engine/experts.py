@@ -1,0 +1,171 @@
+"""The expert corpus: `lineage/experts/<task>/` holds `expert.cu` and `manifest.json`.
+
+    {
+      "task": "relu",
+      "source": "expert.cu",
+      "flags": [
+        {"name": "OPT_GRID_STRIDE", "depends": [], "note": "one wave of blocks"},
+        {"name": "OPT_VEC4", "depends": ["OPT_GRID_STRIDE"], "note": "needs n % 4 handled"}
+      ],
+      "plan": {"launches": [...], "tunables": {"BLOCK": 256}},
+      "cpu_emulator": true
+    }
+
+Each optimization is one idea behind a flag, `#if OPT_<INTENT> ... #else <simpler> #endif`,
+named from the shared vocabulary (vocabulary.py). A state of the expert is the set of
+flags that are on; it is valid when every flag's `depends` are on too. The flags reach
+the compiler as `-DOPT_X=0|1` (as tunables), and the plan's expressions may use them
+(`"grid": ["cdiv(n, BLOCK * (1 + 3 * OPT_VEC4))"]`): expressions are arithmetic, so a
+flag's effect on a launch is written as a product with its 0 or 1.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from profiling.harness.candidate import Candidate, CandidateError
+
+from . import unifdef
+from .vocabulary import intent_of
+
+EXPERTS_DIR = Path(__file__).resolve().parents[1] / "experts"
+
+State = frozenset[str]
+
+
+class ExpertError(ValueError):
+    """A malformed expert; the message names the file and the field."""
+
+
+@dataclass(frozen=True)
+class Flag:
+    name: str
+    depends: tuple[str, ...]
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Expert:
+    task: str
+    source: str
+    flags: tuple[Flag, ...]
+    plan: dict[str, Any]
+    path: str = ""
+    # Whether CI runs every state on tests/search/cuda_on_cpu.py at the small sizes (only
+    # where the emulator covers what the kernel uses: 1-D grids, shuffles, atomics).
+    cpu_emulator: bool = False
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(f.name for f in self.flags)
+
+    def all_on(self) -> State:
+        return frozenset(self.names)
+
+    def valid(self, on: State) -> bool:
+        by_name = {f.name: f for f in self.flags}
+        return on <= set(by_name) and all(set(by_name[name].depends) <= on for name in on)
+
+    def removable(self, on: State) -> list[str]:
+        """Flags that can be turned off from `on`: no flag that is on depends on them."""
+        return [f.name for f in self.flags if f.name in on
+                and not any(f.name in other.depends for other in self.flags if other.name in on)]
+
+    def states(self) -> list[State]:
+        """Every valid state, fewest flags first."""
+        found = [frozenset(c) for r in range(len(self.flags) + 1)
+                 for c in itertools.combinations(self.names, r)]
+        return [s for s in found if self.valid(s)]
+
+    def values(self, on: State) -> dict[str, int]:
+        return {name: int(name in on) for name in self.names}
+
+    def candidate(self, on: State) -> Candidate:
+        plan = json.loads(json.dumps(self.plan))
+        plan["tunables"] = {**plan.get("tunables", {}), **self.values(on)}
+        return Candidate.from_source_and_plan(self.source, plan)
+
+    def plain_candidate(self, on: State) -> Candidate:
+        """The state as plain CUDA (what a lineage shows, and what the CPU emulator runs)."""
+        plan = self.candidate(on).plan_dict()
+        return Candidate.from_source_and_plan(self.plain_source(on), plan)
+
+    def plain_source(self, on: State) -> str:
+        """The source as a person would have written this state: no OPT_ left."""
+        return unifdef.resolve(self.source, self.values(on))
+
+
+def load(task: str, root: Path | None = None) -> Expert:
+    folder = (root or EXPERTS_DIR) / task
+    manifest_path = folder / "manifest.json"
+    try:
+        manifest = json.loads(manifest_path.read_text())
+    except (OSError, json.JSONDecodeError) as error:
+        raise ExpertError(f"{manifest_path}: {error}") from None
+    where = str(manifest_path)
+    if manifest.get("task") != task:
+        raise ExpertError(f"{where}: 'task' must be {task!r}")
+    try:
+        source = (folder / manifest.get("source", "expert.cu")).read_text()
+    except OSError as error:
+        raise ExpertError(f"{where}: source: {error}") from None
+    flags = tuple(_flag(where, i, item) for i, item in enumerate(manifest.get("flags") or []))
+    expert = Expert(task=task, source=source, flags=flags, plan=manifest.get("plan") or {},
+                    path=str(folder), cpu_emulator=bool(manifest.get("cpu_emulator", False)))
+    _check(expert, where)
+    return expert
+
+
+def tasks_with_experts(root: Path | None = None) -> list[str]:
+    root = root or EXPERTS_DIR
+    return sorted(p.parent.name for p in root.glob("*/manifest.json"))
+
+
+def _flag(where: str, index: int, item: Any) -> Flag:
+    if not isinstance(item, dict) or not isinstance(item.get("name"), str):
+        raise ExpertError(f"{where}: flags[{index}] must be an object with a 'name'")
+    try:
+        intent_of(item["name"])
+    except ValueError as error:
+        raise ExpertError(f"{where}: flags[{index}]: {error}") from None
+    depends = item.get("depends") or []
+    if not isinstance(depends, list) or not all(isinstance(d, str) for d in depends):
+        raise ExpertError(f"{where}: flags[{index}].depends must be a list of flag names")
+    return Flag(item["name"], tuple(depends), str(item.get("note", "")))
+
+
+def _check(expert: Expert, where: str) -> None:
+    names = set(expert.names)
+    if len(names) != len(expert.flags):
+        raise ExpertError(f"{where}: a flag is declared twice")
+    for flag in expert.flags:
+        unknown = set(flag.depends) - names
+        if unknown:
+            raise ExpertError(f"{where}: {flag.name} depends on undeclared {sorted(unknown)}")
+    used = unifdef.flags_used(expert.source)
+    if used - names:
+        raise ExpertError(f"{where}: the source uses undeclared flags {sorted(used - names)}")
+    if names - used:
+        raise ExpertError(f"{where}: flags {sorted(names - used)} change nothing in the source")
+    if not expert.valid(expert.all_on()):
+        raise ExpertError(f"{where}: the dependencies are not satisfiable with every flag on")
+    _acyclic(expert, where)
+    try:
+        expert.candidate(expert.all_on())
+    except CandidateError as error:
+        raise ExpertError(f"{where}: plan: {error}") from None
+
+
+def _acyclic(expert: Expert, where: str) -> None:
+    depends = {f.name: set(f.depends) for f in expert.flags}
+    done: set[str] = set()
+    while len(done) < len(depends):
+        ready = [n for n, d in depends.items() if n not in done and d <= done]
+        if not ready:
+            raise ExpertError(f"{where}: the flags' dependencies form a cycle among "
+                              f"{sorted(set(depends) - done)}")
+        done |= set(ready)

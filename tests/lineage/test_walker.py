@@ -1,0 +1,102 @@
+"""The de-optimization walker's mechanics, over the real relu expert's states.
+
+SYNTHETIC NUMBERS: the evaluator below is a scripted stand-in for the GPU (CI has none):
+each flag divides a made-up time, and one state is scripted to fail. It exercises the
+lattice walk, the records and the round trip through JSON; it says nothing about how
+fast any kernel is. Real lineages are recorded on the H200 (python -m lineage.engine
+walk --record) and replayed.
+"""
+
+import json
+
+import pytest
+
+from lineage.engine import experts
+from lineage.engine.walker import Lineage, key, walk
+from search.engine.types import Measurement
+
+GAIN = {"OPT_RESTRICT": 1.02, "OPT_LAUNCH_BOUNDS": 1.01, "OPT_GRID_STRIDE": 1.2,
+        "OPT_VEC4": 1.3, "OPT_UNROLL": 1.05}
+
+
+class ScriptedGpu:
+    """Answers every submitted state with a made-up time; `failing` states are wrong."""
+
+    def __init__(self, expert, failing=()):
+        self.by_hash = {expert.candidate(s).content_hash(): s for s in expert.states()}
+        self.failing = set(failing)
+        self.ready = []
+        self.submitted = 0
+
+    def submit(self, task, candidate):
+        self.submitted += 1
+        state = self.by_hash[candidate.content_hash()]
+        if state in self.failing:
+            m = Measurement(status="rejected", guard="wrong_values", message="L0 n=4099: off by one",
+                            gpu="scripted")
+        else:
+            ms = 1.0
+            for flag in state:
+                ms /= GAIN[flag]
+            m = Measurement(status="passed", time_ms=ms, metrics={"dram_bytes": 2e9 * ms},
+                            bottleneck="memory", gpu="scripted")
+        self.ready.append((candidate.content_hash(), m))
+
+    def collect(self, timeout_s):
+        ready, self.ready = self.ready, []
+        return ready
+
+
+def test_the_walk_reaches_the_plain_attempt_and_stores_forward_steps_as_plain_cuda():
+    relu = experts.load("relu")
+    lineage = walk(relu, ScriptedGpu(relu))
+
+    assert lineage.complete and len(lineage.states) == len(relu.states())
+    plain_steps = [t for t in lineage.transitions if t.before == ""]
+    assert {t.flag for t in plain_steps} == {"OPT_RESTRICT", "OPT_LAUNCH_BOUNDS", "OPT_GRID_STRIDE"}
+    vec4 = next(t for t in lineage.transitions if t.flag == "OPT_VEC4")
+    assert vec4.intent == "VEC4" and "float4" in vec4.source_diff and "OPT_" not in vec4.source_diff
+    assert vec4.speedup == pytest.approx(1.3) and vec4.metric_deltas["dram_bytes"] < 0
+    assert vec4.diagnosis_before["bottleneck"]
+
+
+def test_every_order_between_visited_states_is_an_edge():
+    relu = experts.load("relu")
+    lineage = walk(relu, ScriptedGpu(relu))
+    # Each valid state with k removable flags has k accepted edges into it from above.
+    edges = {(t.before, t.after) for t in lineage.transitions}
+    for state in relu.states():
+        for flag in relu.removable(state):
+            assert (key(state - {flag}), key(state)) in edges
+
+
+def test_a_failing_simplification_is_kept_as_evidence_and_not_walked_past():
+    relu = experts.load("relu")
+    broken = frozenset({"OPT_GRID_STRIDE"})
+    lineage = walk(relu, ScriptedGpu(relu, failing=[broken]))
+
+    rejected = [r for r in lineage.rejected if r.state == key(broken)]
+    assert rejected and all(r.guard == "wrong_values" and "OPT_GRID_STRIDE" in r.precondition
+                            for r in rejected)
+    assert not any(t.after == key(broken) or t.before == key(broken) for t in lineage.transitions)
+    assert lineage.complete  # the plain attempt is still reached through other orders
+
+
+def test_the_bound_limits_what_is_measured():
+    relu = experts.load("relu")
+    gpu = ScriptedGpu(relu)
+    lineage = walk(relu, gpu, max_states=4)
+    assert gpu.submitted == 4 and len(lineage.states) == 4 and not lineage.complete
+
+
+def test_a_broken_expert_is_a_lineage_of_one_rejected_state():
+    relu = experts.load("relu")
+    lineage = walk(relu, ScriptedGpu(relu, failing=[relu.all_on()]))
+    assert list(lineage.states) == [key(relu.all_on())] and not lineage.transitions
+
+
+def test_a_lineage_is_plain_json_and_reads_back_the_same():
+    relu = experts.load("relu")
+    lineage = walk(relu, ScriptedGpu(relu, failing=[frozenset({"OPT_VEC4", "OPT_GRID_STRIDE"})]))
+    again = Lineage.from_dict(json.loads(lineage.dumps()))
+    assert again == lineage
