@@ -1,2 +1,69 @@
-# Expert kernels, transitions and skill cards arrive with the KLineage issue; the app is
-# installed now so that settings, URLs and migrations need no reshuffle then.
+"""Lineages as rows: a walk of an expert, its states, forward transitions and rejected
+attempts. The engine's plain-data lineage (lineage/engine/walker.py) is the source; a row
+keeps it whole (`data`) so a lineage can be exported or replayed as it was recorded."""
+
+from django.db import models
+
+
+class Lineage(models.Model):
+    class Origin(models.TextChoices):
+        WALK = "walk", "walked here"
+        IMPORT = "import", "imported"
+
+    task = models.ForeignKey("profiling.Task", on_delete=models.PROTECT, related_name="lineages")
+    expert = models.CharField(max_length=300)  # the expert's folder, as the walk saw it
+    gpu = models.CharField(max_length=100, blank=True)
+    origin = models.CharField(max_length=10, choices=Origin.choices)
+    replayed = models.BooleanField(default=False)  # its measurements were served from recordings
+    complete = models.BooleanField(default=False)  # reached the plain attempt
+    seconds = models.FloatField(default=0.0)
+    data = models.JSONField()  # walker.Lineage.to_dict()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"lineage {self.pk} of {self.task.name} ({self.gpu or 'no GPU'})"
+
+
+class LineageState(models.Model):
+    lineage = models.ForeignKey(Lineage, on_delete=models.CASCADE, related_name="states")
+    key = models.CharField(max_length=1000, blank=True)  # flags on, sorted, comma-joined
+    flags = models.JSONField(default=list)
+    candidate_hash = models.CharField(max_length=64)
+    status = models.CharField(max_length=20)
+    guard = models.CharField(max_length=40, blank=True)
+    time_ms = models.FloatField(null=True, blank=True)
+    measurement = models.JSONField(default=dict)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["lineage", "key"], name="one_state_per_key")]
+
+
+class Transition(models.Model):
+    """A forward step: the state `before` plus one flag gives `after`."""
+
+    lineage = models.ForeignKey(Lineage, on_delete=models.CASCADE, related_name="transitions")
+    intent = models.CharField(max_length=60)
+    flag = models.CharField(max_length=64)
+    before = models.CharField(max_length=1000, blank=True)
+    after = models.CharField(max_length=1000)
+    before_ms = models.FloatField(null=True, blank=True)
+    after_ms = models.FloatField(null=True, blank=True)
+    speedup = models.FloatField(null=True, blank=True)
+    metric_deltas = models.JSONField(default=dict)
+    source_diff = models.TextField(blank=True)
+    diagnosis_before = models.JSONField(default=dict)
+
+
+class RejectedAttempt(models.Model):
+    """Turning `flag` off from `start` gave `state`, which the gate refused: evidence."""
+
+    lineage = models.ForeignKey(Lineage, on_delete=models.CASCADE, related_name="rejected")
+    flag = models.CharField(max_length=64)
+    start = models.CharField(max_length=1000)
+    state = models.CharField(max_length=1000, blank=True)
+    guard = models.CharField(max_length=40, blank=True)
+    message = models.TextField(blank=True)
+    precondition = models.TextField(blank=True)

@@ -59,7 +59,7 @@ def main(argv: Sequence[str] | None = None, out=print) -> int:
     except experts.ExpertError as error:
         out(f"error: {error}")
         return 2
-    evaluator = _evaluator(args, out)
+    evaluator = evaluator_for(args, out)
     if evaluator is None:
         return 2
     try:
@@ -80,7 +80,7 @@ def main(argv: Sequence[str] | None = None, out=print) -> int:
     return 0
 
 
-def _evaluator(args: argparse.Namespace, out):
+def evaluator_for(args: argparse.Namespace, out):
     if args.replay:
         try:
             replay = ReplayEvaluator(args.replay)

@@ -1,0 +1,35 @@
+from django.contrib import admin
+
+from lineage.models import Lineage, LineageState, RejectedAttempt, Transition
+
+
+class ReadOnly(admin.ModelAdmin):
+    """Lineages are measurements: they are walked or imported, never edited by hand."""
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(Lineage)
+class LineageAdmin(ReadOnly):
+    list_display = ("id", "task", "gpu", "origin", "replayed", "complete", "created_at")
+    list_filter = ("origin", "complete", "task")
+
+
+@admin.register(LineageState)
+class LineageStateAdmin(ReadOnly):
+    list_display = ("lineage", "key", "status", "guard", "time_ms")
+
+
+@admin.register(Transition)
+class TransitionAdmin(ReadOnly):
+    list_display = ("lineage", "intent", "before", "after", "speedup")
+    list_filter = ("intent",)
+
+
+@admin.register(RejectedAttempt)
+class RejectedAttemptAdmin(ReadOnly):
+    list_display = ("lineage", "flag", "start", "guard")

@@ -1,0 +1,89 @@
+"""manage.py lineage list | show <id> | walk --task T | import <file.json>
+
+`walk` runs the de-optimization walker here (a GPU host; `--replay` serves recordings) and
+stores the lineage; `import` stores one walked elsewhere (`python -m lineage.engine walk
+--json`). Both write all rows of a lineage or none.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from lineage import selectors, services
+from lineage.engine import experts
+from lineage.engine.__main__ import evaluator_for
+from lineage.engine.walker import walk
+
+
+class Command(BaseCommand):
+    help = "KLineage: walk experts backwards into lineages, list, show and import them"
+
+    def add_arguments(self, parser):
+        verbs = parser.add_subparsers(dest="verb", required=True)
+        listing = verbs.add_parser("list", help="stored lineages")
+        listing.add_argument("--task")
+        show = verbs.add_parser("show", help="one lineage's transitions and rejected attempts")
+        show.add_argument("id", type=int)
+        run = verbs.add_parser("walk", help="walk an expert here and store the lineage")
+        run.add_argument("--task", required=True)
+        run.add_argument("--max-states", type=int, default=64)
+        run.add_argument("--replay")
+        run.add_argument("--record")
+        run.add_argument("--workdir")
+        run.add_argument("--gate-seed", type=int)
+        imported = verbs.add_parser("import", help="store a lineage JSON walked elsewhere")
+        imported.add_argument("file")
+
+    def handle(self, *args, **options):
+        verb = options["verb"]
+        if verb == "list":
+            for row in selectors.lineage_list(task=options.get("task")):
+                self.stdout.write(f"{row.pk}: {row.task.name} on {row.gpu or '?'} ({row.origin}"
+                                  f"{', replayed' if row.replayed else ''}): {row.state_count} states, "
+                                  f"{row.transition_count} transitions, {row.rejected_count} rejected"
+                                  f"{', complete' if row.complete else ''}")
+        elif verb == "show":
+            self._show(options["id"])
+        elif verb == "walk":
+            self._walk(options)
+        else:
+            self._import(Path(options["file"]))
+
+    def _show(self, pk: int) -> None:
+        row = selectors.lineage_get(pk=pk)
+        if row is None:
+            raise CommandError(f"no lineage {pk}")
+        self.stdout.write(str(row))
+        for t in row.transitions.order_by("pk"):
+            speed = f"{t.speedup:.2f}x" if t.speedup else "?"
+            self.stdout.write(f"  {t.before or '(plain)'} + {t.flag}: {speed}")
+        for r in row.rejected.order_by("pk"):
+            self.stdout.write(f"  rejected: {r.start} - {r.flag}: {r.guard}: {r.precondition}")
+
+    def _walk(self, options) -> None:
+        try:
+            expert = experts.load(options["task"])
+        except experts.ExpertError as error:
+            raise CommandError(str(error)) from None
+        args = type("Args", (), {k.replace("-", "_"): v for k, v in options.items()})
+        evaluator = evaluator_for(args, self.stdout.write)
+        if evaluator is None:
+            raise CommandError("nothing to measure with: no GPU here and no --replay")
+        lineage = walk(expert, evaluator, max_states=options["max_states"])
+        row = services.lineage_store(lineage=lineage, origin="walk")
+        self.stdout.write(f"stored lineage {row.pk}: {len(lineage.states)} states, "
+                          f"{len(lineage.transitions)} transitions, {len(lineage.rejected)} rejected")
+
+    def _import(self, path: Path) -> None:
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+            raise CommandError(f"cannot read {path}: {error}") from None
+        try:
+            row = services.lineage_store(lineage=services.lineage_parse(data), origin="import")
+        except services.LineageImportError as error:
+            raise CommandError(str(error)) from None
+        self.stdout.write(f"stored lineage {row.pk} of {row.task.name}")

@@ -1,0 +1,18 @@
+"""Reads of the lineage app."""
+
+from __future__ import annotations
+
+from django.db.models import Count, QuerySet
+
+from lineage.models import Lineage
+
+
+def lineage_list(*, task: str | None = None) -> QuerySet[Lineage]:
+    rows = Lineage.objects.select_related("task").annotate(
+        state_count=Count("states", distinct=True), transition_count=Count("transitions", distinct=True),
+        rejected_count=Count("rejected", distinct=True))
+    return rows.filter(task__name=task) if task else rows
+
+
+def lineage_get(*, pk: int) -> Lineage | None:
+    return Lineage.objects.select_related("task").filter(pk=pk).first()
