@@ -183,16 +183,23 @@ class ResidentSeeds:
 
 
 def keyed_checksum(harness: cuda.Module, gpu: Gpu, allocation, nbytes: int, key: int) -> int:
-    result = cuda.mem_alloc(8)
-    cuda.memset_d32(result, 0, 2)
-    harness.get_function("optiml_keyed_checksum")(
-        np.uintp(int(allocation)), np.uint64(nbytes), np.uint64(key), result,
-        grid=COMPARE_GRID, block=COMPARE_BLOCK, stream=gpu.stream)
-    out = np.zeros(1, np.uint64)
+    out = _reduce(harness, gpu, "optiml_keyed_checksum", np.uint64, 1,
+                  np.uintp(int(allocation)), np.uint64(nbytes), np.uint64(key))
+    return int(out[0])
+
+
+def _reduce(harness: cuda.Module, gpu: Gpu, kernel: str, dtype, count: int, *args) -> np.ndarray:
+    """Run one of the harness's reductions (refresh.cu) into `count` zeroed words of
+    `dtype`, its last argument, and read them back."""
+    out = np.zeros(count, dtype)
+    result = cuda.mem_alloc(out.nbytes)
+    cuda.memset_d8(result, 0, out.nbytes)
+    harness.get_function(kernel)(*args, result, grid=COMPARE_GRID, block=COMPARE_BLOCK,
+                                 stream=gpu.stream)
     gpu.synchronize()
     cuda.memcpy_dtoh(out, result)
     result.free()
-    return int(out[0])
+    return out
 
 
 def _upload(array: np.ndarray) -> cuda.DeviceAllocation:
@@ -208,31 +215,17 @@ COMPARE_GRID, COMPARE_BLOCK = (1024, 1, 1), (256, 1, 1)
 def count_differences(harness: cuda.Module, gpu: Gpu, buffer: Buffer,
                       copy: cuda.DeviceAllocation) -> int:
     """How many words of the buffer differ from the copy (0: bit for bit the same)."""
-    result = cuda.mem_alloc(16)
-    cuda.memset_d32(result, 0, 4)
-    harness.get_function("optiml_count_differences")(
-        np.uintp(buffer.ptr), np.uintp(int(copy)), np.uint64(buffer.nbytes), result,
-        grid=COMPARE_GRID, block=COMPARE_BLOCK, stream=gpu.stream)
-    counts = np.empty(4, np.uint32)
-    gpu.synchronize()
-    cuda.memcpy_dtoh(counts, result)
-    result.free()
+    counts = _reduce(harness, gpu, "optiml_count_differences", np.uint32, 4,
+                     np.uintp(buffer.ptr), np.uintp(int(copy)), np.uint64(buffer.nbytes))
     return int(counts[0])
 
 
 def compare_f32(harness: cuda.Module, gpu: Gpu, out: Buffer, reference: cuda.DeviceAllocation,
                 atol: float, rtol: float) -> tuple[int, int, float, float]:
     """(unwritten elements, elements outside tolerance, max abs error, max rel error)."""
-    result = cuda.mem_alloc(16)
-    cuda.memset_d32(result, 0, 4)
-    harness.get_function("optiml_compare_f32")(
-        np.uintp(out.ptr), np.uintp(int(reference)), np.uint64(out.nbytes // 4),
-        np.float64(atol), np.float64(rtol), result,
-        grid=COMPARE_GRID, block=COMPARE_BLOCK, stream=gpu.stream)
-    counts = np.empty(4, np.uint32)
-    gpu.synchronize()
-    cuda.memcpy_dtoh(counts, result)
-    result.free()
+    counts = _reduce(harness, gpu, "optiml_compare_f32", np.uint32, 4,
+                     np.uintp(out.ptr), np.uintp(int(reference)), np.uint64(out.nbytes // 4),
+                     np.float64(atol), np.float64(rtol))
     floats = counts[2:].view(np.float32)
     return int(counts[0]), int(counts[1]), float(floats[0]), float(floats[1])
 
