@@ -61,6 +61,9 @@ class Transition:
     source_diff: str
     tunables: dict[str, int]
     diagnosis_before: dict[str, Any]
+    # Who made the step: "flags" (the expert's own OPT_ flag turned off) or
+    # "llm:<model>" (the LLM de-optimizer, for a kernel without flags).
+    proposer: str = "flags"
 
 
 @dataclass
@@ -73,6 +76,7 @@ class Rejected:
     guard: str | None
     message: str
     precondition: str
+    proposer: str = "flags"
 
 
 @dataclass
