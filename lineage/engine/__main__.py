@@ -3,16 +3,22 @@
     python -m lineage.engine list
     python -m lineage.engine walk --task relu --max-states 32 --record rec.json --json lineage.json
     python -m lineage.engine walk --task relu --replay rec.json --json lineage.json
+    python -m lineage.engine walk-source --task relu --source k.cu --plan plan.json --json lineage.json
 
 `walk` measures every state it visits with the full gate (no screen: every state of a
 lineage is evidence), with one secret gate seed for the walk and its inputs kept on disk
 between states, like a search. `--record` writes the measurements for replay in CI;
 `--replay` serves them again, labelled as replayed.
+
+`walk-source` does the same for a kernel without OPT_ flags (an upload): the LLM
+configured by OPTIML_LLM_* (see docker/.env.example) removes one optimization a step
+(llm_deopt.py).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import secrets
 import sys
 import tempfile
@@ -42,6 +48,15 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--json", help="write the lineage here")
     run.add_argument("--workdir", help="inputs, logs and .ncu-rep files (a temp dir if unset)")
     run.add_argument("--gate-seed", type=int, help="the gate's seed (default: a random one, printed)")
+    source = verbs.add_parser("walk-source", help="walk a kernel without flags backwards with an LLM")
+    source.add_argument("--task", required=True)
+    source.add_argument("--source", required=True, help="the kernel's .cu file")
+    source.add_argument("--plan", required=True, help="its launch plan (JSON)")
+    source.add_argument("--max-steps", type=int, default=8, help="accepted removals at most")
+    source.add_argument("--attempts", type=int, default=2, help="model answers tried per step")
+    for option in ("--replay", "--record", "--json", "--workdir"):
+        source.add_argument(option, help=f"as for walk {option}")
+    source.add_argument("--gate-seed", type=int, help="as for walk --gate-seed")
     return parser
 
 
@@ -54,6 +69,8 @@ def main(argv: Sequence[str] | None = None, out=print) -> int:
                               for f in expert.flags)
             out(f"{task}: {len(expert.states())} states; {flags}")
         return 0
+    if args.verb == "walk-source":
+        return walk_source(args, out)
     try:
         expert = experts.load(args.task)
     except experts.ExpertError as error:
@@ -65,9 +82,48 @@ def main(argv: Sequence[str] | None = None, out=print) -> int:
     try:
         lineage = walk(expert, evaluator, max_states=args.max_states)
     finally:
-        close = getattr(evaluator, "close", None) or getattr(getattr(evaluator, "inner", None), "close", None)
-        if close is not None:
-            close()
+        close_evaluator(evaluator)
+    report(lineage, args.json, out)
+    return 0
+
+
+def walk_source(args: argparse.Namespace, out) -> int:
+    """`walk-source`: the LLM de-optimizer over one uploaded kernel."""
+    from profiling.harness import tasks
+    from profiling.harness.candidate import Candidate, CandidateError
+    from search.engine.judges import LLMConfigError, LLMJudge
+
+    from .llm_deopt import walk_unmarked
+
+    try:
+        task = tasks.get(args.task)
+        plan = json.loads(Path(args.plan).read_text())
+        candidate = Candidate.from_source_and_plan(Path(args.source).read_text(), plan)
+        llm = LLMJudge.from_env()
+    except (tasks.UnknownTask, OSError, json.JSONDecodeError, CandidateError, LLMConfigError) as error:
+        out(f"error: {error}")
+        return 2
+    evaluator = evaluator_for(args, out)
+    if evaluator is None:
+        return 2
+    try:
+        lineage = walk_unmarked(task, candidate, evaluator, llm, max_steps=args.max_steps,
+                                attempts_per_step=args.attempts, expert=str(Path(args.source)))
+    finally:
+        close_evaluator(evaluator)
+    usage = llm.usage
+    out(f"{llm.name}: {usage.calls} requests, {usage.prompt_tokens + usage.completion_tokens} tokens")
+    report(lineage, args.json, out)
+    return 0
+
+
+def close_evaluator(evaluator) -> None:
+    close = getattr(evaluator, "close", None) or getattr(getattr(evaluator, "inner", None), "close", None)
+    if close is not None:
+        close()
+
+
+def report(lineage, json_path: str | None, out) -> None:
     for t in lineage.transitions:
         speed = f"{t.speedup:.2f}x" if t.speedup else "?"
         out(f"  {t.before or '(plain)'} + {t.flag}: {t.before_ms} -> {t.after_ms} ms ({speed})")
@@ -75,9 +131,8 @@ def main(argv: Sequence[str] | None = None, out=print) -> int:
         out(f"  rejected: {r.start} - {r.flag}: {r.guard}: {r.precondition}")
     out(f"{len(lineage.states)} states, {len(lineage.transitions)} transitions, "
         f"{len(lineage.rejected)} rejected; reached the plain attempt: {lineage.complete}")
-    if args.json:
-        write_json_atomically(args.json, lineage.to_dict(), indent=1)
-    return 0
+    if json_path:
+        write_json_atomically(json_path, lineage.to_dict(), indent=1)
 
 
 def evaluator_for(args: argparse.Namespace, out):

@@ -180,6 +180,13 @@ class LLMJudge:
 
     # --- requests, retries and accounting -------------------------------------------------
 
+    def ask(self, purpose: str, messages: list[dict[str, str]], parse: Callable[[str], T]) -> T:
+        """One request with this client's retries, backoff, timeouts, token accounting and
+        transcript; `parse` turns the reply into a value (raising MalformedReply to ask
+        again). For other parts of the product that talk to the same model (the lineage
+        de-optimizer). Raises JudgeError when the endpoint cannot answer."""
+        return self._ask(purpose, messages, parse)
+
     def _ask(self, purpose: str, messages: list[dict[str, str]], parse: Callable[[str], T]) -> T:
         delay, last = 0.0, ""
         for attempt in range(self.max_retries + 1):
