@@ -4,10 +4,13 @@ For tests of generated kernels on a machine without a GPU. It executes the sourc
 the rewrites produce, at small sizes, and says nothing about speed or about the GPU's
 memory model: blocks run one after another, the threads of a block run concurrently,
 __syncthreads is a std::barrier (a thread that returns drops out of it, as on sm_70+),
-__shfl_down_sync exchanges values through a per-warp slot array between two barriers,
-atomicAdd takes a mutex, and __shared__ becomes `static`, which the block's threads
-share (blocks never overlap in time). Only what the rewritten naive kernels use is
-provided; anything else fails to compile, loudly.
+the shuffles (__shfl_down_sync, __shfl_xor_sync, __shfl_sync) exchange values through a
+per-warp slot array between two barriers, atomicAdd takes a mutex, and __shared__
+becomes `static`, which the block's threads share (blocks never overlap in time).
+float2/float4 with make_float*, the fast intrinsics (__expf, __logf, __fdividef,
+rsqrtf, ...) as their precise libm counterparts, and __ldg are provided; 1-D launches
+only. Only what the kernels under test use is provided; anything else fails to compile,
+loudly.
 """
 
 from __future__ import annotations
@@ -48,6 +51,20 @@ dim3 blockDim{1, 1, 1}, gridDim{1, 1, 1};
 #define __shared__ static
 #define __launch_bounds__(...)
 
+struct float2 { float x, y; };
+struct alignas(16) float4 { float x, y, z, w; };
+inline float2 make_float2(float x, float y) { return {x, y}; }
+inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
+template <typename T> inline T __ldg(const T* address) { return *address; }
+// The fast intrinsics stand for their precise counterparts: the emulator checks the
+// kernel's logic, and the task's tolerance is what must admit the hardware's error.
+inline float __expf(float v) { return expf(v); }
+inline float __logf(float v) { return logf(v); }
+inline float __fdividef(float a, float b) { return a / b; }
+inline float __frcp_rn(float v) { return 1.0f / v; }
+inline float __fsqrt_rn(float v) { return sqrtf(v); }
+inline float rsqrtf(float v) { return 1.0f / sqrtf(v); }
+
 namespace emu {
 std::barrier<>* block_barrier = nullptr;
 std::vector<std::unique_ptr<std::barrier<>>> warp_barriers;
@@ -57,17 +74,39 @@ std::mutex atomic_mutex;
 
 inline void __syncthreads() { emu::block_barrier->arrive_and_wait(); }
 
-template <typename T> T __shfl_down_sync(unsigned, T value, int offset) {
+// Every lane of the warp publishes its value, then reads the one of lane `source(lane)`
+// (its own where that lane is outside the warp), between two barriers of the warp.
+template <typename T, typename Source> T emu_shuffle(T value, Source source) {
     static_assert(sizeof(T) <= sizeof(uint64_t), "shuffled values are at most 8 bytes");
     const unsigned warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     uint64_t* slots = &emu::warp_slots[warp * 32];
     std::memcpy(&slots[lane], &value, sizeof(T));
     emu::warp_barriers[warp]->arrive_and_wait();
     T result = value;
-    if (lane + offset < 32) std::memcpy(&result, &slots[lane + offset], sizeof(T));
+    const unsigned from = source(lane);
+    if (from < 32 && warp * 32 + from < blockDim.x) std::memcpy(&result, &slots[from], sizeof(T));
     emu::warp_barriers[warp]->arrive_and_wait();
     return result;
 }
+
+template <typename T> T __shfl_down_sync(unsigned, T value, int offset) {
+    return emu_shuffle(value, [offset](unsigned lane) { return lane + offset; });
+}
+
+template <typename T> T __shfl_xor_sync(unsigned, T value, int mask, int width = 32) {
+    return emu_shuffle(value, [mask, width](unsigned lane) {
+        const unsigned from = lane ^ mask;
+        return (from / width == lane / width) ? from : lane;
+    });
+}
+
+template <typename T> T __shfl_sync(unsigned, T value, int source, int width = 32) {
+    return emu_shuffle(value, [source, width](unsigned lane) {
+        return lane / width * width + source % width;
+    });
+}
+
+inline void __syncwarp(unsigned = 0xFFFFFFFFu) { emu::warp_barriers[threadIdx.x / 32]->arrive_and_wait(); }
 
 template <typename T> T atomicAdd(T* address, T value) {
     std::lock_guard<std::mutex> lock(emu::atomic_mutex);
@@ -106,6 +145,14 @@ _CTYPES = {"float": ctypes.c_float, "double": ctypes.c_double, "int": ctypes.c_i
            "long long": ctypes.c_longlong, "unsigned": ctypes.c_uint, "unsigned int": ctypes.c_uint}
 
 
+def _preprocessed(source: str, defines: list[str]) -> str:
+    """The source as the compiler sees it (macros expanded, conditionals resolved), so that
+    kernels whose signatures are spelt with macros or chosen by `#if` are found."""
+    done = subprocess.run(["g++", "-E", "-P", "-x", "c++", *defines, "-D__launch_bounds__(...)=", "-"],
+                          input=source, capture_output=True, text=True)
+    return done.stdout if done.returncode == 0 else source  # the compile below says why
+
+
 def _launchers(source: str) -> str:
     """extern "C" launch_<kernel>(grid, block, args): the kernel's call with typed arguments."""
     parts = []
@@ -124,14 +171,15 @@ class CpuKernels:
         self.candidate = candidate
         workdir.mkdir(parents=True, exist_ok=True)
         source = workdir / "kernels.cpp"
-        launchers = _launchers(candidate.source)
+        defines = [f"-D{name}={value}" for name, value in sorted(candidate.tunables.items())]
+        expanded = _preprocessed(candidate.source, defines)
+        launchers = _launchers(expanded)
         source.write_text(f"{SHIM}\n#line 1 \"candidate.cu\"\n{candidate.source}\n{launchers}")
         library = workdir / "kernels.so"
-        defines = [f"-D{name}={value}" for name, value in sorted(candidate.tunables.items())]
         subprocess.run(["g++", "-std=c++20", "-O1", "-shared", "-fPIC", "-pthread", *defines, str(source),
                         "-o", str(library)], check=True, capture_output=True, text=True)
         self.library = ctypes.CDLL(str(library))
-        self.kernels = {k.name: k for k in find_kernels(parse(candidate.source))}
+        self.kernels = {k.name: k for k in find_kernels(parse(expanded))}
 
     def run(self, task: Task, sizes: dict[str, int], inputs: dict[str, np.ndarray],
             grids: dict[str, int] | None = None) -> dict[str, np.ndarray]:
