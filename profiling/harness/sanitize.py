@@ -55,7 +55,6 @@ class ToolResult:
     guard: str | None = None
     message: str = ""
     seconds: float = 0.0
-    worker: dict | None = None  # the worker's own result under the tool, if it sent one
 
 
 def sanitizer_binary() -> str | None:
@@ -103,23 +102,23 @@ def _run_tool(tool: str, request_path: Path, workdir: Path, env: dict, digest: s
     if found is None and result.returncode == ERROR_EXIT_CODE:
         found = f"{tool} reported an error: {summary_lines(report) or 'no report written'}"
     if found is not None:
-        return ToolResult(tool, True, GUARD_OF_TOOL[tool], found, result.seconds, worker)
+        return ToolResult(tool, True, GUARD_OF_TOOL[tool], found, result.seconds)
     if result.timed_out:
         bound = (result.stage_limit or {}).get("bound", f"{SANITIZE_TIME_LIMIT_S:.0f} s")
         return ToolResult(tool, True, "timeout", f"under {tool}, still running past {bound}",
-                          result.seconds, worker)
+                          result.seconds)
     if worker is None and result.returncode == 0:
-        return ToolResult(tool, True, None, "", result.seconds, None)  # no channel through
+        return ToolResult(tool, True, None, "", result.seconds)  # no channel through
     if worker is None:
         death = result.died_by_signal or f"exit code {result.returncode}"
         return ToolResult(tool, True, "crash", f"the worker under {tool} died ({death})",
-                          result.seconds, worker)
+                          result.seconds)
     if worker.get("status") == "rejected":
         # Passed without the tool but not under it: an outcome that depends on timing
         # is a race whatever the tool itself made of it.
         return ToolResult(tool, True, worker.get("guard"), f"under {tool} (slower, other "
-                          f"interleavings): {worker.get('message', '')}", result.seconds, worker)
-    return ToolResult(tool, True, None, "", result.seconds, worker)
+                          f"interleavings): {worker.get('message', '')}", result.seconds)
+    return ToolResult(tool, True, None, "", result.seconds)
 
 
 _FINDINGS = {
