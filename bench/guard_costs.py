@@ -12,6 +12,13 @@ For each task, at the suite's sizes:
   run as in a search: each task screened twice, `cold` (its first candidate: inputs built,
   seeds uploaded, and for the first task the worker started) and `warm` (the next one).
 
+With `--input-cache`, each task gets one random base seed (drawn from the OS, as a
+search draws its run's seed) and its inputs and references are built once, in parallel,
+before its gate modes run (`inputs_s`): the modes then differ only in their guards, as
+the candidates of one search do. Without it every gate run draws fresh seeds and builds
+its inputs itself, which at the suite's sizes costs the same tens of seconds in both
+modes.
+
 Each entry records the verdict (status, guard), the median, the wall seconds and the
 verdict's seconds per stage (`stage_seconds`: compile, gpu, sanitize, profile,
 second_gate, ...). Runs on a GPU host (pycuda, nvcc, compute-sanitizer, ncu; no
@@ -24,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import secrets
 import subprocess
 import sys
 import time
@@ -35,8 +43,9 @@ sys.path.insert(0, str(REPO))
 
 from profiling.harness import HARNESS_VERSION, tasks  # noqa: E402
 from profiling.harness.candidate import Candidate  # noqa: E402
-from profiling.harness.gate import GateOptions, evaluate  # noqa: E402
+from profiling.harness.gate import GateOptions, evaluate, prepare_inputs  # noqa: E402
 from profiling.harness.jsonfile import write_json_atomically  # noqa: E402
+from profiling.harness.seeds import SEED_BITS  # noqa: E402
 from profiling.harness.screen import Screener, ScreenOptions  # noqa: E402
 from profiling.harness.verdict import Verdict  # noqa: E402
 
@@ -45,12 +54,13 @@ LIGHT_SPOT_CHECKS = 3  # the old gate's number of verified timed runs
 SCREEN_SEED = 0  # the screen keeps its inputs per seed, as a search does
 
 
-def gate_options(mode: str, profile: bool, workdir: Path) -> GateOptions:
+def gate_options(mode: str, profile: bool, workdir: Path, *, seed: int | None = None,
+                 input_cache: str | None = None) -> GateOptions:
+    common = {"profile": profile, "workdir": str(workdir), "seed": seed, "input_cache": input_cache}
     if mode == "full":
-        return GateOptions(profile=profile, workdir=str(workdir))
+        return GateOptions(**common)
     if mode == "light":
-        return GateOptions(profile=profile, workdir=str(workdir), sanitize=(),
-                           spot_checks=LIGHT_SPOT_CHECKS)
+        return GateOptions(**common, sanitize=(), spot_checks=LIGHT_SPOT_CHECKS)
     raise ValueError(f"not a gate mode: {mode!r}")
 
 
@@ -106,17 +116,30 @@ def summarize(results: dict) -> dict:
     return summary
 
 
+def cached_inputs(name: str, entry: dict, input_cache: Path) -> int:
+    """A random base seed for the task, its inputs and references built now (timed)."""
+    task, seed = tasks.get(name), secrets.randbits(SEED_BITS)
+    started = time.monotonic()
+    options = GateOptions()
+    prepare_inputs(task, options.levels, task.sizes, dict.fromkeys(options.levels, options.seeds),
+                   seed, str(input_cache))
+    entry["inputs_s"] = round(time.monotonic() - started, 2)
+    return seed
+
+
 def bench_task(name: str, entry: dict, modes: list[str], profile: bool, workdir: Path,
-               screener: Screener | None, save) -> None:
+               screener: Screener | None, save, input_cache: Path | None = None) -> None:
     """Fill `entry` with the task's measurements, saving after each one."""
     task = tasks.get(name)
     naive = Candidate.from_source_and_plan(task.naive_source, task.naive_plan)
+    seed = cached_inputs(name, entry, input_cache) if input_cache and set(modes) - {"screen"} else None
     for mode in modes:
         if mode == "screen":
             assert screener is not None
             runs = {f"screen_{turn}": (lambda: screener.screen(name, naive)) for turn in ("cold", "warm")}
         else:
-            options = gate_options(mode, profile, workdir / name / mode)
+            options = gate_options(mode, profile, workdir / name / mode, seed=seed,
+                                   input_cache=str(input_cache) if input_cache else None)
             runs = {mode: lambda options=options: evaluate(name, naive, options)}
         for key, run in runs.items():
             entry[key] = measure(run)
@@ -134,6 +157,8 @@ def main() -> int:
     parser.add_argument("--modes", default=",".join(MODES), help=f"any of {', '.join(MODES)}")
     parser.add_argument("--no-profile", action="store_true", help="no ncu profile in the gate modes")
     parser.add_argument("--workdir", default="/tmp/optiml-guard-costs")
+    parser.add_argument("--input-cache", action="store_true",
+                        help="one random seed per task, its inputs built once for every gate mode")
     args = parser.parse_args()
     # Imported here: bench.suite imports torch (its vendor timings) when it is imported.
     from bench.suite import gpu_facts
@@ -176,7 +201,8 @@ def main() -> int:
             print(f"== {name}", flush=True)
             entry = result["tasks"].setdefault(name, {})
             try:
-                bench_task(name, entry, modes, not args.no_profile, workdir, screener, save)
+                bench_task(name, entry, modes, not args.no_profile, workdir, screener, save,
+                           workdir / "gate-inputs" if args.input_cache else None)
             except Exception as error:  # one task must not lose the others
                 entry["error"] = f"{type(error).__name__}: {error}"
             save()
