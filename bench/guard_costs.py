@@ -45,8 +45,8 @@ from profiling.harness import HARNESS_VERSION, tasks  # noqa: E402
 from profiling.harness.candidate import Candidate  # noqa: E402
 from profiling.harness.gate import GateOptions, evaluate, prepare_inputs  # noqa: E402
 from profiling.harness.jsonfile import write_json_atomically  # noqa: E402
-from profiling.harness.seeds import SEED_BITS  # noqa: E402
 from profiling.harness.screen import Screener, ScreenOptions  # noqa: E402
+from profiling.harness.seeds import SEED_BITS  # noqa: E402
 from profiling.harness.verdict import Verdict  # noqa: E402
 
 MODES = ("full", "light", "screen")

@@ -80,9 +80,10 @@ def bench_task(name: str, args: argparse.Namespace, record_dir: Path) -> dict:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--tasks", default=",".join(experts.tasks_with_experts()))
-    parser.add_argument("--max-states", type=int, default=32)
+    parser.add_argument("--max-states", type=int, default=64)
     parser.add_argument("--gate-seed", type=int, default=None)
-    parser.add_argument("--full-gate", action="store_true", help="the full gate for every state, not the screen")
+    parser.add_argument("--full-gate", action="store_true",
+                        help="the full gate for every state, not the screen")
     parser.add_argument("--workdir", default=tempfile.mkdtemp(prefix="optiml-lineages-"))
     parser.add_argument("--record-dir", required=True)
     parser.add_argument("--out", required=True)

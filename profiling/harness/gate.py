@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
@@ -233,11 +234,15 @@ def _run_on_gpu(task: Task, candidate: Candidate, digest: str, report: CompileRe
                 options: GateOptions) -> Verdict:
     workdir = Path(options.workdir or tempfile.mkdtemp(prefix="optiml-eval-"))
     workdir.mkdir(parents=True, exist_ok=True)
-    verdict, request = _full_run(task, candidate, digest, report, options, workdir, options.seed)
+    early = _EarlySanitizers(task, report, candidate, options, workdir, digest)
+    verdict, request = _full_run(task, candidate, digest, report, options, workdir, options.seed,
+                                 on_message=early.on_message)
     settings = options.identity()
     if verdict.status == PASSED and options.sanitize:
-        verdict, ran = _sanitize(task, verdict, report, candidate, options, workdir, digest)
+        verdict, ran = early.apply(verdict)
         settings["sanitize"] = sorted(ran)
+    else:
+        early.discard()
     if verdict.status == PASSED and _suspiciously_fast(task, verdict, options):
         started = time.monotonic()
         second, _ = _full_run(task, candidate, digest, report, options, workdir, None)
@@ -260,8 +265,10 @@ def _run_on_gpu(task: Task, candidate: Candidate, digest: str, report: CompileRe
 
 
 def _full_run(task: Task, candidate: Candidate, digest: str, report: CompileReport,
-              options: GateOptions, workdir: Path, seed: int | None) -> tuple[Verdict, dict]:
-    """Correctness and timing in one fresh worker process."""
+              options: GateOptions, workdir: Path, seed: int | None,
+              on_message=None) -> tuple[Verdict, dict]:
+    """Correctness and timing in one fresh worker process (`on_message` sees each of its
+    messages as it arrives)."""
     started = time.monotonic()
     request = worker_request(task, candidate, report, worker_options(options, seed=seed))
     request_path = workdir / f"request-{digest[:12]}.json"
@@ -270,23 +277,93 @@ def _full_run(task: Task, candidate: Candidate, digest: str, report: CompileRepo
                    dict.fromkeys(options.levels, options.seeds), seed, options.input_cache)
     result = run_isolated([sys.executable, "-m", "profiling.harness.worker", str(request_path)],
                           time_limit_s=options.time_limit_s, log_path=workdir / "worker.log",
-                          env=child_env())
+                          env=child_env(), on_message=on_message)
     verdict = verdict_from_result(task.name, digest, report, result, options.time_limit_s)
     verdict.stage_seconds["gpu"] = time.monotonic() - started
     return verdict, request
 
 
-def _sanitize(task: Task, verdict: Verdict, report: CompileReport, candidate: Candidate,
-              options: GateOptions, workdir: Path, digest: str) -> tuple[Verdict, list[str]]:
-    """compute-sanitizer's tools at L0 (sanitize.py); the verdict, and the tools that ran."""
-    started = time.monotonic()
+# The worker's stage after its last timed run: from here on it only reads outputs back
+# and checks them on the host (timing.TimedRuns.run), so the GPU is free to share.
+VERIFY_STAGE = "verify timed runs"
+
+
+class _EarlySanitizers:
+    """compute-sanitizer's tools at L0 (sanitize.py), started while the worker verifies its
+    timed runs instead of after it.
+
+    The sanitizers must not run beside the timed runs (they would share the GPU with the
+    measurement), but once the worker reports VERIFY_STAGE its timing is over and what is
+    left, references and comparisons on the host and one correctness check, does not
+    depend on having the GPU to itself. Starting the tools then hides their seconds
+    behind the verification, which costs as much or more on every suite task. Their result
+    counts only if the worker's verdict passes; a worker that never reaches that stage
+    (rejected, or a gate with no timed runs) gets them after it, as before. They run on
+    the worker's base seed, which the stage message carries.
+    """
+
+    def __init__(self, task: Task, report: CompileReport, candidate: Candidate,
+                 options: GateOptions, workdir: Path, digest: str) -> None:
+        self.task, self.report, self.candidate = task, report, candidate
+        self.options, self.workdir, self.digest = options, workdir, digest
+        self._thread: threading.Thread | None = None
+        self._outcome: tuple[list, float] | BaseException | None = None
+        self._started_at = 0.0
+
+    def on_message(self, message: dict) -> None:
+        if (self.options.sanitize and self._thread is None and message.get("type") == "stage"
+                and message.get("stage") == VERIFY_STAGE and isinstance(message.get("base_seed"), int)):
+            self._start(message["base_seed"])
+
+    def _start(self, seed: int | None) -> None:
+        self._started_at = time.monotonic()
+        self._thread = threading.Thread(target=self._run, args=(seed,), name="sanitizers", daemon=True)
+        self._thread.start()
+
+    def _run(self, seed: int | None) -> None:
+        started = time.monotonic()
+        try:
+            results = _run_sanitizers(self.task, self.report, self.candidate, self.options,
+                                      self.workdir, self.digest, seed)
+            self._outcome = (results, time.monotonic() - started)
+        except BaseException as error:  # re-raised in apply(), on the gate's thread
+            self._outcome = error
+
+    def apply(self, verdict: Verdict) -> tuple[Verdict, list[str]]:
+        """The verdict after the sanitizers, and the tools that ran."""
+        if self._thread is None:
+            self._start(verdict.seeds.get("base_seed"))
+            overlapped = False
+        else:
+            overlapped = True
+        waited = time.monotonic()
+        self._thread.join()
+        verdict.stage_seconds["sanitize_wait"] = time.monotonic() - waited
+        if isinstance(self._outcome, BaseException):
+            raise self._outcome
+        results, seconds = self._outcome
+        verdict.stage_seconds["sanitize"] = seconds
+        verdict.stage_seconds["sanitize_overlapped"] = float(overlapped)
+        return _apply_sanitizers(self.task, verdict, results, self.digest)
+
+    def discard(self) -> None:
+        """The worker's verdict failed: let tools already started finish (each is bounded:
+        sanitize.py), and ignore what they found."""
+        if self._thread is not None:
+            self._thread.join()
+
+
+def _run_sanitizers(task: Task, report: CompileReport, candidate: Candidate, options: GateOptions,
+                    workdir: Path, digest: str, seed: int | None) -> list:
     request = worker_request(task, candidate, report, {
-        **worker_options(options, seed=verdict.seeds.get("base_seed")),
+        **worker_options(options, seed=seed),
         "mode": "sanitize", "levels": ["L0"], "seeds": 1, "timing_runs": 0, "input_cache": None})
     request_path = workdir / f"sanitize-{digest[:12]}.json"
     request_path.write_text(json.dumps(request))
-    results = sanitize.run_tools(tuple(options.sanitize), request_path, workdir, child_env(), digest)
-    verdict.stage_seconds["sanitize"] = time.monotonic() - started
+    return sanitize.run_tools(tuple(options.sanitize), request_path, workdir, child_env(), digest)
+
+
+def _apply_sanitizers(task: Task, verdict: Verdict, results: list, digest: str) -> tuple[Verdict, list[str]]:
     verdict.stage_seconds.update({f"sanitize_{r.tool}": r.seconds for r in results})
     found = next((r for r in results if r.guard is not None), None)
     if found is not None:

@@ -150,7 +150,9 @@ class TimedRuns:
             s.seconds["timed_runs"] = time.monotonic() - started
             started = time.monotonic()
             s.channel.send("bound", limit_s=None)
-            s.stage("verify timed runs", verified=len([k for k in kept if k is not None]))
+            # The gate may start the sanitizers on this message (gate._EarlySanitizers).
+            s.stage("verify timed runs", verified=len([k for k in kept if k is not None]),
+                    base_seed=s.base_seed)
             failure = self.poison_left(counts, total) or self.canaries(buffers) \
                 or self.verify_all(buffers, slots, kept)
             s.seconds["verify_timed_runs"] = time.monotonic() - started

@@ -438,5 +438,7 @@ def test_an_honest_kernel_passes_every_guard_of_the_hardened_gate(task_name, lab
     # Every tool ran (a host without compute-sanitizer would pass kernels unexamined).
     assert verdict.settings.get("sanitize") == sorted(STANDARD.sanitize), verdict.settings
     assert verdict.stage_seconds.get("sanitize", 0) > 0, verdict.stage_seconds
+    # ... started while the worker verified its timed runs (gate._EarlySanitizers)
+    assert verdict.stage_seconds.get("sanitize_overlapped") == 1.0, verdict.stage_seconds
     assert verdict.timing.spot_checks == STANDARD.spot_checks
     assert verdict.timing.median_ms >= verdict.timing.floor_ms > 0

@@ -1,5 +1,6 @@
 """nvcc for sm_90 on a machine without a GPU: resources, cache, errors with lines, policy."""
 
+import re
 import shutil
 from pathlib import Path
 
@@ -112,14 +113,18 @@ def test_sources_whose_text_reaches_outside_the_kernel_are_refused_before_nvcc(
     [
         ('#include "/etc/passwd"', "/etc/passwd"),
         ("#include </etc/passwd>", "/etc/passwd"),
-        ("#include <../../etc/passwd>", "../../etc/passwd"),
+        # gcc names this one as it found it: "../../etc/passwd" or, resolved against an
+        # include folder, "/etc/passwd"
+        ("#include <../../etc/passwd>", "etc/passwd"),
     ],
 )
 def test_includes_outside_the_include_folders_are_refused_naming_the_file(tmp_path, include, named):
     with pytest.raises(PolicyViolation) as caught:
         compile_candidate(candidate(include + "\n" + RELU), cache_dir=tmp_path)
     assert caught.value.guard == "source_policy"
-    assert f"includes '{named}'" in str(caught.value) and "outside the toolkit's" in str(caught.value)
+    message = str(caught.value)
+    assert re.search(r"includes '[./]*" + re.escape(named.lstrip("/")) + "'", message), message
+    assert "outside the toolkit's" in message
 
 
 @needs_nvcc
