@@ -239,7 +239,7 @@ class TimedRuns:
         inputs, outputs = arrays
         s = self.s
         run = RunBuffers(inputs_before=inputs, inputs_after=inputs, outputs=outputs,
-                         reference=s.reference(inputs, self.sizes), guards={})
+                         reference=s.run_reference(inputs, self.sizes), guards={})
         failure = s.check(run, self.sizes)[0]
         if failure is None:
             return None

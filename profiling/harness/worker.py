@@ -22,7 +22,7 @@ from . import HARNESS_VERSION, expr, tasks
 from .candidate import Candidate
 from .ceilings import Ceilings, ceilings_for, physics_floor_ms, summarize
 from .checks import GUARD_BYTES, GuardFailure, RunBuffers, check_canaries, check_run
-from .inputs import Check, check_plan, inputs_and_reference, reference_outputs
+from .inputs import Check, check_plan, inputs_and_reference, reference_outputs, run_reference
 from .sandbox import Channel
 from .seeds import SEED_BITS
 from .spec import Task
@@ -263,6 +263,12 @@ class Session:
 
     def reference(self, inputs: dict[str, np.ndarray], sizes: dict) -> dict[str, np.ndarray]:
         return reference_outputs(self.task, inputs, sizes)
+
+    def run_reference(self, inputs: dict[str, np.ndarray], sizes: dict) -> dict[str, np.ndarray]:
+        """A verified timed run's reference: with a fixed seed (a search) the same runs'
+        inputs recur for every candidate, so their references are cached (inputs.run_reference)."""
+        cache = self.options.get("input_cache") if self.options.get("seed") is not None else None
+        return run_reference(self.task, inputs, sizes, cache)
 
     def read_back(self, buffers: dict, inputs_before: dict, reference: dict) -> RunBuffers:
         return RunBuffers(

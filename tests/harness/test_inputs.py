@@ -67,3 +67,45 @@ def test_prepared_entries_in_worker_processes_are_the_ones_the_worker_would_make
             for name in want:
                 np.testing.assert_array_equal(got[name], want[name])
     assert len(list(tmp_path.iterdir())) == len(plan)  # no staging directories left behind
+
+
+def run_inputs(task, sizes, seed):
+    from profiling.harness.inputs import make_inputs
+
+    return make_inputs(task, sizes, seed, task.distributions[0])
+
+
+def test_a_timed_run_s_reference_is_cached_for_its_exact_inputs_only(tmp_path, monkeypatch):
+    from profiling.harness import inputs as module
+    from profiling.harness.inputs import reference_outputs, run_reference
+
+    task, sizes = tasks.get("softmax"), {"M": 5, "N": 37}
+    inputs = run_inputs(task, sizes, 3)
+    first = run_reference(task, inputs, sizes, str(tmp_path))
+    np.testing.assert_array_equal(first["y"], reference_outputs(task, inputs, sizes)["y"])
+
+    computed = []
+    monkeypatch.setattr(module, "reference_outputs",
+                        lambda *a: computed.append(1) or reference_outputs(*a))
+    again = run_reference(task, {k: v.copy() for k, v in inputs.items()}, sizes, str(tmp_path))
+    np.testing.assert_array_equal(again["y"], first["y"])
+    assert computed == []  # the same inputs: read from the cache
+
+    changed = {k: v.copy() for k, v in inputs.items()}
+    changed["x"].flat[11] += 1.0  # one element differs: not the cached run's inputs
+    other = run_reference(task, changed, sizes, str(tmp_path))
+    assert computed == [1]
+    np.testing.assert_array_equal(other["y"], reference_outputs(task, changed, sizes)["y"])
+    assert not any(p.name.startswith(".run-") for p in (tmp_path / "runs").iterdir())
+
+
+def test_large_runs_and_runs_without_a_cache_are_computed_each_time(tmp_path, monkeypatch):
+    from profiling.harness import inputs as module
+    from profiling.harness.inputs import run_reference
+
+    task, sizes = tasks.get("relu"), {"n": 4096}
+    inputs = run_inputs(task, sizes, 1)
+    run_reference(task, inputs, sizes, None)
+    monkeypatch.setattr(module, "RUN_REFERENCE_MAX_BYTES", 1024)
+    run_reference(task, inputs, sizes, str(tmp_path))
+    assert not (tmp_path / "runs").exists()
