@@ -68,6 +68,9 @@ _INTENTS = [
            "select the k largest by radix passes over the bits instead of sorting"),
     Intent("WARP_TOPK", "latency",
            "keep candidate top-k lists per warp and merge them"),
+    Intent("CANDIDATE_FILTER", "compute",
+           "drop, by a cheap bound proven to keep the result, the elements that cannot be in it "
+           "before the exact selection runs on the few that remain"),
     Intent("WINDOW_REUSE", "memory",
            "load each input once for all the pooling windows that overlap it"),
 ]

@@ -110,3 +110,28 @@ def test_every_suite_recording_replays_without_a_missing_kernel(recording):
 
     assert all(n.measurement.status != "error" for n in search.tree.nodes.values())
     assert search.tree.best is not None and search.tree.best.measurement.level == "full"
+
+
+# -- the softmax search again, through the hardened gate (2026-12-01) ---------------------
+
+HARDENED = Path(__file__).parents[2] / "bench" / "results" / "2026-12-01-h200-hardening" / "rec"
+
+
+def test_the_search_through_the_hardened_gate_replays_and_its_best_passed_every_guard():
+    """bench/results/2026-12-01-h200-hardening/search-softmax-after.json: 8 verified timed
+    runs and the four compute-sanitizer tools on every full-gate candidate."""
+    task = tasks.get("softmax")
+    evaluator = ReplayEvaluator(HARDENED / "rec-softmax.json")
+    budget = len(evaluator._recorded)
+    judge = RuleJudge()
+    search = Search("softmax", Candidate.from_source_and_plan(task.naive_source, task.naive_plan),
+                    judge=judge, fallback_judge=judge, sources=[TunableSource(), RewriteSource()],
+                    config=SearchConfig(budget=budget, seed=0),
+                    tolerance_allows_fast_math=fast_math_allowed(task))
+    search = run_search(search, evaluator, budget=budget)
+
+    assert all(n.measurement.status != "error" for n in search.tree.nodes.values())
+    best = search.tree.best.measurement
+    assert best.level == "full" and best.time_ms == pytest.approx(0.12256, abs=5e-5)
+    settings = best.verdict["settings"]
+    assert settings["spot_checks"] == 8 and len(settings["sanitize"]) == 4
