@@ -308,7 +308,6 @@ class _EarlySanitizers:
         self.options, self.workdir, self.digest = options, workdir, digest
         self._thread: threading.Thread | None = None
         self._outcome: tuple[list, float] | BaseException | None = None
-        self._started_at = 0.0
 
     def on_message(self, message: dict) -> None:
         if (self.options.sanitize and self._thread is None and message.get("type") == "stage"
@@ -316,7 +315,6 @@ class _EarlySanitizers:
             self._start(message["base_seed"])
 
     def _start(self, seed: int | None) -> None:
-        self._started_at = time.monotonic()
         self._thread = threading.Thread(target=self._run, args=(seed,), name="sanitizers", daemon=True)
         self._thread.start()
 
@@ -331,11 +329,9 @@ class _EarlySanitizers:
 
     def apply(self, verdict: Verdict) -> tuple[Verdict, list[str]]:
         """The verdict after the sanitizers, and the tools that ran."""
-        if self._thread is None:
+        overlapped = self._thread is not None
+        if not overlapped:
             self._start(verdict.seeds.get("base_seed"))
-            overlapped = False
-        else:
-            overlapped = True
         waited = time.monotonic()
         self._thread.join()
         verdict.stage_seconds["sanitize_wait"] = time.monotonic() - waited

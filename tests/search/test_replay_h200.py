@@ -61,11 +61,11 @@ def test_the_reduce_sum_search_replays_and_finds_nothing_faster_in_three_steps()
 SUITE = Path(__file__).parents[2] / "bench" / "results" / "2026-11-29-h200-search"
 
 
-def replayed_suite_search(task_name: str) -> Search:
+def replayed_suite_search(task_name: str, recordings: Path = SUITE) -> Search:
     """Every source the benchmark ran, over that run's recording, for as many evaluations
     as it made: the screen's and the full gate's measurements, each labelled by level."""
     task = tasks.get(task_name)
-    evaluator = ReplayEvaluator(SUITE / f"rec-{task_name}.json")
+    evaluator = ReplayEvaluator(recordings / f"rec-{task_name}.json")
     budget = len(evaluator._recorded)
     judge = RuleJudge()
     search = Search(task_name, Candidate.from_source_and_plan(task.naive_source, task.naive_plan),
@@ -120,15 +120,7 @@ HARDENED = Path(__file__).parents[2] / "bench" / "results" / "2026-12-01-h200-ha
 def test_the_search_through_the_hardened_gate_replays_and_its_best_passed_every_guard():
     """bench/results/2026-12-01-h200-hardening/search-softmax-after.json: 8 verified timed
     runs and the four compute-sanitizer tools on every full-gate candidate."""
-    task = tasks.get("softmax")
-    evaluator = ReplayEvaluator(HARDENED / "rec-softmax.json")
-    budget = len(evaluator._recorded)
-    judge = RuleJudge()
-    search = Search("softmax", Candidate.from_source_and_plan(task.naive_source, task.naive_plan),
-                    judge=judge, fallback_judge=judge, sources=[TunableSource(), RewriteSource()],
-                    config=SearchConfig(budget=budget, seed=0),
-                    tolerance_allows_fast_math=fast_math_allowed(task))
-    search = run_search(search, evaluator, budget=budget)
+    search = replayed_suite_search("softmax", HARDENED)
 
     assert all(n.measurement.status != "error" for n in search.tree.nodes.values())
     best = search.tree.best.measurement
