@@ -1,4 +1,4 @@
-"""The lineages recorded on the H200 (bench/results/*-h200-lineages/), replayed here.
+"""The lineages recorded on the H200 (bench/results/*-h200-lineages*/), replayed here.
 
 Each recorded lineage must still describe the experts in the tree (every state's
 candidate hash is what the expert's flags give today: an expert changed since its walk
@@ -18,7 +18,7 @@ from lineage.engine.walker import Lineage, walk
 from search.engine.evaluators import ReplayEvaluator
 
 RESULTS = Path(__file__).resolve().parents[2] / "bench" / "results"
-RECORDED = sorted(RESULTS.glob("*-h200-lineages/lineage-*.json"))
+RECORDED = sorted(RESULTS.glob("*-h200-lineages*/lineage-*.json"))
 
 
 def test_there_are_recorded_lineages():

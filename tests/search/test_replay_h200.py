@@ -117,13 +117,15 @@ def test_every_suite_recording_replays_without_a_missing_kernel(recording):
 HARDENED = Path(__file__).parents[2] / "bench" / "results" / "2026-12-01-h200-hardening" / "rec"
 
 
-def test_the_search_through_the_hardened_gate_replays_and_its_best_passed_every_guard():
-    """bench/results/2026-12-01-h200-hardening/search-softmax-after.json: 8 verified timed
+@pytest.mark.parametrize(("task_name", "best_ms"), [
+    ("softmax", 0.12256), ("relu", 0.50755), ("layernorm", 0.12709)])
+def test_the_search_through_the_hardened_gate_replays_and_its_best_passed_every_guard(task_name, best_ms):
+    """bench/results/2026-12-01-h200-hardening/search-<task>-after.json: 8 verified timed
     runs and the four compute-sanitizer tools on every full-gate candidate."""
-    search = replayed_suite_search("softmax", HARDENED)
+    search = replayed_suite_search(task_name, HARDENED)
 
     assert all(n.measurement.status != "error" for n in search.tree.nodes.values())
     best = search.tree.best.measurement
-    assert best.level == "full" and best.time_ms == pytest.approx(0.12256, abs=5e-5)
+    assert best.level == "full" and best.time_ms == pytest.approx(best_ms, abs=5e-5)
     settings = best.verdict["settings"]
     assert settings["spot_checks"] == 8 and len(settings["sanitize"]) == 4

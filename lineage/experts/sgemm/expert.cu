@@ -5,7 +5,10 @@
 //
 // Tunables (the plan's, passed as -D): TILE (16) for the one-output-per-thread states;
 // BM x BN (128 x 128) block tiles, BK (8) deep, TM x TN (8 x 8) outputs per thread for
-// the register-tiled states, so (BM / TM) * (BN / TN) = 256 threads a block.
+// the register-tiled states, so (BM / TM) * (BN / TN) = 256 threads a block; MIN_BLOCKS
+// (2) for their launch bounds. The pipelined tensor-core state: TC_BK (32) deep tiles,
+// ASYNC_STAGES (2) of them, ASYNC_MIN_BLOCKS (1); values from the sweep in
+// bench/results/2026-12-01-h200-sweep-sgemm.json (bench/expert_sweep.py).
 //
 // Edges: every global load is predicated (rows >= M, columns >= N and k >= K read 0),
 // every store is guarded, and a float4 access is used only where all four elements are
@@ -16,9 +19,14 @@
 #define REG_THREADS ((BM / TM) * (BN / TN))
 
 #if OPT_LAUNCH_BOUNDS
-#if OPT_REG_TILE
-// Two blocks of 256 threads a SM: at most 128 registers a thread (65536 / 512).
-#define SGEMM_BOUNDS __launch_bounds__(REG_THREADS, 2)
+#if OPT_ASYNC_COPY
+// ASYNC_MIN_BLOCKS (1) block of 256 threads a SM: up to 255 registers a thread, which
+// the deeper tiles' fragments use (bench/results/2026-12-01-h200-sweep-sgemm.json: two
+// blocks a SM cap them at 128, spill, and are 3-9 % slower).
+#define SGEMM_BOUNDS __launch_bounds__(REG_THREADS, ASYNC_MIN_BLOCKS)
+#elif OPT_REG_TILE
+// MIN_BLOCKS (2) blocks of 256 threads a SM: at most 128 registers a thread (65536 / 512).
+#define SGEMM_BOUNDS __launch_bounds__(REG_THREADS, MIN_BLOCKS)
 #else
 #define SGEMM_BOUNDS __launch_bounds__(TILE * TILE)
 #endif
@@ -55,6 +63,23 @@
 #define STAGES 2
 #else
 #define STAGES 1
+#endif
+
+#if OPT_ASYNC_COPY
+// The pipelined states keep ASYNC_STAGES tiles, KT = TC_BK deep, in dynamic shared memory,
+// A not transposed (As[m][k]) since cp.async copies contiguous bytes: the fragment reads
+// (row g, column t) then land in bank 4g + t with a pitch of KT + 4, and B's reads (row t,
+// column g) in bank 8t + g with a pitch of BN + 8.
+#define KT TC_BK
+#define A_PITCH (KT + 4)
+#define B_PITCH (BN + 8)
+#define STAGE_FLOATS (BM * A_PITCH + KT * B_PITCH)
+#define A_AT(as, k, m) (as)[(m) * A_PITCH + (k)]
+#define B_AT(bs, k, n) (bs)[(k) * B_PITCH + (n)]
+#else
+#define KT BK
+#define A_AT(as, k, m) (as)[(k) * (BM + A_PAD) + (m)]
+#define B_AT(bs, k, n) (bs)[(k) * (BN + B_PAD) + (n)]
 #endif
 #endif
 
@@ -211,7 +236,7 @@ __device__ __forceinline__ void multiply_tiles(const float (*As)[BM + A_PAD], co
 #define NT (WN / 8)        // and across
 #define SPLIT_MIN_K 32
 static_assert(WARPS_M * WARPS_N * 32 == REG_THREADS, "one warp per warp tile");
-static_assert(BK % 8 == 0 && WM % 16 == 0 && WN % 8 == 0, "whole m16n8k8 tiles");
+static_assert(KT % 8 == 0 && WM % 16 == 0 && WN % 8 == 0, "whole m16n8k8 tiles");
 
 __device__ __forceinline__ void split_tf32(float v, unsigned& hi, unsigned& lo) {
     asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(hi) : "f"(v));
@@ -232,8 +257,7 @@ __device__ __forceinline__ void mma_tf32(float* d, const unsigned* a, const unsi
 // t = lane % 4) holds A at (g, t) (g + 8, t) (g, t + 4) (g + 8, t + 4), B at (t, g)
 // (t + 4, g) and C at (g, 2t) (g, 2t + 1) (g + 8, 2t) (g + 8, 2t + 1), the PTX ISA's
 // fragment layout for mma.m16n8k8 with .tf32.
-__device__ __forceinline__ void multiply_tiles_tc(const float (*As)[BM + A_PAD],
-                                                  const float (*Bs)[BN + B_PAD], bool split,
+__device__ __forceinline__ void multiply_tiles_tc(const float* As, const float* Bs, bool split,
                                                   float (*acc)[NT][4]) {
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
     const int m0 = (warp / WARPS_N) * WM + g, n0 = (warp % WARPS_N) * WN + g;
@@ -241,36 +265,36 @@ __device__ __forceinline__ void multiply_tiles_tc(const float (*As)[BM + A_PAD],
         // fp32 FMAs, each output where the fragment layout keeps it.
         const int c0 = (warp % WARPS_N) * WN + 2 * t;
         #pragma unroll
-        for (int kk = 0; kk < BK; ++kk) {
+        for (int kk = 0; kk < KT; ++kk) {
             #pragma unroll
             for (int mt = 0; mt < MT; ++mt) {
                 #pragma unroll
                 for (int nt = 0; nt < NT; ++nt) {
                     #pragma unroll
                     for (int r = 0; r < 4; ++r)
-                        acc[mt][nt][r] = fmaf(As[kk][m0 + mt * 16 + 8 * (r / 2)],
-                                              Bs[kk][c0 + nt * 8 + r % 2], acc[mt][nt][r]);
+                        acc[mt][nt][r] = fmaf(A_AT(As, kk, m0 + mt * 16 + 8 * (r / 2)),
+                                              B_AT(Bs, kk, c0 + nt * 8 + r % 2), acc[mt][nt][r]);
                 }
             }
         }
         return;
     }
     SGEMM_UNROLL
-    for (int k8 = 0; k8 < BK; k8 += 8) {
+    for (int k8 = 0; k8 < KT; k8 += 8) {
         unsigned bh[NT][2], bl[NT][2];
         SGEMM_UNROLL
         for (int nt = 0; nt < NT; ++nt) {
-            split_tf32(Bs[k8 + t][n0 + nt * 8], bh[nt][0], bl[nt][0]);
-            split_tf32(Bs[k8 + t + 4][n0 + nt * 8], bh[nt][1], bl[nt][1]);
+            split_tf32(B_AT(Bs, k8 + t, n0 + nt * 8), bh[nt][0], bl[nt][0]);
+            split_tf32(B_AT(Bs, k8 + t + 4, n0 + nt * 8), bh[nt][1], bl[nt][1]);
         }
         SGEMM_UNROLL
         for (int mt = 0; mt < MT; ++mt) {
             unsigned ah[4], al[4];
             const int m = m0 + mt * 16;
-            split_tf32(As[k8 + t][m], ah[0], al[0]);
-            split_tf32(As[k8 + t][m + 8], ah[1], al[1]);
-            split_tf32(As[k8 + t + 4][m], ah[2], al[2]);
-            split_tf32(As[k8 + t + 4][m + 8], ah[3], al[3]);
+            split_tf32(A_AT(As, k8 + t, m), ah[0], al[0]);
+            split_tf32(A_AT(As, k8 + t, m + 8), ah[1], al[1]);
+            split_tf32(A_AT(As, k8 + t + 4, m), ah[2], al[2]);
+            split_tf32(A_AT(As, k8 + t + 4, m + 8), ah[3], al[3]);
             SGEMM_UNROLL
             for (int nt = 0; nt < NT; ++nt) {
                 // A fresh partial each step: the tensor core's truncation then errs on
@@ -286,6 +310,70 @@ __device__ __forceinline__ void multiply_tiles_tc(const float (*As)[BM + A_PAD],
     }
 }
 #endif
+
+#if OPT_ASYNC_COPY
+// Asynchronous copies global -> shared (sm_80+), bypassing registers: `in` false copies
+// nothing and fills zeros (a source size of 0), from the matrix's own base address.
+__device__ __forceinline__ void cp_async16(float* dst, const float* src, bool in) {
+    const unsigned to = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(to), "l"(src), "r"(in ? 16 : 0));
+}
+__device__ __forceinline__ void cp_async4(float* dst, const float* src, bool in) {
+    const unsigned to = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(to), "l"(src), "r"(in ? 4 : 0));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;"); }
+template <int PENDING>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(PENDING)); }
+
+#define A_COPIES (BM * KT / 4 / REG_THREADS)  // float4s of the A tile a thread copies
+#define B_COPIES (KT * BN / 4 / REG_THREADS)
+static_assert((BM * KT) % (4 * REG_THREADS) == 0 && (KT * BN) % (4 * REG_THREADS) == 0,
+              "every thread copies the same number of float4s of each tile");
+
+// Starts the copies of the A (BM x KT) and B (KT x BN) tiles at k0 into one stage. With
+// K (or N) a multiple of 4, k0 + k < K implies k0 + k + 3 < K, so a 16-byte copy is whole
+// or empty; otherwise each float goes on its own.
+__device__ __forceinline__ void copy_stage(const float* A, const float* B, int M, int N, int K,
+                                           int row0, int col0, int k0, float* as, float* bs) {
+    const int tid = threadIdx.x;
+    const bool a_aligned = (K & 3) == 0, b_aligned = (N & 3) == 0;
+    SGEMM_UNROLL
+    for (int l = 0; l < A_COPIES; ++l) {
+        const int idx = tid + l * REG_THREADS;
+        const int m = idx / (KT / 4), k = (idx % (KT / 4)) * 4, r = row0 + m;
+        const float* p = A + (long long)r * K + k0 + k;
+        float* d = &A_AT(as, k, m);
+        if (a_aligned) {
+            const bool in = r < M && k0 + k < K;
+            cp_async16(d, in ? p : A, in);
+        } else {
+            #pragma unroll
+            for (int q = 0; q < 4; ++q) {
+                const bool in = r < M && k0 + k + q < K;
+                cp_async4(d + q, in ? p + q : A, in);
+            }
+        }
+    }
+    SGEMM_UNROLL
+    for (int l = 0; l < B_COPIES; ++l) {
+        const int idx = tid + l * REG_THREADS;
+        const int k = idx / (BN / 4), c = (idx % (BN / 4)) * 4;
+        const float* p = B + (long long)(k0 + k) * N + col0 + c;
+        float* d = &B_AT(bs, k, c);
+        if (b_aligned) {
+            const bool in = k0 + k < K && col0 + c < N;
+            cp_async16(d, in ? p : B, in);
+        } else {
+            #pragma unroll
+            for (int q = 0; q < 4; ++q) {
+                const bool in = k0 + k < K && col0 + c + q < N;
+                cp_async4(d + q, in ? p + q : B, in);
+            }
+        }
+    }
+}
+#endif
 #endif
 
 extern "C" __global__ void SGEMM_BOUNDS sgemm(const float* A, const float* B, float* C, int M, int N,
@@ -294,13 +382,17 @@ extern "C" __global__ void SGEMM_BOUNDS sgemm(const float* A, const float* B, fl
 #if OPT_REG_TILE
     // One block: a BM x BN tile of C; one thread: TM x TN outputs in registers, fed from
     // BK-deep tiles of A and B in shared memory.
+#if OPT_ASYNC_COPY
+    extern __shared__ __align__(16) float stages[];  // ASYNC_STAGES x (A tile, B tile)
+#else
     __shared__ __align__(16) float As[STAGES][BK][BM + A_PAD];
     __shared__ __align__(16) float Bs[STAGES][BK][BN + B_PAD];
+#endif
 #if !OPT_TENSOR_CORES
     const int tr = threadIdx.x / (BN / TN), tc = threadIdx.x % (BN / TN);
 #endif
     const int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
-    const int tiles = (K + BK - 1) / BK;
+    const int tiles = (K + KT - 1) / KT;
 #if OPT_TENSOR_CORES
     float acc[MT][NT][4] = {};
     const bool split = K >= SPLIT_MIN_K;
@@ -312,6 +404,31 @@ extern "C" __global__ void SGEMM_BOUNDS sgemm(const float* A, const float* B, fl
         for (int j = 0; j < TN; ++j) acc[i][j] = 0.0f;
     }
 #endif
+#if OPT_ASYNC_COPY
+    // ASYNC_STAGES - 1 tiles in flight while one is multiplied. At step t the copies into
+    // stage (t - 1) % ASYNC_STAGES start only after the barrier that follows every warp's
+    // multiply of step t - 1; one commit a step (empty past the end) keeps the count of
+    // groups, so waiting for all but ASYNC_STAGES - 2 means tile t has landed.
+    #pragma unroll
+    for (int s = 0; s < ASYNC_STAGES - 1; ++s) {
+        float* stage = stages + s * STAGE_FLOATS;
+        if (s < tiles) copy_stage(A, B, M, N, K, row0, col0, s * KT, stage, stage + BM * A_PITCH);
+        cp_async_commit();
+    }
+    for (int t = 0; t < tiles; ++t) {
+        cp_async_wait<ASYNC_STAGES - 2>();
+        __syncthreads();
+        const int next = t + ASYNC_STAGES - 1;
+        if (next < tiles) {
+            float* stage = stages + (next % ASYNC_STAGES) * STAGE_FLOATS;
+            copy_stage(A, B, M, N, K, row0, col0, next * KT, stage, stage + BM * A_PITCH);
+        }
+        cp_async_commit();
+        const float* stage = stages + (t % ASYNC_STAGES) * STAGE_FLOATS;
+        multiply_tiles_tc(stage, stage + BM * A_PITCH, split, acc);
+    }
+    cp_async_wait<0>();
+#else
     Staged a[A_LOADS], b[B_LOADS];
 #if OPT_DOUBLE_BUFFER
     // Tile t + 1 travels from global memory into registers while tile t is multiplied,
@@ -324,7 +441,7 @@ extern "C" __global__ void SGEMM_BOUNDS sgemm(const float* A, const float* B, fl
         const bool more = t + 1 < tiles;
         if (more) load_tiles(A, B, M, N, K, row0, col0, (t + 1) * BK, a, b);
 #if OPT_TENSOR_CORES
-        multiply_tiles_tc(As[t & 1], Bs[t & 1], split, acc);
+        multiply_tiles_tc(&As[t & 1][0][0], &Bs[t & 1][0][0], split, acc);
 #else
         multiply_tiles(As[t & 1], Bs[t & 1], tr, tc, acc);
 #endif
@@ -339,6 +456,7 @@ extern "C" __global__ void SGEMM_BOUNDS sgemm(const float* A, const float* B, fl
         multiply_tiles(As[0], Bs[0], tr, tc, acc);
         __syncthreads();
     }
+#endif
 #endif
 #if OPT_TENSOR_CORES
     {
