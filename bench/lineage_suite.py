@@ -59,7 +59,7 @@ def bench_task(name: str, args: argparse.Namespace, record_dir: Path) -> dict:
     return {
         "task": name, "states_possible": len(expert.states()), "states_visited": len(lineage.states),
         "transitions": len(lineage.transitions), "rejected": len(lineage.rejected),
-        "complete": lineage.complete,
+        "complete": lineage.complete, "stopped": lineage.stopped,
         "expert": {"status": top.measurement.get("status") if top else None,
                    "level": top.measurement.get("level") if top else None,
                    "guard": top.measurement.get("guard") if top else None,

@@ -15,7 +15,7 @@ class ReadOnly(admin.ModelAdmin):
 
 @admin.register(Lineage)
 class LineageAdmin(ReadOnly):
-    list_display = ("id", "task", "gpu", "origin", "replayed", "complete", "created_at")
+    list_display = ("id", "task", "gpu", "origin", "replayed", "complete", "stopped", "created_at")
     list_filter = ("origin", "complete", "task")
 
 
@@ -26,10 +26,11 @@ class LineageStateAdmin(ReadOnly):
 
 @admin.register(Transition)
 class TransitionAdmin(ReadOnly):
-    list_display = ("lineage", "intent", "before", "after", "speedup")
-    list_filter = ("intent",)
+    list_display = ("lineage", "intent", "proposer", "before", "after", "speedup")
+    list_filter = ("intent", "proposer")
 
 
 @admin.register(RejectedAttempt)
 class RejectedAttemptAdmin(ReadOnly):
-    list_display = ("lineage", "flag", "start", "guard")
+    list_display = ("lineage", "flag", "proposer", "start", "guard")
+    list_filter = ("guard", "proposer")

@@ -16,6 +16,7 @@ class Lineage(models.Model):
     origin = models.CharField(max_length=10, choices=Origin.choices)
     replayed = models.BooleanField(default=False)  # its measurements were served from recordings
     complete = models.BooleanField(default=False)  # reached the plain attempt
+    stopped = models.CharField(max_length=300, blank=True)  # why the walk ended, in a sentence
     seconds = models.FloatField(default=0.0)
     data = models.JSONField()  # walker.Lineage.to_dict()
     created_at = models.DateTimeField(auto_now_add=True)
@@ -55,6 +56,8 @@ class Transition(models.Model):
     metric_deltas = models.JSONField(default=dict)
     source_diff = models.TextField(blank=True)
     diagnosis_before = models.JSONField(default=dict)
+    # Who made the step: "flags" (the expert's OPT_ flag) or "llm:<model>" (the de-optimizer).
+    proposer = models.CharField(max_length=200, default="flags")
 
 
 class RejectedAttempt(models.Model):
@@ -67,3 +70,4 @@ class RejectedAttempt(models.Model):
     guard = models.CharField(max_length=40, blank=True)
     message = models.TextField(blank=True)
     precondition = models.TextField(blank=True)
+    proposer = models.CharField(max_length=200, default="flags")

@@ -37,6 +37,7 @@ def lineage_store(*, lineage: LineageData, origin: str) -> Lineage:
     replayed = any(s.measurement.get("replayed") for s in lineage.states.values())
     row = Lineage.objects.create(task=task, expert=lineage.expert, gpu=lineage.gpu, origin=origin,
                                  replayed=replayed, complete=lineage.complete,
+                                 stopped=lineage.stopped[:300],
                                  seconds=lineage.seconds, data=json_safe(lineage.to_dict()))
     LineageState.objects.bulk_create(
         LineageState(lineage=row, key=key, flags=s.flags, candidate_hash=s.candidate_hash,
@@ -47,10 +48,10 @@ def lineage_store(*, lineage: LineageData, origin: str) -> Lineage:
         Transition(lineage=row, intent=t.intent, flag=t.flag, before=t.before, after=t.after,
                    before_ms=t.before_ms, after_ms=t.after_ms, speedup=t.speedup,
                    metric_deltas=json_safe(t.metric_deltas), source_diff=t.source_diff,
-                   diagnosis_before=json_safe(t.diagnosis_before))
+                   diagnosis_before=json_safe(t.diagnosis_before), proposer=t.proposer[:200])
         for t in lineage.transitions)
     RejectedAttempt.objects.bulk_create(
         RejectedAttempt(lineage=row, flag=r.flag, start=r.start, state=r.state, guard=r.guard or "",
-                        message=r.message, precondition=r.precondition)
+                        message=r.message, precondition=r.precondition, proposer=r.proposer[:200])
         for r in lineage.rejected)
     return row

@@ -130,7 +130,8 @@ def report(lineage, json_path: str | None, out) -> None:
     for r in lineage.rejected:
         out(f"  rejected: {r.start} - {r.flag}: {r.guard}: {r.precondition}")
     out(f"{len(lineage.states)} states, {len(lineage.transitions)} transitions, "
-        f"{len(lineage.rejected)} rejected; reached the plain attempt: {lineage.complete}")
+        f"{len(lineage.rejected)} rejected; reached the plain attempt: {lineage.complete}; "
+        f"stopped: {lineage.stopped or '?'}")
     if json_path:
         write_json_atomically(json_path, lineage.to_dict(), indent=1)
 

@@ -91,18 +91,33 @@ def walk_unmarked(task: Task, candidate: Candidate, evaluator: Evaluator, llm, *
     lineage = Lineage(task=task.name, expert=expert)
     current = _measure_into(lineage, evaluator, task, "step-0", candidate, timeout_s)
     if current is None or not current.measurement.passed:
+        lineage.stopped = (f"the evaluator gave no measurement within {timeout_s:g} s" if current is None
+                           else "the kernel itself did not pass the gate: there is nothing to walk back from")
         lineage.seconds = time.monotonic() - started
         return lineage
     removed: dict[str, str] = {}  # intent -> the state that no longer has it
     seen = {candidate.content_hash()}
+    lineage.stopped = f"the bound: {max_steps} accepted removals (max_steps)"
     for number in range(1, max_steps + 1):
+        rejected_before = len(lineage.rejected)
         outcome = _one_step(task, current, number, evaluator, llm, judge, lineage, removed, seen,
                             attempts_per_step, timeout_s)
         if outcome is None:
+            lineage.stopped = _stopped(lineage, rejected_before, attempts_per_step)
             break
         current = outcome
     lineage.seconds = time.monotonic() - started
     return lineage
+
+
+def _stopped(lineage: Lineage, rejected_before: int, attempts: int) -> str:
+    """Why the step that returned no state ended the walk."""
+    if lineage.complete:
+        return "the model found nothing of the vocabulary left to remove"
+    last = lineage.rejected[-1] if len(lineage.rejected) > rejected_before else None
+    if last is not None and last.precondition.startswith("the walk stopped here"):
+        return last.precondition.removeprefix("the walk stopped here: ")
+    return f"every one of the step's {attempts} attempts was refused (its rejected attempts say why)"
 
 
 def _one_step(task: Task, current: _Step, number: int, evaluator: Evaluator, llm, judge,

@@ -89,6 +89,9 @@ class Lineage:
     transitions: list[Transition] = field(default_factory=list)
     rejected: list[Rejected] = field(default_factory=list)
     complete: bool = False  # the all-off state was reached through accepted edges
+    # Why the walk ended, in a sentence: the lattice walked out, the bound on states, or
+    # the expert itself failing the gate ("" in lineages recorded before it was kept).
+    stopped: str = ""
     seconds: float = 0.0
     format: int = LINEAGE_FORMAT
 
@@ -122,11 +125,14 @@ def walk(expert: Expert, evaluator: Evaluator, *, max_states: int = 64, judge=No
     _measure(expert, evaluator, [top], measured, lineage, timeout_s)
     frontier = [top] if measured[top].passed else []
     seen_edges: set[tuple[State, str]] = set()
+    left_out: set[State] = set()  # reachable states the bound kept from being measured
     while frontier:
         children = [(state, flag, state - {flag}) for state in frontier
                     for flag in expert.removable(state) if (state, flag) not in seen_edges]
         fresh = list(dict.fromkeys(child for _, _, child in children if child not in measured))
-        fresh = fresh[:max(0, max_states - len(measured))]
+        room = max(0, max_states - len(measured))
+        left_out.update(fresh[room:])
+        fresh = fresh[:room]
         _measure(expert, evaluator, fresh, measured, lineage, timeout_s)
         next_frontier: list[State] = []
         for state, flag, child in children:
@@ -143,8 +149,24 @@ def walk(expert: Expert, evaluator: Evaluator, *, max_states: int = 64, judge=No
         frontier = next_frontier
     lineage.complete = frozenset() in measured and measured[frozenset()].passed and any(
         t.before == "" for t in lineage.transitions)
+    lineage.stopped = _stopped(measured[top], left_out - set(measured), len(measured), max_states,
+                               lineage.complete, len(expert.states()))
     lineage.seconds = time.monotonic() - started
     return lineage
+
+
+def _stopped(top: Measurement, left_out: set[State], measured: int, max_states: int,
+             complete: bool, possible: int) -> str:
+    if not top.passed:
+        return (f"the expert (every flag on) did not pass the gate ({top.status}"
+                f"{': ' + top.guard if top.guard else ''}): there is nothing to walk back from")
+    if left_out:
+        return (f"the bound: {measured} states measured (--max-states {max_states}), at least "
+                f"{len(left_out)} more reachable of the {possible} valid states")
+    if complete:
+        return f"walked out: every state reachable through accepted edges measured ({measured} of {possible})"
+    return (f"walked out without reaching the plain attempt through accepted edges: {measured} of "
+            f"{possible} states measured, the rest lie behind rejected edges")
 
 
 def _measure(expert: Expert, evaluator: Evaluator, states: list[State],

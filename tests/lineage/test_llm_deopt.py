@@ -111,7 +111,7 @@ def test_the_prompt_carries_the_kernel_the_contract_the_vocabulary_and_what_was_
     walk(llm_server)
 
     first, second = llm_server.prompts()
-    assert "x4[i + stride]" in first and "1056" in first  # the kernel and its launch plan
+    assert "x4[i + stride]" in first and "WAVE_BLOCKS" in first  # the kernel and its launch plan
     assert "x: float32[n]" in first and "y: float32[n]" in first  # the task's contract
     assert "VEC4 (memory): load and store four floats" in first  # the vocabulary, with sentences
     assert "Already removed on the way here: nothing yet" in first

@@ -15,6 +15,7 @@ def test_the_walk_reaches_the_plain_attempt_and_stores_forward_steps_as_plain_cu
     lineage = walk(relu, ScriptedGpu(relu))
 
     assert lineage.complete and len(lineage.states) == len(relu.states())
+    assert lineage.stopped.startswith("walked out") and "16 of 16" in lineage.stopped
     plain_steps = [t for t in lineage.transitions if t.before == ""]
     assert {t.flag for t in plain_steps} == {"OPT_RESTRICT", "OPT_LAUNCH_BOUNDS", "OPT_GRID_STRIDE"}
     vec4 = next(t for t in lineage.transitions if t.flag == "OPT_VEC4")
@@ -50,12 +51,14 @@ def test_the_bound_limits_what_is_measured():
     gpu = ScriptedGpu(relu)
     lineage = walk(relu, gpu, max_states=4)
     assert gpu.submitted == 4 and len(lineage.states) == 4 and not lineage.complete
+    assert lineage.stopped.startswith("the bound: 4 states measured (--max-states 4)")
 
 
 def test_a_broken_expert_is_a_lineage_of_one_rejected_state():
     relu = experts.load("relu")
     lineage = walk(relu, ScriptedGpu(relu, failing=[relu.all_on()]))
     assert list(lineage.states) == [key(relu.all_on())] and not lineage.transitions
+    assert lineage.stopped.startswith("the expert (every flag on) did not pass the gate (rejected: wrong_values)")
 
 
 def test_a_lineage_is_plain_json_and_reads_back_the_same():
@@ -63,3 +66,12 @@ def test_a_lineage_is_plain_json_and_reads_back_the_same():
     lineage = walk(relu, ScriptedGpu(relu, failing=[frozenset({"OPT_VEC4", "OPT_GRID_STRIDE"})]))
     again = Lineage.from_dict(json.loads(lineage.dumps()))
     assert again == lineage
+
+
+def test_a_walk_cut_off_by_rejections_says_so():
+    relu = experts.load("relu")
+    # Every state one step below the top fails: nothing below it is reachable.
+    below = [relu.all_on() - {f} for f in relu.removable(relu.all_on())]
+    lineage = walk(relu, ScriptedGpu(relu, failing=below))
+    assert not lineage.complete and not lineage.transitions
+    assert lineage.stopped.startswith("walked out without reaching the plain attempt")

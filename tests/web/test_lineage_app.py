@@ -46,6 +46,11 @@ def test_a_walk_replayed_from_recordings_is_stored_with_its_evidence(tmp_path):
     call_command("lineage", "show", str(row.pk), stdout=out)
     call_command("lineage", "list", stdout=out)
     assert "rejected: OPT_GRID_STRIDE" in out.getvalue() and "complete" in out.getvalue()
+    # Why the walk ended, and who made each step, are kept on the rows and shown.
+    assert row.stopped.startswith("walked out") and "stopped: walked out" in out.getvalue()
+    assert set(row.transitions.values_list("proposer", flat=True)) == {"flags"}
+    assert set(row.rejected.values_list("proposer", flat=True)) == {"flags"}
+    assert "[flags]" in out.getvalue()
 
 
 def test_a_lineage_walked_elsewhere_is_imported_whole(tmp_path):

@@ -57,11 +57,12 @@ class Command(BaseCommand):
         if row is None:
             raise CommandError(f"no lineage {pk}")
         self.stdout.write(str(row))
+        self.stdout.write(f"  stopped: {row.stopped or '(not recorded)'}")
         for t in row.transitions.order_by("pk"):
             speed = f"{t.speedup:.2f}x" if t.speedup else "?"
-            self.stdout.write(f"  {t.before or '(plain)'} + {t.flag}: {speed}")
+            self.stdout.write(f"  {t.before or '(plain)'} + {t.flag}: {speed}  [{t.proposer}]")
         for r in row.rejected.order_by("pk"):
-            self.stdout.write(f"  rejected: {r.start} - {r.flag}: {r.guard}: {r.precondition}")
+            self.stdout.write(f"  rejected: {r.start} - {r.flag}: {r.guard}: {r.precondition}  [{r.proposer}]")
 
     def _walk(self, options) -> None:
         try:
