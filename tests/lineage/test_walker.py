@@ -58,7 +58,8 @@ def test_a_broken_expert_is_a_lineage_of_one_rejected_state():
     relu = experts.load("relu")
     lineage = walk(relu, ScriptedGpu(relu, failing=[relu.all_on()]))
     assert list(lineage.states) == [key(relu.all_on())] and not lineage.transitions
-    assert lineage.stopped.startswith("the expert (every flag on) did not pass the gate (rejected: wrong_values)")
+    assert lineage.stopped.startswith(
+        "the expert (every flag on) did not pass the gate (rejected: wrong_values)")
 
 
 def test_a_lineage_is_plain_json_and_reads_back_the_same():

@@ -62,7 +62,8 @@ class Command(BaseCommand):
             speed = f"{t.speedup:.2f}x" if t.speedup else "?"
             self.stdout.write(f"  {t.before or '(plain)'} + {t.flag}: {speed}  [{t.proposer}]")
         for r in row.rejected.order_by("pk"):
-            self.stdout.write(f"  rejected: {r.start} - {r.flag}: {r.guard}: {r.precondition}  [{r.proposer}]")
+            self.stdout.write(f"  rejected: {r.start} - {r.flag}: {r.guard}: {r.precondition}"
+                              f"  [{r.proposer}]")
 
     def _walk(self, options) -> None:
         try:
