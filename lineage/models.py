@@ -55,6 +55,7 @@ class Transition(models.Model):
     speedup = models.FloatField(null=True, blank=True)
     metric_deltas = models.JSONField(default=dict)
     source_diff = models.TextField(blank=True)
+    plan_diff = models.TextField(blank=True)  # the launch plan's, at the suite's sizes
     diagnosis_before = models.JSONField(default=dict)
     # Who made the step: "flags" (the expert's OPT_ flag) or "llm:<model>" (the de-optimizer).
     proposer = models.CharField(max_length=200, default="flags")

@@ -48,6 +48,7 @@ def lineage_store(*, lineage: LineageData, origin: str) -> Lineage:
         Transition(lineage=row, intent=t.intent, flag=t.flag, before=t.before, after=t.after,
                    before_ms=t.before_ms, after_ms=t.after_ms, speedup=t.speedup,
                    metric_deltas=json_safe(t.metric_deltas), source_diff=t.source_diff,
+                   plan_diff=t.plan_diff,
                    diagnosis_before=json_safe(t.diagnosis_before), proposer=t.proposer[:200])
         for t in lineage.transitions)
     RejectedAttempt.objects.bulk_create(

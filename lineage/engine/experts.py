@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from profiling.harness import expr
 from profiling.harness.candidate import Candidate, CandidateError
 
 from . import unifdef
@@ -97,6 +98,29 @@ class Expert:
     def plain_source(self, on: State) -> str:
         """The source as a person would have written this state: no OPT_ left."""
         return unifdef.resolve(self.source, self.values(on))
+
+    def plain_plan(self, on: State, sizes: dict[str, int]) -> str:
+        """The state's launch plan as a person reads it: each launch's grid, block and
+        shared bytes at `sizes` (the task's suite sizes), and the tunables, no OPT_ left."""
+        candidate = self.candidate(on)
+        names = {**sizes, **candidate.tunables}
+
+        def value(expression: str | int) -> str:
+            try:
+                return str(expr.evaluate_int(expression, names))
+            except expr.ExpressionError:
+                return str(expression)  # shown as written; the gate names the error
+
+        lines = [f"at {', '.join(f'{k}={v}' for k, v in sizes.items())}"]
+        for launch in candidate.launches:
+            lines += [f"launch {launch.kernel}",
+                      f"  grid ({', '.join(value(d) for d in launch.grid)})",
+                      f"  block ({', '.join(value(d) for d in launch.block)})",
+                      f"  shared_bytes {value(launch.shared_bytes)}",
+                      f"  args {', '.join(str(a) for a in launch.args)}"]
+        lines += [f"tunable {k} = {v}" for k, v in sorted(candidate.tunables.items())
+                  if k not in self.names]
+        return "\n".join(lines) + "\n"
 
 
 def load(task: str, root: Path | None = None) -> Expert:

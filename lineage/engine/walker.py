@@ -26,6 +26,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from profiling.harness import tasks
 from search.engine.types import Evaluator, Measurement, NodeContext
 
 from .experts import Expert, State
@@ -61,6 +62,9 @@ class Transition:
     source_diff: str
     tunables: dict[str, int]
     diagnosis_before: dict[str, Any]
+    # The launch plan's diff at the task's suite sizes (Expert.plain_plan): grid, block,
+    # shared bytes and tunables ("" in lineages recorded before it was kept).
+    plan_diff: str = ""
     # Who made the step: "flags" (the expert's own OPT_ flag turned off) or
     # "llm:<model>" (the LLM de-optimizer, for a kernel without flags).
     proposer: str = "flags"
@@ -208,6 +212,10 @@ def _transition(expert: Expert, judge, before: State, after: State, flag: str,
     diff = "".join(difflib.unified_diff(plain_before.splitlines(keepends=True),
                                         plain_after.splitlines(keepends=True),
                                         fromfile="before.cu", tofile="after.cu"))
+    sizes = tasks.get(expert.task).sizes
+    plan_diff = "".join(difflib.unified_diff(
+        expert.plain_plan(before, sizes).splitlines(keepends=True),
+        expert.plain_plan(after, sizes).splitlines(keepends=True), fromfile="before.plan", tofile="after.plan"))
     deltas = {m: fast.metrics[m] - slow.metrics[m] for m in slow.metrics if m in fast.metrics}
     speedup = (slow.time_ms / fast.time_ms) if slow.time_ms and fast.time_ms else None
     context = NodeContext(task=expert.task, candidate=expert.candidate(before), measurement=slow,
@@ -216,7 +224,7 @@ def _transition(expert: Expert, judge, before: State, after: State, flag: str,
                       before_ms=slow.time_ms, after_ms=fast.time_ms, speedup=speedup,
                       metric_deltas=deltas, source_diff=diff,
                       tunables=expert.candidate(after).tunables,
-                      diagnosis_before=judge.diagnose(context).to_dict())
+                      diagnosis_before=judge.diagnose(context).to_dict(), plan_diff=plan_diff)
 
 
 def _rejected(flag: str, start: State, state: State, result: Measurement) -> Rejected:

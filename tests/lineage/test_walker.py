@@ -7,6 +7,7 @@ import pytest
 
 from lineage.engine import experts
 from lineage.engine.walker import Lineage, key, walk
+from profiling.harness import tasks
 from tests.lineage.scripted_gpu import ScriptedGpu
 
 
@@ -22,6 +23,12 @@ def test_the_walk_reaches_the_plain_attempt_and_stores_forward_steps_as_plain_cu
     assert vec4.intent == "VEC4" and "float4" in vec4.source_diff and "OPT_" not in vec4.source_diff
     assert vec4.speedup == pytest.approx(1.3) and vec4.metric_deltas["dram_bytes"] < 0
     assert vec4.diagnosis_before["bottleneck"]
+    # The launch plan's diff, at the suite's sizes, with the flags evaluated away too.
+    stride = next(t for t in plain_steps if t.flag == "OPT_GRID_STRIDE")
+    n = tasks.get("relu").sizes["n"]
+    assert f"-  grid ({-(-n // 256)})" in stride.plan_diff and "+  grid (131072)" in stride.plan_diff
+    assert all("OPT_" not in t.plan_diff for t in lineage.transitions)
+    assert vec4.plan_diff == ""  # float4 loads change the code, not the launch
 
 
 def test_every_order_between_visited_states_is_an_edge():
