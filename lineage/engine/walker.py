@@ -215,7 +215,8 @@ def _transition(expert: Expert, judge, before: State, after: State, flag: str,
     sizes = tasks.get(expert.task).sizes
     plan_diff = "".join(difflib.unified_diff(
         expert.plain_plan(before, sizes).splitlines(keepends=True),
-        expert.plain_plan(after, sizes).splitlines(keepends=True), fromfile="before.plan", tofile="after.plan"))
+        expert.plain_plan(after, sizes).splitlines(keepends=True),
+        fromfile="before.plan", tofile="after.plan"))
     deltas = {m: fast.metrics[m] - slow.metrics[m] for m in slow.metrics if m in fast.metrics}
     speedup = (slow.time_ms / fast.time_ms) if slow.time_ms and fast.time_ms else None
     context = NodeContext(task=expert.task, candidate=expert.candidate(before), measurement=slow,
