@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from lineage.models import Lineage, LineageState, RejectedAttempt, Transition
+from lineage.models import Lineage, LineageState, RejectedAttempt, Transition, WalkRequest
 
 
 class ReadOnly(admin.ModelAdmin):
@@ -34,3 +34,9 @@ class TransitionAdmin(ReadOnly):
 class RejectedAttemptAdmin(ReadOnly):
     list_display = ("lineage", "flag", "proposer", "start", "guard")
     list_filter = ("guard", "proposer")
+
+
+@admin.register(WalkRequest)
+class WalkRequestAdmin(ReadOnly):
+    list_display = ("id", "task", "max_states", "status", "lineage", "created_at", "finished_at")
+    list_filter = ("status", "task")

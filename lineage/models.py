@@ -72,3 +72,34 @@ class RejectedAttempt(models.Model):
     message = models.TextField(blank=True)
     precondition = models.TextField(blank=True)
     proposer = models.CharField(max_length=200, default="flags")
+
+
+class WalkRequest(models.Model):
+    """A walk asked for here and run by a GPU worker (`manage.py lineage walk --queue`).
+
+    The worker claims it (queued -> running), walks, and stores the lineage and `done` in
+    one transaction, so a request ends with its whole lineage or with none and the reason
+    in `error`. A message delivered again finds it done and does nothing; one whose worker
+    died is taken over once its claim is older than the walk's time limit."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        DONE = "done"
+        FAILED = "failed"
+
+    task = models.ForeignKey("profiling.Task", on_delete=models.PROTECT, related_name="walk_requests")
+    max_states = models.PositiveIntegerField()
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    lineage = models.OneToOneField(Lineage, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="request")
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"walk request {self.pk} of {self.task.name} ({self.status})"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.db.models import Count, QuerySet
 
-from lineage.models import Lineage
+from lineage.models import Lineage, WalkRequest
 
 
 def lineage_list(*, task: str | None = None) -> QuerySet[Lineage]:
@@ -16,3 +16,7 @@ def lineage_list(*, task: str | None = None) -> QuerySet[Lineage]:
 
 def lineage_get(*, pk: int) -> Lineage | None:
     return Lineage.objects.select_related("task").filter(pk=pk).first()
+
+
+def walk_request_get(*, pk: int) -> WalkRequest | None:
+    return WalkRequest.objects.select_related("task", "lineage").filter(pk=pk).first()

@@ -1,20 +1,38 @@
-"""Writes of the lineage app: storing a walked or imported lineage as rows, in one go."""
+"""Writes of the lineage app: storing a walked or imported lineage as rows, in one go, and
+walks queued for a GPU worker."""
 
 from __future__ import annotations
 
+import datetime
+import logging
+from collections.abc import Callable
 from typing import Any
 
 from django.db import transaction
+from django.utils import timezone
 
+from lineage.engine import experts
 from lineage.engine.walker import Lineage as LineageData
-from lineage.models import Lineage, LineageState, RejectedAttempt, Transition
+from lineage.engine.walker import walk
+from lineage.models import Lineage, LineageState, RejectedAttempt, Transition, WalkRequest
 from profiling import services as gate_services
 from profiling.harness.tasks import UnknownTask
 from profiling.serialization import json_safe
 
+logger = logging.getLogger(__name__)
+
+MAX_STATES_LIMIT = 512  # a queued walk's bound: the largest lattice (sgemm's 40) many times over
+# How long a worker may hold a claim before another may take the walk over: the walk's
+# own time limit (the walker's, per batch of states) plus the claim grace.
+WALK_TIME_LIMIT_S = 3600.0
+
 
 class LineageImportError(ValueError):
     """A lineage file that cannot be stored; the message says why."""
+
+
+class WalkRequestError(ValueError):
+    """A walk that cannot be queued; the message says why."""
 
 
 def lineage_parse(data: Any) -> LineageData:
@@ -56,3 +74,70 @@ def lineage_store(*, lineage: LineageData, origin: str) -> Lineage:
                         message=r.message, precondition=r.precondition, proposer=r.proposer[:200])
         for r in lineage.rejected)
     return row
+
+
+def walk_request_create(*, task_name: str, max_states: int) -> WalkRequest:
+    """Queue a walk of `task_name`'s expert for a GPU worker (after the commit)."""
+    from lineage.tasks import walk_enqueue  # the Celery task imports this module
+
+    if not 1 <= max_states <= MAX_STATES_LIMIT:
+        raise WalkRequestError(f"--max-states must be between 1 and {MAX_STATES_LIMIT}")
+    try:
+        experts.load(task_name)
+    except experts.ExpertError as error:
+        raise WalkRequestError(f"no expert for {task_name!r}: {error}") from None
+    try:
+        task = gate_services.task_get_or_sync(name=task_name)
+    except UnknownTask as error:
+        raise WalkRequestError(f"unknown task {task_name!r}") from error
+    with transaction.atomic():
+        request = WalkRequest.objects.create(task=task, max_states=max_states)
+        walk_enqueue(request_id=request.pk)
+    return request
+
+
+def _walk_claim(request_id: int, stale_after_s: float) -> WalkRequest | None:
+    """The request, now running and ours; None when it is gone, done, failed, or held by
+    a worker whose claim is still fresh."""
+    with transaction.atomic():
+        request = (WalkRequest.objects.select_for_update().select_related("task")
+                   .filter(pk=request_id).first())
+        if request is None or request.status in (WalkRequest.Status.DONE, WalkRequest.Status.FAILED):
+            return None
+        now = timezone.now()
+        if (request.status == WalkRequest.Status.RUNNING and request.claimed_at
+                and now - request.claimed_at < datetime.timedelta(seconds=stale_after_s)):
+            return None
+        request.status, request.claimed_at = WalkRequest.Status.RUNNING, now
+        request.save(update_fields=["status", "claimed_at"])
+        return request
+
+
+def walk_request_run(*, request_id: int, evaluator_factory: Callable[[WalkRequest], Any],
+                     stale_after_s: float = WALK_TIME_LIMIT_S) -> WalkRequest | None:
+    """Run a queued walk: claim it, walk with the evaluator the factory builds (the gate on
+    a GPU worker), store the lineage and mark it done, together. A failure marks it
+    failed with the reason; nothing of the lineage is stored then."""
+    request = _walk_claim(request_id, stale_after_s)
+    if request is None:
+        return None
+    evaluator = None
+    try:
+        expert = experts.load(request.task.name)
+        evaluator = evaluator_factory(request)
+        lineage = walk(expert, evaluator, max_states=request.max_states, timeout_s=stale_after_s)
+    except Exception as error:  # the walk's failure is the request's outcome, not a crash
+        logger.exception("walk request %s failed", request_id)
+        WalkRequest.objects.filter(pk=request_id).update(
+            status=WalkRequest.Status.FAILED, error=f"{type(error).__name__}: {error}"[:2000],
+            finished_at=timezone.now())
+        return WalkRequest.objects.get(pk=request_id)
+    finally:
+        close = getattr(evaluator, "close", None)
+        if close is not None:
+            close()
+    with transaction.atomic():
+        row = lineage_store(lineage=lineage, origin=Lineage.Origin.WALK)
+        WalkRequest.objects.filter(pk=request_id).update(
+            status=WalkRequest.Status.DONE, lineage=row, finished_at=timezone.now())
+    return WalkRequest.objects.get(pk=request_id)

@@ -26,6 +26,8 @@ app.conf.task_routes = {
     "search.drive_run": {"queue": "gpu"},
     # A run's input caches are files on the GPU host that ran it.
     "search.sweep_input_caches": {"queue": "gpu"},
+    # A lineage walk measures every state it visits through the gate.
+    "lineage.walk_expert": {"queue": "gpu"},
 }
 # When only the pool's child process dies (killed, out of memory) the main process sees
 # it. By default it then acknowledges the message as failed, and a run's driver chain is

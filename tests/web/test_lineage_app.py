@@ -5,16 +5,18 @@ a GPU host records real ones."""
 
 from __future__ import annotations
 
+import datetime
 import json
 from io import StringIO
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.utils import timezone
 
 from lineage import services
 from lineage.engine import experts
 from lineage.engine.walker import walk
-from lineage.models import Lineage, LineageState, RejectedAttempt, Transition
+from lineage.models import Lineage, LineageState, RejectedAttempt, Transition, WalkRequest
 from search.engine.evaluators import RecordingEvaluator
 from tests.lineage.scripted_gpu import ScriptedGpu
 
@@ -86,3 +88,91 @@ def test_a_lineage_that_fails_halfway_leaves_no_rows(tmp_path):
 def test_walking_without_a_gpu_or_recordings_says_so():
     with pytest.raises(CommandError, match="no GPU"):
         call_command("lineage", "walk", "--task", "relu", stdout=StringIO())
+
+
+# -- walks queued for a GPU worker -----------------------------------------------------------
+
+
+@pytest.fixture
+def queued(monkeypatch):
+    """What was sent to the broker: (task name, args, queue) per message."""
+    from lineage import tasks
+    from optiml_web.celery import app
+
+    sent = []
+    monkeypatch.setattr(tasks.walk_expert, "apply_async",
+                        lambda args: sent.append((tasks.walk_expert.name, args,
+                                                  app.conf.task_routes[tasks.walk_expert.name]["queue"])))
+    return sent
+
+
+def test_a_queued_walk_goes_to_the_gpu_queue_after_the_commit(queued, django_capture_on_commit_callbacks):
+    out = StringIO()
+    with django_capture_on_commit_callbacks(execute=True):
+        call_command("lineage", "walk", "--task", "relu", "--queue", "--max-states", "8", stdout=out)
+    request = WalkRequest.objects.get()
+    assert (request.status, request.max_states, request.task.name) == ("queued", 8, "relu")
+    assert queued == [("lineage.walk_expert", [request.pk], "gpu")]
+    assert f"queued walk request {request.pk}" in out.getvalue()
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--task", "no_such_task"], "no expert"),
+    (["--task", "relu", "--max-states", "0"], "between 1 and"),
+    (["--task", "relu", "--max-states", "100000"], "between 1 and"),
+    (["--task", "relu", "--replay", "rec.json"], "--replay and --record are for walks here"),
+])
+def test_a_walk_that_cannot_be_queued_is_one_clear_error_and_nothing_is_queued(queued, argv, message):
+    with pytest.raises(CommandError, match=message):
+        call_command("lineage", "walk", *argv, "--queue", stdout=StringIO())
+    assert not WalkRequest.objects.exists() and not queued
+
+
+def test_the_worker_runs_a_queued_walk_once_and_stores_it_whole(queued):
+    relu = experts.load("relu")
+    request = services.walk_request_create(task_name="relu", max_states=64)
+    factory = lambda _request: ScriptedGpu(relu, failing=[BROKEN])  # noqa: E731
+
+    done = services.walk_request_run(request_id=request.pk, evaluator_factory=factory)
+
+    assert done.status == "done" and done.finished_at and not done.error
+    row = done.lineage
+    assert row.origin == "walk" and row.complete and row.stopped.startswith("walked out")
+    assert row.states.count() == len(relu.states()) and row.rejected.exists()
+    # The message delivered again (a redelivery, a duplicate) finds it done: no second lineage.
+    assert services.walk_request_run(request_id=request.pk, evaluator_factory=factory) is None
+    assert Lineage.objects.count() == 1
+    out = StringIO()
+    call_command("lineage", "request", str(request.pk), stdout=out)
+    assert "(done)" in out.getvalue() and f"lineage {row.pk}: walked out" in out.getvalue()
+
+
+def test_a_walk_that_fails_on_the_worker_says_why_and_stores_nothing(queued):
+    request = services.walk_request_create(task_name="relu", max_states=64)
+
+    def no_gpu(_request):
+        raise RuntimeError("no NVIDIA GPU on this worker")
+
+    failed = services.walk_request_run(request_id=request.pk, evaluator_factory=no_gpu)
+
+    assert failed.status == "failed" and "RuntimeError: no NVIDIA GPU on this worker" in failed.error
+    assert counts() == (0, 0, 0, 0) and failed.lineage is None
+    out = StringIO()
+    call_command("lineage", "request", str(request.pk), stdout=out)
+    assert "error: RuntimeError" in out.getvalue()
+    with pytest.raises(CommandError, match="no walk request 999999"):
+        call_command("lineage", "request", "999999", stdout=StringIO())
+
+
+def test_a_claim_held_by_a_live_worker_is_left_alone_and_a_dead_ones_is_taken_over(queued):
+    relu = experts.load("relu")
+    request = services.walk_request_create(task_name="relu", max_states=4)
+    factory = lambda _request: ScriptedGpu(relu)  # noqa: E731
+    WalkRequest.objects.filter(pk=request.pk).update(status="running", claimed_at=timezone.now())
+
+    assert services.walk_request_run(request_id=request.pk, evaluator_factory=factory) is None
+
+    long_ago = timezone.now() - datetime.timedelta(seconds=services.WALK_TIME_LIMIT_S + 1)
+    WalkRequest.objects.filter(pk=request.pk).update(claimed_at=long_ago)
+    taken = services.walk_request_run(request_id=request.pk, evaluator_factory=factory)
+    assert taken.status == "done" and taken.lineage.states.count() == 4

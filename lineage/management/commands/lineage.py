@@ -1,8 +1,9 @@
-"""manage.py lineage list | show <id> | walk --task T | import <file.json>
+"""manage.py lineage list | show <id> | walk --task T [--queue] | request <id> | import <file.json>
 
 `walk` runs the de-optimization walker here (a GPU host; `--replay` serves recordings) and
-stores the lineage; `import` stores one walked elsewhere (`python -m lineage.engine walk
---json`). Both write all rows of a lineage or none.
+stores the lineage; with `--queue` a GPU worker runs it instead (`request <id>` says how
+it stands); `import` stores one walked elsewhere (`python -m lineage.engine walk --json`).
+Each writes all rows of a lineage or none.
 """
 
 from __future__ import annotations
@@ -34,6 +35,10 @@ class Command(BaseCommand):
         run.add_argument("--record")
         run.add_argument("--workdir")
         run.add_argument("--gate-seed", type=int)
+        run.add_argument("--queue", action="store_true",
+                         help="queue the walk for a GPU worker (the gpu queue) instead of walking here")
+        status = verbs.add_parser("request", help="how a queued walk stands")
+        status.add_argument("id", type=int)
         imported = verbs.add_parser("import", help="store a lineage JSON walked elsewhere")
         imported.add_argument("file")
 
@@ -47,8 +52,12 @@ class Command(BaseCommand):
                                   f"{', complete' if row.complete else ''}")
         elif verb == "show":
             self._show(options["id"])
+        elif verb == "walk" and options["queue"]:
+            self._queue(options)
         elif verb == "walk":
             self._walk(options)
+        elif verb == "request":
+            self._request(options["id"])
         else:
             self._import(Path(options["file"]))
 
@@ -64,6 +73,27 @@ class Command(BaseCommand):
         for r in row.rejected.order_by("pk"):
             self.stdout.write(f"  rejected: {r.start} - {r.flag}: {r.guard}: {r.precondition}"
                               f"  [{r.proposer}]")
+
+    def _queue(self, options) -> None:
+        if options.get("replay") or options.get("record"):
+            raise CommandError("--queue walks on a GPU worker: --replay and --record are for walks here")
+        try:
+            request = services.walk_request_create(task_name=options["task"],
+                                                   max_states=options["max_states"])
+        except services.WalkRequestError as error:
+            raise CommandError(str(error)) from None
+        self.stdout.write(f"queued walk request {request.pk} of {request.task.name} for a GPU worker "
+                          f"(manage.py lineage request {request.pk})")
+
+    def _request(self, pk: int) -> None:
+        request = selectors.walk_request_get(pk=pk)
+        if request is None:
+            raise CommandError(f"no walk request {pk}")
+        self.stdout.write(str(request))
+        if request.lineage_id:
+            self.stdout.write(f"  lineage {request.lineage_id}: {request.lineage.stopped}")
+        if request.error:
+            self.stdout.write(f"  error: {request.error}")
 
     def _walk(self, options) -> None:
         try:
