@@ -4,6 +4,8 @@
     python -m lineage.engine walk --task relu --max-states 32 --record rec.json --json lineage.json
     python -m lineage.engine walk --task relu --replay rec.json --json lineage.json
     python -m lineage.engine walk-source --task relu --source k.cu --plan plan.json --json lineage.json
+    python -m lineage.engine induce --lineages 'bench/results/*-h200-lineages*/lineage-*.json' \
+        --probes 'bench/results/*-h200-probes/probes-*.json' --out cards.json
 
 `walk` measures every state it visits with the full gate (no screen: every state of a
 lineage is evidence), with one secret gate seed for the walk and its inputs kept on disk
@@ -13,11 +15,15 @@ between states, like a search. `--record` writes the measurements for replay in 
 `walk-source` does the same for a kernel without OPT_ flags (an upload): the LLM
 configured by OPTIML_LLM_* (see docker/.env.example) removes one optimization a step
 (llm_deopt.py).
+
+`induce` groups the lineages' transitions by intent into skill cards (cards.py), with the
+probes' order preconditions and risks when given.
 """
 
 from __future__ import annotations
 
 import argparse
+import glob
 import json
 import secrets
 import sys
@@ -57,6 +63,10 @@ def build_parser() -> argparse.ArgumentParser:
     for option in ("--replay", "--record", "--json", "--workdir"):
         source.add_argument(option, help=f"as for walk {option}")
     source.add_argument("--gate-seed", type=int, help="as for walk --gate-seed")
+    induce = verbs.add_parser("induce", help="skill cards from recorded lineages (and probes)")
+    induce.add_argument("--lineages", required=True, nargs="+", help="lineage JSON files or globs")
+    induce.add_argument("--probes", nargs="*", default=[], help="probes JSON files or globs")
+    induce.add_argument("--out", required=True, help="write the cards here (JSON)")
     return parser
 
 
@@ -71,6 +81,8 @@ def main(argv: Sequence[str] | None = None, out=print) -> int:
         return 0
     if args.verb == "walk-source":
         return walk_source(args, out)
+    if args.verb == "induce":
+        return induce(args, out)
     try:
         expert = experts.load(args.task)
     except experts.ExpertError as error:
@@ -84,6 +96,44 @@ def main(argv: Sequence[str] | None = None, out=print) -> int:
     finally:
         close_evaluator(evaluator)
     report(lineage, args.json, out)
+    return 0
+
+
+def _files(patterns: Sequence[str]) -> list[Path]:
+    found: list[Path] = []
+    for pattern in patterns:
+        matches = sorted(glob.glob(pattern)) if any(c in pattern for c in "*?[") else [pattern]
+        found.extend(Path(m) for m in matches)
+    return found
+
+
+def induce(args: argparse.Namespace, out) -> int:
+    """`induce`: skill cards from lineage files (cards.py)."""
+    from . import cards, probes
+    from .walker import Lineage
+
+    try:
+        lineages = [Lineage.from_dict(json.loads(p.read_text())) for p in _files(args.lineages)]
+        probes_by_task = {}
+        for path in _files(args.probes):
+            task, _gpu, found = probes.from_dict(json.loads(path.read_text()))
+            probes_by_task.setdefault(task, []).extend(found)
+    except (OSError, json.JSONDecodeError, TypeError, KeyError, ValueError) as error:
+        out(f"error: {error}")
+        return 2
+    if not lineages:
+        out("error: no lineage files matched")
+        return 2
+    found_cards = cards.induce(lineages, probes_by_task)
+    write_json_atomically(args.out, {"format": cards.CARDS_FORMAT,
+                                     "cards": [c.to_dict() for c in found_cards]}, indent=1)
+    for card in found_cards:
+        speed = card.effects["speedup"]
+        needs = ", ".join(f"{name} ({', '.join(where)})"
+                          for name, where in card.preconditions["order"]["required"].items()) or "-"
+        out(f"{card.id}: {card.evidence['transitions']} steps in {len(card.scope['tasks'])} tasks, "
+            f"median {speed.get('median', float('nan')):.2f}x; needs {needs}")
+    out(f"{len(found_cards)} cards from {len(lineages)} lineages -> {args.out}")
     return 0
 
 

@@ -1,0 +1,253 @@
+"""Skill cards induced from lineages (KLineage part 2, first step): one card per intent.
+
+Every forward transition of every lineage with the same intent (the same vocabulary
+name: a float4 load in relu and in softmax are both VEC4) is grouped into one card:
+
+- intent: the name, its sentence and family (vocabulary.py);
+- vector: the concrete steps behind it, one representative per lineage (the transition
+  with the fewest other optimizations on: the plainest place the step was taken), with
+  its source and launch-plan diffs; the others as references;
+- preconditions:
+  - order, from the lineages (the intents that were on in every before-state of the
+    card's steps, per task) and from the probes (probes.py: an order the step was
+    refused or did nothing without is `required`, one it passed without is `chosen`);
+  - context, from the lineages' alternative orders: within a task, for each other intent
+    that was on in some before-states of the step and off in others, the median speed-up
+    with it and without it (the lattice walk measures the same step in many contexts:
+    this is where the lineages say *when* a step pays, e.g. sgemm's tensor cores only once
+    a pipeline feeds them);
+  - profile, from the before-states' bottleneck where a profile was taken: the classes
+    the step helped in and those it did not (states that were only screened carry no
+    profile, and the card says how many of its steps had one);
+- effects: the measured speed-ups (min, median, max) overall and per task, and the
+  median metric deltas where profiles exist;
+- risks: what refused the step without its prerequisites (probe rejections, with the
+  guard and message), rejected attempts of lineages, and the steps that made the kernel
+  slower (speed-up below 1 - NOISE);
+- scope: CUDA, sm_90 (the H200 the lineages were measured on), the tasks and their
+  roofline classes (memory- or compute-bound from the arithmetic intensity at the
+  suite's sizes against the H200's ridge point), the proposers (flags, llm:<model>);
+- evidence: the lineages and transitions behind it, with counts.
+
+Not here yet: the anchor and the generalised rewrite (anti-unification over the syntax
+trees of the steps' diffs), the roundtrip gate and retrieval; a card says so in
+`anchor` (`"status": "not induced"`), never pretends.
+
+Pure: plain data in (walker.Lineage, probes.Probe), plain data out.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections import defaultdict
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from profiling.harness import tasks
+
+from .probes import NO_EFFECT, Probe
+from .vocabulary import INTENTS, flag_name, intent_of
+from .walker import Lineage, Transition
+
+CARDS_FORMAT = 1
+# A speed-up within this of 1 is noise (the screen's timing spread on the H200 is well
+# under 1 %; 2 % keeps a step that moved nothing out of both "helped" and "hurt").
+NOISE = 0.02
+# The H200's ridge point: fp32 FMA peak over the copy ceiling (../shared/GPU.md):
+# 67 TFLOP/s / 4.25 TB/s, about 15.8 flops a byte.
+RIDGE_FLOPS_PER_BYTE = 67e12 / 4.25e12
+
+
+@dataclass
+class SkillCard:
+    id: str
+    intent: str
+    sentence: str
+    family: str
+    anchor: dict[str, Any]
+    vector: list[dict[str, Any]]
+    preconditions: dict[str, Any]
+    effects: dict[str, Any]
+    risks: list[dict[str, Any]]
+    scope: dict[str, Any]
+    evidence: dict[str, Any]
+    format: int = CARDS_FORMAT
+    steps: list[dict[str, Any]] = field(default_factory=list)  # every transition, as a reference
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def roofline_class(task_name: str) -> str:
+    """"memory-bound" or "compute-bound": the task's flops per compulsory byte at its
+    suite sizes against the H200's ridge point."""
+    task = tasks.get(task_name)
+    intensity = task.flops(task.sizes) / task.bytes(task.sizes)
+    return "compute-bound" if intensity > RIDGE_FLOPS_PER_BYTE else "memory-bound"
+
+
+def induce(lineages: list[Lineage], probes_by_task: dict[str, list[Probe]] | None = None) -> list[SkillCard]:
+    """One card per intent that some lineage's transition has, by intent name."""
+    probes_by_task = probes_by_task or {}
+    by_intent: dict[str, list[tuple[Lineage, Transition]]] = defaultdict(list)
+    for lineage in lineages:
+        for step in lineage.transitions:
+            by_intent[step.intent].append((lineage, step))
+    return [_card(intent, steps, lineages, probes_by_task) for intent, steps in sorted(by_intent.items())]
+
+
+def _card(intent: str, steps: list[tuple[Lineage, Transition]], lineages: list[Lineage],
+          probes_by_task: dict[str, list[Probe]]) -> SkillCard:
+    meaning = INTENTS[intent]
+    task_names = sorted({lineage.task for lineage, _ in steps})
+    speedups = [s.speedup for _, s in steps if s.speedup]
+    return SkillCard(
+        id=f"{intent.lower()}-v1", intent=intent, sentence=meaning.sentence, family=meaning.family,
+        anchor={"status": "not induced",
+                "why": "anti-unification over the steps' syntax trees is the next part of this issue"},
+        vector=_vector(steps),
+        preconditions={"order": _order(intent, steps, probes_by_task), "context": _context(steps),
+                       "profile": _profile(steps)},
+        effects={"speedup": _stats(speedups),
+                 "by_task": {t: _stats([s.speedup for lin, s in steps if lin.task == t and s.speedup])
+                             for t in task_names},
+                 "metric_deltas": _median_deltas(steps)},
+        risks=_risks(intent, steps, lineages, probes_by_task),
+        scope={"language": "CUDA", "arch": "sm_90", "gpu": sorted({lin.gpu for lin, _ in steps if lin.gpu}),
+               "tasks": task_names, "roofline": sorted({roofline_class(t) for t in task_names}),
+               "proposers": sorted({s.proposer for _, s in steps})},
+        evidence={"lineages": len({id(lin) for lin, _ in steps}), "transitions": len(steps),
+                  "by_task": {t: sum(lin.task == t for lin, _ in steps) for t in task_names},
+                  "helped": sum(s.speedup > 1 + NOISE for s in speedups_of(steps)),
+                  "neutral": sum(abs(s.speedup - 1) <= NOISE for s in speedups_of(steps)),
+                  "hurt": sum(s.speedup < 1 - NOISE for s in speedups_of(steps))},
+        steps=[{"task": lin.task, "expert": lin.expert, "before": s.before, "after": s.after,
+                "speedup": s.speedup, "proposer": s.proposer} for lin, s in steps],
+    )
+
+
+def speedups_of(steps: list[tuple[Lineage, Transition]]) -> list[Transition]:
+    return [s for _, s in steps if s.speedup]
+
+
+def _flags(state: str) -> set[str]:
+    return {f for f in state.split(",") if f}
+
+
+def _vector(steps: list[tuple[Lineage, Transition]]) -> list[dict[str, Any]]:
+    """Per lineage, the step taken with the fewest other optimizations on."""
+    chosen: dict[int, tuple[Lineage, Transition]] = {}
+    for lineage, step in steps:
+        best = chosen.get(id(lineage))
+        if best is None or len(_flags(step.before)) < len(_flags(best[1].before)):
+            chosen[id(lineage)] = (lineage, step)
+    return [{"task": lin.task, "expert": lin.expert, "before": s.before, "after": s.after,
+             "speedup": s.speedup, "source_diff": s.source_diff, "plan_diff": s.plan_diff,
+             "proposer": s.proposer}
+            for lin, s in sorted(chosen.values(), key=lambda pair: pair[0].task)]
+
+
+def _intents_of(flags: set[str]) -> set[str]:
+    return {intent_of(f).name for f in flags}
+
+
+def _order(intent: str, steps: list[tuple[Lineage, Transition]],
+           probes_by_task: dict[str, list[Probe]]) -> dict[str, Any]:
+    """Per task, what was always on before the step, and what the probes made of it."""
+    by_task: dict[str, dict[str, Any]] = {}
+    for task in sorted({lin.task for lin, _ in steps}):
+        befores = [_intents_of(_flags(s.before)) for lin, s in steps if lin.task == task]
+        always = set.intersection(*befores) if befores else set()
+        probed = [p for p in probes_by_task.get(task, []) if intent_of(p.flag).name == intent]
+        required = sorted(intent_of(p.missing).name for p in probed if p.precondition_held)
+        chosen = sorted(intent_of(p.missing).name for p in probed if p.status == "passed")
+        by_task[task] = {"always_on_before": sorted(always), "required": required, "chosen": chosen}
+    # Which intent must come first, and in which tasks the probes showed it.
+    required: dict[str, list[str]] = defaultdict(list)
+    for task, entry in by_task.items():
+        for intent_name in entry["required"]:
+            required[intent_name].append(task)
+    return {"required": dict(sorted(required.items())), "by_task": by_task}
+
+
+def _context(steps: list[tuple[Lineage, Transition]], keep: int = 8) -> list[dict[str, Any]]:
+    """Within each task, the other intents whose presence before the step moved its
+    speed-up most: the median with and without, for each intent that was on in some of the
+    step's contexts there and not all (within a task, so that one task's kernels do not
+    stand in for a context). Kept where the two medians differ by more than NOISE,
+    largest ratio first."""
+    found = []
+    for task in sorted({lin.task for lin, _ in steps}):
+        measured = [(_intents_of(_flags(s.before)), s.speedup) for lin, s in steps
+                    if lin.task == task and s.speedup]
+        seen = set().union(*(before for before, _ in measured)) if measured else set()
+        for other in sorted(seen):
+            with_it = [x for before, x in measured if other in before]
+            without = [x for before, x in measured if other not in before]
+            if not with_it or not without:
+                continue
+            a, b = statistics.median(with_it), statistics.median(without)
+            if abs(a / b - 1) <= NOISE:
+                continue
+            reads = (f"helps with {other}" if a > 1 + NOISE >= b else
+                     f"helps without {other}" if b > 1 + NOISE >= a else
+                     f"{'more' if a > b else 'less'} with {other}")
+            found.append({"task": task, "with": other, "median_speedup_with": a,
+                          "median_speedup_without": b, "n_with": len(with_it),
+                          "n_without": len(without), "reads": f"{task}: {reads}"})
+    found.sort(key=lambda c: -abs(math.log(c["median_speedup_with"] / c["median_speedup_without"])))
+    return found[:keep]
+
+
+def _profile(steps: list[tuple[Lineage, Transition]]) -> dict[str, Any]:
+    """The before-states' bottleneck classes where a profile said one."""
+    helped: dict[str, int] = defaultdict(int)
+    not_helped: dict[str, int] = defaultdict(int)
+    profiled = 0
+    for _, step in steps:
+        bottleneck = (step.diagnosis_before or {}).get("bottleneck")
+        if not bottleneck or bottleneck == "unknown" or not step.speedup:
+            continue
+        profiled += 1
+        (helped if step.speedup > 1 + NOISE else not_helped)[bottleneck] += 1
+    return {"helped_in": dict(helped), "not_helped_in": dict(not_helped), "profiled_steps": profiled,
+            "steps": len(steps)}
+
+
+def _stats(values: list[float]) -> dict[str, Any]:
+    if not values:
+        return {"n": 0}
+    return {"n": len(values), "min": min(values), "median": statistics.median(values), "max": max(values)}
+
+
+def _median_deltas(steps: list[tuple[Lineage, Transition]]) -> dict[str, float]:
+    found: dict[str, list[float]] = defaultdict(list)
+    for _, step in steps:
+        for metric, delta in step.metric_deltas.items():
+            found[metric].append(delta)
+    return {metric: statistics.median(values) for metric, values in sorted(found.items())}
+
+
+def _risks(intent: str, steps: list[tuple[Lineage, Transition]], lineages: list[Lineage],
+           probes_by_task: dict[str, list[Probe]]) -> list[dict[str, Any]]:
+    risks: list[dict[str, Any]] = []
+    for task, found in sorted(probes_by_task.items()):
+        for p in found:
+            if intent_of(p.flag).name != intent or not p.precondition_held:
+                continue
+            risks.append({"kind": "no_effect_without" if p.status == NO_EFFECT else "refused_without",
+                          "task": task, "without": intent_of(p.missing).name, "guard": p.guard,
+                          "message": p.message[:300], "state": p.state})
+    flag = flag_name(intent)
+    for lineage in lineages:
+        for rejected in lineage.rejected:
+            if rejected.flag == flag:
+                risks.append({"kind": "rejected_in_lineage", "task": lineage.task, "guard": rejected.guard,
+                              "message": rejected.message[:300], "state": rejected.state,
+                              "precondition": rejected.precondition})
+    for lineage, step in steps:
+        if step.speedup and step.speedup < 1 - NOISE:
+            risks.append({"kind": "slower", "task": lineage.task, "before": step.before,
+                          "speedup": step.speedup})
+    return risks
