@@ -29,9 +29,13 @@ name: a float4 load in relu and in softmax are both VEC4) is grouped into one ca
   suite's sizes against the H200's ridge point), the proposers (flags, llm:<model>);
 - evidence: the lineages and transitions behind it, with counts.
 
-Not here yet: the anchor and the generalised rewrite (anti-unification over the syntax
-trees of the steps' diffs), the roundtrip gate and retrieval; a card says so in
-`anchor` (`"status": "not induced"`), never pretends.
+- anchor: the code surface the step acts on and its generalised rewrites
+  (antiunify.py): the edits of the card's steps (one step per lineage), clustered and
+  anti-unified into patterns with holes, each with the tasks it came from and the suite's
+  naive kernels (written before and apart from the experts) it matches, those outside
+  its own lineages said apart. A match is only a proposal: whether the materialised
+  kernel is right and faster is the roundtrip gate's question (not built yet), as is
+  retrieval inside the search.
 
 Pure: plain data in (walker.Lineage, probes.Probe), plain data out.
 """
@@ -41,11 +45,13 @@ from __future__ import annotations
 import math
 import statistics
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from profiling.harness import tasks
 
+from . import antiunify, experts
 from .probes import NO_EFFECT, Probe
 from .vocabulary import INTENTS, flag_name, intent_of
 from .walker import Lineage, Transition
@@ -87,26 +93,50 @@ def roofline_class(task_name: str) -> str:
     return "compute-bound" if intensity > RIDGE_FLOPS_PER_BYTE else "memory-bound"
 
 
-def induce(lineages: list[Lineage], probes_by_task: dict[str, list[Probe]] | None = None) -> list[SkillCard]:
-    """One card per intent that some lineage's transition has, by intent name."""
+Sources = Callable[[Lineage, str], "str | None"]
+
+
+def expert_sources(lineage: Lineage, state: str) -> str | None:
+    """A state's plain source from the expert in the tree, if the state is still its own
+    (the recorded candidate hash is what the expert's flags give today)."""
+    try:
+        expert = experts.load(lineage.task)
+    except experts.ExpertError:
+        return None
+    record = lineage.states.get(state)
+    flags = frozenset(f for f in state.split(",") if f)
+    if record is None or not expert.valid(flags):
+        return None
+    if expert.candidate(flags).content_hash() != record.candidate_hash:
+        return None  # the expert changed since the walk
+    return expert.plain_source(flags)
+
+
+def induce(lineages: list[Lineage], probes_by_task: dict[str, list[Probe]] | None = None,
+           sources: Sources | None = expert_sources) -> list[SkillCard]:
+    """One card per intent that some lineage's transition has, by intent name. `sources`
+    gives a state's plain source for the anchors (None: no anchors)."""
     probes_by_task = probes_by_task or {}
+    naive = {t.name: t.naive_source for t in tasks.all_tasks()}
     by_intent: dict[str, list[tuple[Lineage, Transition]]] = defaultdict(list)
     for lineage in lineages:
         for step in lineage.transitions:
             by_intent[step.intent].append((lineage, step))
-    return [_card(intent, steps, lineages, probes_by_task) for intent, steps in sorted(by_intent.items())]
+    return [_card(intent, steps, lineages, probes_by_task, sources, naive)
+            for intent, steps in sorted(by_intent.items())]
 
 
 def _card(intent: str, steps: list[tuple[Lineage, Transition]], lineages: list[Lineage],
-          probes_by_task: dict[str, list[Probe]]) -> SkillCard:
+          probes_by_task: dict[str, list[Probe]], sources: Sources | None,
+          naive: dict[str, str]) -> SkillCard:
     meaning = INTENTS[intent]
     task_names = sorted({lineage.task for lineage, _ in steps})
     speedups = [s.speedup for _, s in steps if s.speedup]
+    vector = _vector(steps)
     return SkillCard(
         id=f"{intent.lower()}-v1", intent=intent, sentence=meaning.sentence, family=meaning.family,
-        anchor={"status": "not induced",
-                "why": "anti-unification over the steps' syntax trees is the next part of this issue"},
-        vector=_vector(steps),
+        anchor=_anchor(_representatives(steps), sources, naive),
+        vector=vector,
         preconditions={"order": _order(intent, steps, probes_by_task), "context": _context(steps),
                        "profile": _profile(steps)},
         effects={"speedup": _stats(speedups),
@@ -135,17 +165,57 @@ def _flags(state: str) -> set[str]:
     return {f for f in state.split(",") if f}
 
 
-def _vector(steps: list[tuple[Lineage, Transition]]) -> list[dict[str, Any]]:
+def _representatives(steps: list[tuple[Lineage, Transition]]) -> list[tuple[Lineage, Transition]]:
     """Per lineage, the step taken with the fewest other optimizations on."""
     chosen: dict[int, tuple[Lineage, Transition]] = {}
     for lineage, step in steps:
         best = chosen.get(id(lineage))
         if best is None or len(_flags(step.before)) < len(_flags(best[1].before)):
             chosen[id(lineage)] = (lineage, step)
+    return sorted(chosen.values(), key=lambda pair: pair[0].task)
+
+
+def _vector(steps: list[tuple[Lineage, Transition]]) -> list[dict[str, Any]]:
     return [{"task": lin.task, "expert": lin.expert, "before": s.before, "after": s.after,
              "speedup": s.speedup, "source_diff": s.source_diff, "plan_diff": s.plan_diff,
              "proposer": s.proposer}
-            for lin, s in sorted(chosen.values(), key=lambda pair: pair[0].task)]
+            for lin, s in _representatives(steps)]
+
+
+def _anchor(representatives: list[tuple[Lineage, Transition]], sources: Sources | None,
+            naive: dict[str, str]) -> dict[str, Any]:
+    """The card's generalised rewrites, from its representative steps' edits."""
+    if sources is None:
+        return {"status": "not induced", "why": "no sources given for the lineages' states"}
+    edits: list[antiunify.Edit] = []
+    where: list[str] = []
+    missing = 0
+    for lineage, step in representatives:
+        before, after = sources(lineage, step.before), sources(lineage, step.after)
+        if before is None or after is None:
+            missing += 1
+            continue
+        for edit in antiunify.edits_of(before, after):
+            edits.append(edit)
+            where.append(lineage.task)
+    rewrites = []
+    for rewrite, members in antiunify.cluster(edits):
+        if not rewrite.usable:
+            continue
+        own = sorted({where[i] for i in members})
+        matches = sorted(name for name, source in naive.items() if antiunify.apply(rewrite, source))
+        shown = rewrite.to_dict()
+        shown["bindings"] = [[text[:200] for text in texts] for texts in shown["bindings"]]
+        rewrites.append({**shown, "tasks": own, "edits": len(members),
+                         "generalised": len(own) > 1 and rewrite.holes > 0,
+                         "matches_naive": matches,
+                         "matches_naive_elsewhere": [m for m in matches if m not in own]})
+    generalised = [r for r in rewrites if r["generalised"]]
+    return {"status": "induced" if generalised else ("concrete only" if rewrites else "none usable"),
+            "kinds": sorted({e.kind for e in edits}), "edits": len(edits),
+            "steps_without_sources": missing, "rewrites": rewrites,
+            "generalised": len(generalised),
+            "matches_naive_elsewhere": sorted({m for r in generalised for m in r["matches_naive_elsewhere"]})}
 
 
 def _intents_of(flags: set[str]) -> set[str]:

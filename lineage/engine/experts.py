@@ -30,7 +30,7 @@ from typing import Any
 from profiling.harness import expr
 from profiling.harness.candidate import Candidate, CandidateError
 
-from . import unifdef
+from . import macros, unifdef
 from .vocabulary import intent_of
 
 EXPERTS_DIR = Path(__file__).resolve().parents[1] / "experts"
@@ -96,8 +96,11 @@ class Expert:
         return Candidate.from_source_and_plan(self.plain_source(on), plan)
 
     def plain_source(self, on: State) -> str:
-        """The source as a person would have written this state: no OPT_ left."""
-        return unifdef.resolve(self.source, self.values(on))
+        """The source as a person would have written this state: no OPT_ left, and the
+        macros that carried a flag (defined once per branch) expanded where they are used
+        (macros.py), so a step reads where it acts."""
+        return macros.expand(unifdef.resolve(self.source, self.values(on)),
+                             macros.flag_carrying(self.source))
 
     def plain_plan(self, on: State, sizes: dict[str, int]) -> str:
         """The state's launch plan as a person reads it: each launch's grid, block and

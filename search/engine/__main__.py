@@ -19,6 +19,7 @@ give it again to check a search's kernels on the same inputs.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import secrets
 import sys
@@ -45,6 +46,9 @@ from .types import Evaluator, Judge, JudgeError, Proposal, ProposalSource
 Printer = Callable[[str], None]
 
 
+DEFAULT_SOURCES = ("search.engine.sources.TunableSource", "search.engine.rewrites.RewriteSource")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m search.engine", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -54,6 +58,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--from", dest="source", type=Path, help="start from this .cu file")
     run.add_argument("--plan", type=Path, help="its launch plan (JSON); the task's naive plan if omitted")
     run.add_argument("--budget", type=int, default=30, help="evaluations, the starting kernel's included")
+    run.add_argument("--sources", default=",".join(DEFAULT_SOURCES), metavar="DOTTED,...",
+                     help="proposal sources besides the judge: classes by dotted path, e.g. "
+                          "lineage.engine.skills.SkillSource for skill cards (default: "
+                          "tunables and rewrites)")
     run.add_argument("--judge", choices=("rules", "llm"), default="rules")
     run.add_argument("--intent", default="",
                      help="what the kernel should do, in words: without --from, the LLM (when "
@@ -108,7 +116,9 @@ def optimize(args: argparse.Namespace, *, judge: Judge | None = None,
             return 2
     if judge is None:
         judge, fallback_judge = _make_judges(args.judge, out)
-    sources = _make_sources() if sources is None else sources
+    if sources is None:
+        named = getattr(args, "sources", ",".join(DEFAULT_SOURCES))
+        sources = _make_sources([p.strip() for p in named.split(",") if p.strip()])
     written = _written_root(args, task, judge, out)
     root = written.candidate if written is not None else _root_candidate(args, task)
     search = Search(task.name, root, judge=judge, sources=sources,
@@ -204,11 +214,17 @@ def _make_judges(choice: str, out: Printer) -> tuple[Judge, Judge]:
         return rules, rules
 
 
-def _make_sources() -> list[ProposalSource]:
-    from .rewrites import RewriteSource
-    from .sources import TunableSource
-
-    return [TunableSource(), RewriteSource()]
+def _make_sources(paths: Sequence[str] = DEFAULT_SOURCES) -> list[ProposalSource]:
+    """The sources named by dotted path (configuration: the search imports no source it
+    is not told about, the lineage app's skills included)."""
+    found = []
+    for path in paths:
+        module_name, _, class_name = path.rpartition(".")
+        try:
+            found.append(getattr(importlib.import_module(module_name), class_name)())
+        except (ImportError, AttributeError, ValueError) as error:
+            raise SystemExit(f"error: proposal source {path!r}: {error}") from None
+    return found
 
 
 def _written_root(args: argparse.Namespace, task: Task, judge: Judge, out: Printer) -> Proposal | None:

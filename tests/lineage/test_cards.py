@@ -37,7 +37,11 @@ def test_each_intent_of_a_lineage_is_one_card_with_its_steps_as_evidence():
     assert vec4.scope == {"language": "CUDA", "arch": "sm_90", "gpu": ["scripted"], "tasks": ["relu"],
                           "roofline": ["memory-bound"], "proposers": ["flags"]}
     assert vec4.preconditions["order"]["by_task"]["relu"]["always_on_before"] == ["GRID_STRIDE"]
-    assert vec4.anchor["status"] == "not induced"  # said, not pretended
+    # One lineage: its rewrites are concrete (nothing to anti-unify against), and say so.
+    assert vec4.anchor["status"] == "concrete only" and vec4.anchor["generalised"] == 0
+    assert all(not r["generalised"] for r in vec4.anchor["rewrites"])
+    without = {c.intent: c for c in cards.induce([lineage], sources=None)}["VEC4"]
+    assert without.anchor["status"] == "not induced"  # said, not pretended
     assert json.loads(json.dumps(vec4.to_dict()))["intent"] == "VEC4"
 
 
@@ -108,3 +112,21 @@ def test_induce_writes_the_cards_and_refuses_bad_input(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
     assert main(["induce", "--lineages", str(bad), "--out", str(out)], out=lines.append) == 2
+
+
+def test_the_cards_rewrites_generalise_and_match_naive_kernels_they_were_not_learned_from(recorded_cards):
+    _, by_intent = recorded_cards
+    restrict = by_intent["RESTRICT"].anchor
+    assert restrict["status"] == "induced"
+    const_input = next(r for r in restrict["rewrites"] if r["before"] == "const float * ?0")
+    assert const_input["after"] == "const float * __restrict__ ?0" and const_input["generalised"]
+    assert len(const_input["tasks"]) >= 5
+    # sgemm's, conv2d's and self_attention's experts never had the flag: their naive
+    # kernels are matched all the same.
+    assert {"sgemm", "conv2d", "self_attention"} <= set(const_input["matches_naive_elsewhere"])
+    fast_math = by_intent["FAST_MATH"].anchor
+    exp = next(r for r in fast_math["rewrites"] if r["after"] == "__expf(?0)")
+    assert exp["before"] == "expf(?0)" and "self_attention" in exp["matches_naive_elsewhere"]
+    # Every rewrite kept is closed and specific enough to apply.
+    for card in by_intent.values():
+        assert all(r["usable"] and not r["open"] for r in card.anchor.get("rewrites", []))

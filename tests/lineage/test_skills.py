@@ -1,0 +1,63 @@
+"""The `skills` proposal source (lineage/engine/skills.py): cards induced from the H200
+lineages, applied to the suite's naive kernels (written before and apart from the
+experts), each proposal naming its card and citing its evidence."""
+
+import json
+
+import pytest
+
+from lineage.engine import cards as card_engine
+from lineage.engine.skills import SkillSource, load_cards, recorded_cards
+from profiling.harness import tasks
+from profiling.harness.candidate import Candidate
+from search.engine.types import NodeContext
+
+
+def naive(name: str) -> NodeContext:
+    task = tasks.get(name)
+    candidate = Candidate.from_source_and_plan(task.naive_source, task.naive_plan)
+    return NodeContext(task=name, candidate=candidate, measurement=None, diagnosis=None)
+
+
+def test_a_card_proposes_on_a_kernel_it_was_not_learned_from_and_says_which_card():
+    # sgemm's expert has no RESTRICT flag: the card came from six other lineages.
+    (proposal,) = [p for p in SkillSource().propose(naive("sgemm")) if p.source == "skill:restrict-v1"]
+    assert "sgemm" not in proposal.rationale.split("this pattern came from")[1]
+    assert "const float * __restrict__ A, const float * __restrict__ B" in proposal.candidate.source
+    assert proposal.families == ("restrict",) and proposal.params["card"] == "restrict-v1"
+    assert "Seen in 6 lineages" in proposal.rationale and proposal.diff.startswith("--- a/kernel.cu")
+    assert proposal.candidate.plan_dict() == naive("sgemm").candidate.plan_dict()  # the launch unchanged
+
+
+def test_a_card_whose_pattern_does_not_match_proposes_nothing():
+    # relu's naive kernel calls no expf: the FAST_MATH card has nothing to act on.
+    sources = {p.source for p in SkillSource().propose(naive("relu"))}
+    assert "skill:fast_math-v1" not in sources
+    # Applied once, a card's pattern no longer matches: it does not propose again.
+    (restricted,) = [p for p in SkillSource().propose(naive("relu")) if p.source == "skill:restrict-v1"]
+    again = NodeContext(task="relu", candidate=restricted.candidate, measurement=None, diagnosis=None)
+    assert "skill:restrict-v1" not in {p.source for p in SkillSource().propose(again)}
+
+
+def test_cards_come_from_a_file_when_one_is_configured(tmp_path, monkeypatch):
+    path = tmp_path / "cards.json"
+    path.write_text(json.dumps({"format": card_engine.CARDS_FORMAT,
+                                "cards": [c for c in recorded_cards() if c["intent"] == "FAST_MATH"]}))
+    monkeypatch.setenv("OPTIML_SKILL_CARDS", str(path))
+    assert {p.source for p in SkillSource().propose(naive("softmax"))} == {"skill:fast_math-v1"}
+    path.write_text("[]")
+    with pytest.raises(ValueError, match="not a cards file"):
+        load_cards(path)
+
+
+def test_the_search_cli_takes_its_sources_by_dotted_path_skills_included():
+    from search.engine.__main__ import DEFAULT_SOURCES, _make_sources, build_parser
+
+    args = build_parser().parse_args(["optimize", "--task", "softmax"])
+    assert args.sources.split(",") == list(DEFAULT_SOURCES)
+    named = build_parser().parse_args(["optimize", "--task", "softmax", "--sources",
+                                       "lineage.engine.skills.SkillSource"]).sources
+    made = _make_sources([*DEFAULT_SOURCES, named])
+    assert [s.name for s in made] == ["tunable", "rewrite", "skills"]
+    with pytest.raises(SystemExit, match="proposal source 'lineage.engine.skills.NoSuchSource'"):
+        _make_sources(["lineage.engine.skills.NoSuchSource"])
