@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from lineage.models import Lineage, LineageState, RejectedAttempt, Transition, WalkRequest
+from lineage.models import Lineage, LineageState, RejectedAttempt, SkillCard, Transition, WalkRequest
 
 
 class ReadOnly(admin.ModelAdmin):
@@ -40,3 +40,9 @@ class RejectedAttemptAdmin(ReadOnly):
 class WalkRequestAdmin(ReadOnly):
     list_display = ("id", "task", "max_states", "status", "lineage", "created_at", "finished_at")
     list_filter = ("status", "task")
+
+
+@admin.register(SkillCard)
+class SkillCardAdmin(ReadOnly):
+    list_display = ("card_id", "intent", "status", "updated_at")
+    list_filter = ("status",)

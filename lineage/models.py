@@ -103,3 +103,29 @@ class WalkRequest(models.Model):
 
     def __str__(self) -> str:
         return f"walk request {self.pk} of {self.task.name} ({self.status})"
+
+
+class SkillCard(models.Model):
+    """A skill card induced from the stored lineages (lineage/engine/cards.py), kept whole
+    in `data`. Inducing again replaces a card of the same id. `status` says how far it
+    got: induced (from lineages), admitted (its roundtrip reproduced its effect; the
+    roundtrip gate is not built yet, so nothing is admitted), retired."""
+
+    class Status(models.TextChoices):
+        INDUCED = "induced"
+        ADMITTED = "admitted"
+        RETIRED = "retired"
+
+    card_id = models.CharField(max_length=100, unique=True)
+    intent = models.CharField(max_length=60)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.INDUCED)
+    data = models.JSONField()  # cards.SkillCard.to_dict()
+    lineages = models.ManyToManyField(Lineage, related_name="skill_cards", blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["intent"]
+
+    def __str__(self) -> str:
+        return f"skill card {self.card_id} ({self.status})"

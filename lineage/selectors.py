@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.db.models import Count, QuerySet
 
-from lineage.models import Lineage, WalkRequest
+from lineage.models import Lineage, SkillCard, WalkRequest
 
 
 def lineage_list(*, task: str | None = None) -> QuerySet[Lineage]:
@@ -20,3 +20,17 @@ def lineage_get(*, pk: int) -> Lineage | None:
 
 def walk_request_get(*, pk: int) -> WalkRequest | None:
     return WalkRequest.objects.select_related("task", "lineage").filter(pk=pk).first()
+
+
+def skill_card_list(*, intent: str | None = None) -> QuerySet[SkillCard]:
+    rows = SkillCard.objects.annotate(lineage_count=Count("lineages", distinct=True))
+    return rows.filter(intent=intent) if intent else rows
+
+
+def skill_card_get(*, card_id: str) -> SkillCard | None:
+    return SkillCard.objects.filter(card_id=card_id).first()
+
+
+def skill_cards_data(*, statuses: tuple[str, ...] = ("induced", "admitted")) -> list[dict]:
+    """The cards a search may use, as plain data (lineage/engine/skills.py reads them)."""
+    return [row.data for row in SkillCard.objects.filter(status__in=statuses)]

@@ -14,7 +14,7 @@ from django.utils import timezone
 from lineage.engine import experts
 from lineage.engine.walker import Lineage as LineageData
 from lineage.engine.walker import walk
-from lineage.models import Lineage, LineageState, RejectedAttempt, Transition, WalkRequest
+from lineage.models import Lineage, LineageState, RejectedAttempt, SkillCard, Transition, WalkRequest
 from profiling import services as gate_services
 from profiling.harness.tasks import UnknownTask
 from profiling.serialization import json_safe
@@ -141,3 +141,23 @@ def walk_request_run(*, request_id: int, evaluator_factory: Callable[[WalkReques
         WalkRequest.objects.filter(pk=request_id).update(
             status=WalkRequest.Status.DONE, lineage=row, finished_at=timezone.now())
     return WalkRequest.objects.get(pk=request_id)
+
+
+@transaction.atomic
+def cards_induce(*, probes: dict[str, list] | None = None,
+                 lineage_ids: list[int] | None = None) -> list[SkillCard]:
+    """Induce the skill cards from the stored lineages (all, or `lineage_ids`) and store
+    them, replacing cards of the same id; every card or none. `probes`: task -> the
+    probes of its expert (lineage/engine/probes.py), for order preconditions and risks."""
+    from lineage.engine import cards
+
+    rows = list(Lineage.objects.select_related("task").filter(pk__in=lineage_ids)
+                if lineage_ids else Lineage.objects.select_related("task"))
+    parsed = [(row, LineageData.from_dict(row.data)) for row in rows]
+    stored = []
+    for card in cards.induce([data for _, data in parsed], probes or {}):
+        row, _ = SkillCard.objects.update_or_create(
+            card_id=card.id, defaults={"intent": card.intent, "data": json_safe(card.to_dict())})
+        row.lineages.set([r for r, data in parsed if any(t.intent == card.intent for t in data.transitions)])
+        stored.append(row)
+    return stored

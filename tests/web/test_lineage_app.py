@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime
 import json
 from io import StringIO
+from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -16,7 +17,7 @@ from django.utils import timezone
 from lineage import services
 from lineage.engine import experts
 from lineage.engine.walker import walk
-from lineage.models import Lineage, LineageState, RejectedAttempt, Transition, WalkRequest
+from lineage.models import Lineage, LineageState, RejectedAttempt, SkillCard, Transition, WalkRequest
 from search.engine.evaluators import RecordingEvaluator
 from tests.lineage.scripted_gpu import ScriptedGpu
 
@@ -176,3 +177,62 @@ def test_a_claim_held_by_a_live_worker_is_left_alone_and_a_dead_ones_is_taken_ov
     WalkRequest.objects.filter(pk=request.pk).update(claimed_at=long_ago)
     taken = services.walk_request_run(request_id=request.pk, evaluator_factory=factory)
     assert taken.status == "done" and taken.lineage.states.count() == 4
+
+
+# -- skill cards from the stored lineages ----------------------------------------------------
+
+RESULTS = Path(__file__).resolve().parents[2] / "bench" / "results"
+
+
+def import_recorded(*tasks_named):
+    for path in sorted(RESULTS.glob("*-h200-lineages*/lineage-*.json")):
+        if path.stem.removeprefix("lineage-") in tasks_named:
+            call_command("lineage", "import", str(path), stdout=StringIO())
+
+
+def test_cards_are_induced_from_the_stored_lineages_and_shown():
+    import_recorded("relu", "softmax", "sgemm")
+    probes = str(RESULTS / "2026-12-01-h200-probes" / "probes-*.json")
+    out = StringIO()
+    call_command("lineage", "induce", "--probes", probes, stdout=out)
+    assert "skill cards from the stored lineages (70 probes)" in out.getvalue()
+    restrict = SkillCard.objects.get(card_id="restrict-v1")
+    assert restrict.intent == "RESTRICT" and restrict.status == "induced"
+    assert sorted(restrict.lineages.values_list("task__name", flat=True)) == ["relu", "softmax"]
+    count = SkillCard.objects.count()
+    call_command("lineage", "induce", stdout=StringIO())  # again: replaced, not duplicated
+    assert SkillCard.objects.count() == count
+
+    out = StringIO()
+    call_command("lineage", "skills", stdout=out)
+    call_command("lineage", "skill", "restrict-v1", stdout=out)
+    text = out.getvalue()
+    assert "restrict-v1 (induced):" in text and "from 2 lineages" in text
+    assert "rewrite: const float * ?0  ->  const float * __restrict__ ?0  [relu, softmax]" in text
+
+
+def test_the_stored_cards_are_a_proposal_source_for_the_app():
+    from lineage.sources import StoredSkillSource
+    from profiling.harness import tasks
+    from profiling.harness.candidate import Candidate
+    from search.engine.types import NodeContext
+
+    import_recorded("relu", "softmax")
+    call_command("lineage", "induce", stdout=StringIO())
+    task = tasks.get("sgemm")
+    candidate = Candidate.from_source_and_plan(task.naive_source, task.naive_plan)
+    context = NodeContext(task="sgemm", candidate=candidate, measurement=None, diagnosis=None)
+    assert "skill:restrict-v1" in {p.source for p in StoredSkillSource().propose(context)}
+    SkillCard.objects.update(status="retired")  # a retired card is not used
+    assert StoredSkillSource().propose(context) == []
+
+
+def test_bad_induce_input_is_one_clear_error_and_no_card_is_stored(tmp_path):
+    import_recorded("relu")
+    bad = tmp_path / "probes-relu.json"
+    bad.write_text("{not json")
+    with pytest.raises(CommandError, match="cannot read probes"):
+        call_command("lineage", "induce", "--probes", str(bad), stdout=StringIO())
+    assert not SkillCard.objects.exists()
+    with pytest.raises(CommandError, match="no skill card 'nope'"):
+        call_command("lineage", "skill", "nope", stdout=StringIO())

@@ -1,13 +1,16 @@
 """manage.py lineage list | show <id> | walk --task T [--queue] | request <id> | import <file.json>
+               | induce [--probes GLOB ...] | skills [--intent I] | skill <card id>
 
 `walk` runs the de-optimization walker here (a GPU host; `--replay` serves recordings) and
 stores the lineage; with `--queue` a GPU worker runs it instead (`request <id>` says how
 it stands); `import` stores one walked elsewhere (`python -m lineage.engine walk --json`).
-Each writes all rows of a lineage or none.
+Each writes all rows of a lineage or none. `induce` turns the stored lineages into skill
+cards (lineage/engine/cards.py), with the probes' files for order preconditions.
 """
 
 from __future__ import annotations
 
+import glob
 import json
 from pathlib import Path
 
@@ -41,6 +44,12 @@ class Command(BaseCommand):
         status.add_argument("id", type=int)
         imported = verbs.add_parser("import", help="store a lineage JSON walked elsewhere")
         imported.add_argument("file")
+        induce = verbs.add_parser("induce", help="skill cards from the stored lineages")
+        induce.add_argument("--probes", nargs="*", default=[], help="probes JSON files or globs")
+        skills = verbs.add_parser("skills", help="the stored skill cards")
+        skills.add_argument("--intent")
+        skill = verbs.add_parser("skill", help="one skill card")
+        skill.add_argument("card_id")
 
     def handle(self, *args, **options):
         verb = options["verb"]
@@ -58,6 +67,17 @@ class Command(BaseCommand):
             self._walk(options)
         elif verb == "request":
             self._request(options["id"])
+        elif verb == "induce":
+            self._induce(options["probes"])
+        elif verb == "skills":
+            for row in selectors.skill_card_list(intent=options.get("intent")):
+                speed = row.data["effects"]["speedup"]
+                median = f"median {speed['median']:.2f}x" if speed.get("n") else "no speed-up measured"
+                steps = row.data["evidence"]["transitions"]
+                self.stdout.write(f"{row.card_id} ({row.status}): {steps} steps from {row.lineage_count} "
+                                  f"lineages, {median}; anchor {row.data['anchor']['status']}")
+        elif verb == "skill":
+            self._skill(options["card_id"])
         else:
             self._import(Path(options["file"]))
 
@@ -108,6 +128,40 @@ class Command(BaseCommand):
         row = services.lineage_store(lineage=lineage, origin="walk")
         self.stdout.write(f"stored lineage {row.pk}: {len(lineage.states)} states, "
                           f"{len(lineage.transitions)} transitions, {len(lineage.rejected)} rejected")
+
+    def _induce(self, patterns: list[str]) -> None:
+        from lineage.engine import probes
+
+        found: dict[str, list] = {}
+        paths = [Path(m) for pattern in patterns
+                 for m in (sorted(glob.glob(pattern)) if any(c in pattern for c in "*?[") else [pattern])]
+        for path in paths:
+            try:
+                task, _gpu, items = probes.from_dict(json.loads(path.read_text()))
+            except (OSError, ValueError, KeyError, TypeError) as error:
+                raise CommandError(f"cannot read probes {path}: {error}") from None
+            found.setdefault(task, []).extend(items)
+        rows = services.cards_induce(probes=found)
+        self.stdout.write(f"stored {len(rows)} skill cards from the stored lineages "
+                          f"({sum(len(v) for v in found.values())} probes)")
+
+    def _skill(self, card_id: str) -> None:
+        row = selectors.skill_card_get(card_id=card_id)
+        if row is None:
+            raise CommandError(f"no skill card {card_id!r} (manage.py lineage skills lists them)")
+        card = row.data
+        self.stdout.write(f"{row.card_id} ({row.status}): {card['sentence']}")
+        required = card["preconditions"]["order"]["required"]
+        self.stdout.write("  needs first: " + (", ".join(f"{k} ({', '.join(v)})" for k, v in required.items())
+                                               or "nothing the probes showed"))
+        for context in card["preconditions"]["context"][:5]:
+            self.stdout.write(f"  context: {context['reads']} ({context['median_speedup_with']:.2f}x "
+                              f"against {context['median_speedup_without']:.2f}x)")
+        for rewrite in card["anchor"].get("rewrites", []):
+            self.stdout.write(f"  rewrite: {rewrite['before']}  ->  {rewrite['after']}"
+                              f"  [{', '.join(rewrite['tasks'])}]")
+        for risk in card["risks"][:5]:
+            self.stdout.write(f"  risk: {risk['kind']} in {risk['task']}")
 
     def _import(self, path: Path) -> None:
         try:
