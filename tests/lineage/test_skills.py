@@ -61,3 +61,57 @@ def test_the_search_cli_takes_its_sources_by_dotted_path_skills_included():
     assert [s.name for s in made] == ["tunable", "rewrite", "skills"]
     with pytest.raises(SystemExit, match="proposal source 'lineage.engine.skills.NoSuchSource'"):
         _make_sources(["lineage.engine.skills.NoSuchSource"])
+
+
+# -- cards an LLM materialises where their pattern does not match (scripted endpoint) -------
+
+from search.engine.judges import LLMJudge  # noqa: E402
+from tests.search.scripted_llm import http_error, llm_server_fixture, reply  # noqa: E402, F401
+
+MODEL = "scripted-7b"
+FLOAT4_RELU = """extern "C" __global__ void relu(const float* x, float* y, int n) {
+    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (4 * i + 3 < n) {
+        float4 v = reinterpret_cast<const float4*>(x)[i];
+        reinterpret_cast<float4*>(y)[i] = make_float4(fmaxf(v.x, 0.0f), fmaxf(v.y, 0.0f), fmaxf(v.z, 0.0f),
+                                                      fmaxf(v.w, 0.0f));
+    } else {
+        for (long long j = 4 * i; j < n; ++j) y[j] = fmaxf(x[j], 0.0f);
+    }
+}
+"""
+
+
+def model(server) -> LLMJudge:
+    return LLMJudge(base_url=server.base_url, model=MODEL, api_key="sk-test", timeout_s=0.5,
+                    max_retries=0, backoff_s=0.001)
+
+
+def test_an_unmatched_card_is_materialised_by_the_llm_and_says_so(llm_server):
+    llm_server.script(reply({"source": FLOAT4_RELU, "plan": {"tunables": {}}, "why": "float4"}),
+                      reply("not a kernel at all"))
+    source = SkillSource(llm=model(llm_server), llm_cards_per_node=2)
+
+    proposals = source.propose(naive("relu"))
+
+    by_llm = [p for p in proposals if p.params.get("materialised_by") == f"llm:{MODEL}"]
+    assert len(by_llm) == 1 and len(llm_server.requests) == 2  # the second answer was no kernel
+    (proposal,) = by_llm
+    assert proposal.source.startswith("skill:") and f"materialised by llm:{MODEL}" in proposal.title
+    assert proposal.candidate.source == FLOAT4_RELU and "the LLM applied it" in proposal.rationale
+    card_id = proposal.params["card"]
+    first = llm_server.prompts()[0]
+    intent = next(c for c in recorded_cards() if c["id"] == card_id)["intent"]
+    assert f"Apply this optimization to the kernel below: {intent}" in first
+    assert "x: float32[n]" in first and "np.maximum" not in first  # the contract, never the reference
+    assert "One expert's step" in first and "```diff" in first
+    # The pattern proposals are there too, and a card is handed to the LLM once per kernel.
+    assert any(p.params.get("materialised_by") == "pattern" for p in proposals)
+    source.propose(naive("relu"))
+    assert len(llm_server.requests) == 4  # the next two cards, not the same two again
+
+
+def test_an_endpoint_that_fails_leaves_the_pattern_proposals(llm_server):
+    llm_server.script(http_error(500), http_error(500))
+    proposals = SkillSource(llm=model(llm_server), llm_cards_per_node=1).propose(naive("sgemm"))
+    assert [p.source for p in proposals] == ["skill:restrict-v1"]
