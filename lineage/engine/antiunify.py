@@ -27,6 +27,7 @@ Pure: tree-sitter in, plain data out.
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,6 +56,9 @@ class Term:
     kind: str
     text: str | None = None
     children: tuple[Term, ...] = ()
+    # A leaf's layout: the whitespace before it where it was written (comments dropped),
+    # None when unknown. Not part of what a term is: two `(` are the same token.
+    space: str | None = field(default=None, compare=False)
 
     @property
     def is_leaf(self) -> bool:
@@ -73,10 +77,22 @@ Pattern = Term | Hole
 _ATOMS = frozenset({"string_literal", "char_literal", "system_lib_string", "raw_string_literal"})
 
 
-def term_of(node: Node) -> Term:
+_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
+
+
+def layout(root: Node, raw: bytes) -> dict[int, str]:
+    """Each leaf's whitespace before it (node id -> text), comments dropped."""
+    gaps, end = {}, 0
+    for leaf in _leaf_nodes(root):
+        gaps[leaf.id] = _COMMENT.sub("", raw[end:leaf.start_byte].decode(errors="replace"))
+        end = leaf.end_byte
+    return gaps
+
+
+def term_of(node: Node, gaps: dict[int, str] | None = None) -> Term:
     if node.child_count == 0 or node.type in _ATOMS:
-        return Term(node.type, (node.text or b"").decode())
-    return Term(node.type, None, tuple(term_of(child) for child in node.children
+        return Term(node.type, (node.text or b"").decode(), space=gaps.get(node.id) if gaps else None)
+    return Term(node.type, None, tuple(term_of(child, gaps) for child in node.children
                                        if child.type != "comment"))
 
 
@@ -103,6 +119,21 @@ _NO_SPACE_AFTER = frozenset({"(", "[", ".", "!", "~"})
 
 def text_of(term: Term) -> str:
     return render(leaves(term))
+
+
+def render_laid_out(pieces: list[tuple[str | None, str]]) -> str:
+    """(space, text) pieces as source: each with the layout it was written with where
+    known (the first one's dropped: it starts where the replaced node started), else as
+    `render` spaces tokens."""
+    out = ""
+    for space, text in pieces:
+        if not out:
+            out = text
+        elif space is not None:
+            out += space + text
+        else:
+            out = render([out, text]) if out[-1:] not in " \n\t" else out + text
+    return out
 
 
 # --- edits ------------------------------------------------------------------------------
@@ -145,6 +176,8 @@ def edits_of(before_source: str, after_source: str, *, merge: bool = False) -> l
     `merge`, one edit covers them all."""
     before_tree, after_tree = parse(before_source), parse(after_source)
     before_leaves, after_leaves = _leaf_nodes(before_tree.root_node), _leaf_nodes(after_tree.root_node)
+    before_gaps = layout(before_tree.root_node, before_source.encode())
+    after_gaps = layout(after_tree.root_node, after_source.encode())
     a = [(n.type, n.text) for n in before_leaves]
     b = [(n.type, n.text) for n in after_leaves]
     regions = [(i1, i2, j1, j2) for tag, i1, i2, j1, j2 in
@@ -156,7 +189,7 @@ def edits_of(before_source: str, after_source: str, *, merge: bool = False) -> l
     opcodes = difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
     before_index = {n.id: i for i, n in enumerate(before_leaves)}
     after_by_span = _nodes_by_span(after_tree.root_node, {n.id: i for i, n in enumerate(after_leaves)})
-    edits: list[Edit] = []
+    found: list[tuple[int, int, Edit]] = []
     covered_until = -1
     for i1, i2, _j1, _j2 in regions:
         if i2 <= covered_until and i1 < covered_until:
@@ -172,11 +205,14 @@ def edits_of(before_source: str, after_source: str, *, merge: bool = False) -> l
                                           _map(opcodes, end, False, len(b)), node.type))
                 if twin is not None:
                     parent = node.parent.type if node.parent is not None else ""
-                    edits.append(Edit(node.type, parent, term_of(node), term_of(twin)))
+                    found.append((start, end, Edit(node.type, parent, term_of(node, before_gaps),
+                                                   term_of(twin, after_gaps))))
                     covered_until = end
                     break
             node = node.parent
-    return edits
+    # An edit inside another's node is part of it: applying the outer one makes it.
+    return [edit for start, end, edit in found
+            if not any(s <= start and end <= e and (s, e) != (start, end) for s, e, _ in found)]
 
 
 def _map(opcodes, x: int, is_start: bool, after_length: int) -> int:
@@ -245,7 +281,7 @@ def pattern_to_dict(pattern: Pattern) -> dict[str, Any]:
     if isinstance(pattern, Hole):
         return {"hole": pattern.index}
     if pattern.is_leaf:
-        return {"kind": pattern.kind, "text": pattern.text}
+        return {"kind": pattern.kind, "text": pattern.text, "space": pattern.space}
     return {"kind": pattern.kind, "children": [pattern_to_dict(c) for c in pattern.children]}
 
 
@@ -254,7 +290,9 @@ def pattern_from_dict(data: dict[str, Any]) -> Pattern:
         return Hole(int(data["hole"]))
     if "children" in data:
         return Term(str(data["kind"]), None, tuple(pattern_from_dict(c) for c in data["children"]))
-    return Term(str(data["kind"]), str(data.get("text") or ""))
+    space = data.get("space")
+    return Term(str(data["kind"]), str(data.get("text") or ""),
+                space=space if isinstance(space, str) else None)
 
 
 def rewrite_from_dict(data: dict[str, Any]) -> Rewrite:
@@ -291,10 +329,15 @@ def _au(terms: tuple[Term, ...], holes: _Holes) -> Pattern:
     return holes.hole(tuple(text_of(t) for t in terms))
 
 
+def _is_atom_leaf(term: Term) -> bool:
+    """A single token: the same text in every example is kept as written, not a hole."""
+    return term.is_leaf
+
+
 def _au_after(terms: tuple[Term, ...], holes: _Holes) -> tuple[Pattern, bool]:
     """The after-side, with the before-side's holes: (pattern, open)."""
     texts = tuple(text_of(t) for t in terms)
-    if len(set(texts)) > 1 and texts in holes.by_texts:
+    if texts in holes.by_texts and (len(set(texts)) > 1 or not _is_atom_leaf(terms[0])):
         return Hole(holes.by_texts[texts]), False
     first = terms[0]
     if _alike(terms):
@@ -323,19 +366,30 @@ def _has_hole(pattern: Pattern) -> bool:
 
 # Bracketed lists stay lists when abstracted: their items become holes, not the brackets.
 _LISTS = frozenset({"argument_list", "parameter_list", "initializer_list"})
+# A statement a step carries over unchanged is a hole even in one example: the step does
+# not look inside it (a __launch_bounds__ step does not depend on the body it leaves).
+_STATEMENTS = frozenset({
+    "compound_statement", "expression_statement", "declaration", "for_statement", "while_statement",
+    "do_statement", "if_statement", "return_statement", "switch_statement",
+})
 
 
 def _abstract(pattern: Pattern, terms: tuple[Term, ...], carried: set[Pattern], holes: _Holes,
-              root: bool = False) -> Pattern:
+              root: bool = False, statements: bool = True) -> Pattern:
     """`pattern` again, with each maximal part that the steps carried over unchanged (it
     reappears whole in the after-side) and that already differs across them (it has a
-    hole) turned into one hole: the rewrite never looks inside it."""
-    if isinstance(pattern, Hole) or (not root and pattern in carried and _has_hole(pattern)
-                                     and pattern.kind not in _LISTS):
+    hole), or that is a whole statement, turned into one hole: the rewrite never looks
+    inside it."""
+    if isinstance(pattern, Hole):
+        return holes.hole(tuple(text_of(t) for t in terms))
+    whole = (not root and pattern in carried and pattern.kind not in _LISTS
+             and (_has_hole(pattern) or (statements and pattern.kind in _STATEMENTS)))
+    if whole:
         return holes.hole(tuple(text_of(t) for t in terms))
     if pattern.is_leaf:
         return pattern
-    return Term(pattern.kind, None, tuple(_abstract(p, tuple(t.children[i] for t in terms), carried, holes)
+    return Term(pattern.kind, None, tuple(_abstract(p, tuple(t.children[i] for t in terms), carried, holes,
+                                                    statements=statements)
                                           for i, p in enumerate(pattern.children)))
 
 
@@ -349,10 +403,14 @@ def generalise(edits: list[Edit]) -> Rewrite | None:
         return None
     befores, afters = tuple(e.before for e in edits), tuple(e.after for e in edits)
     first = _Holes()
-    before = _au(befores, first)
-    after, _ = _au_after(afters, first)
+    plain = _au(befores, first)
+    carried = _subtrees(_au_after(afters, first)[0])
     holes = _Holes()
-    before = _abstract(before, befores, _subtrees(after), holes, root=True)
+    before = _abstract(plain, befores, carried, holes, root=True)
+    if _concrete(before) < MIN_CONCRETE_TOKENS <= _concrete(plain):
+        # Abstracting whole statements would leave too little to match on: keep them.
+        holes = _Holes()
+        before = _abstract(plain, befores, carried, holes, root=True, statements=False)
     after, is_open = _au_after(afters, holes)
     contexts = {e.context for e in edits}
     ordered = sorted(holes.by_texts.items(), key=lambda item: item[1])
@@ -399,12 +457,17 @@ class Applied:
                                             fromfile="before.cu", tofile="after.cu"))
 
 
-def _match(pattern: Pattern, node: Node, bound: dict[int, tuple[str, str]]) -> bool:
+def _match(pattern: Pattern, node: Node, bound: dict[int, tuple[str, str]],
+           gaps: dict[int, str] | None = None, spaces: dict[int, str | None] | None = None) -> bool:
     """Binds each hole to (its tokens, its source text): occurrences must agree on the
-    tokens (layout aside); the instantiation uses the text as written."""
+    tokens (layout aside); the instantiation uses the text as written, and `spaces` keeps
+    the layout before each hole's first binding."""
     if isinstance(pattern, Hole):
         tokens = text_of(term_of(node))
         seen = bound.setdefault(pattern.index, (tokens, (node.text or b"").decode()))
+        if spaces is not None and gaps is not None and pattern.index not in spaces:
+            first = _leaf_nodes(node)
+            spaces[pattern.index] = gaps.get(first[0].id) if first else None
         return seen[0] == tokens
     if node.type != pattern.kind:
         return False
@@ -414,15 +477,17 @@ def _match(pattern: Pattern, node: Node, bound: dict[int, tuple[str, str]]) -> b
         return atom and (node.text or b"").decode() == pattern.text
     if len(children) != len(pattern.children):
         return False
-    return all(_match(p, c, bound) for p, c in zip(pattern.children, children, strict=True))
+    return all(_match(p, c, bound, gaps, spaces) for p, c in zip(pattern.children, children, strict=True))
 
 
-def _instantiate(pattern: Pattern, bound: dict[int, tuple[str, str]]) -> list[str]:
+def _instantiate(pattern: Pattern, bound: dict[int, tuple[str, str]],
+                 before_hole: dict[int, str | None]) -> list[tuple[str | None, str]]:
+    """(space, text) pieces; a hole takes the layout its text had in the kernel."""
     if isinstance(pattern, Hole):
-        return [bound[pattern.index][1]]
+        return [(before_hole.get(pattern.index), bound[pattern.index][1])]
     if pattern.is_leaf:
-        return [pattern.text or ""]
-    return [t for c in pattern.children for t in _instantiate(c, bound)]
+        return [(pattern.space, pattern.text or "")]
+    return [piece for c in pattern.children for piece in _instantiate(c, bound, before_hole)]
 
 
 def apply(rewrite: Rewrite, source: str) -> list[Applied]:
@@ -431,6 +496,7 @@ def apply(rewrite: Rewrite, source: str) -> list[Applied]:
         return []
     tree = parse(source)
     raw = source.encode()
+    gaps = layout(tree.root_node, raw)
     found: list[Applied] = []
     stack = [tree.root_node]
     while stack:
@@ -441,9 +507,10 @@ def apply(rewrite: Rewrite, source: str) -> list[Applied]:
         if rewrite.context and (node.parent.type if node.parent is not None else "") != rewrite.context:
             continue
         bound: dict[int, tuple[str, str]] = {}
-        if not _match(rewrite.before, node, bound):
+        spaces: dict[int, str | None] = {}
+        if not _match(rewrite.before, node, bound, gaps, spaces):
             continue
-        text = render(_instantiate(rewrite.after, bound))
+        text = render_laid_out(_instantiate(rewrite.after, bound, spaces))
         new = raw[:node.start_byte] + text.encode() + raw[node.end_byte:]
         found.append(Applied(new.decode(), node.start_byte, node.end_byte,
                              {index: written for index, (_, written) in bound.items()}))

@@ -135,7 +135,7 @@ def _card(intent: str, steps: list[tuple[Lineage, Transition]], lineages: list[L
     vector = _vector(steps)
     return SkillCard(
         id=f"{intent.lower()}-v1", intent=intent, sentence=meaning.sentence, family=meaning.family,
-        anchor=_anchor(_representatives(steps), sources, naive),
+        anchor=_anchor(_with_spine(_representatives(steps), steps), sources, naive),
         vector=vector,
         preconditions={"order": _order(intent, steps, probes_by_task), "context": _context(steps),
                        "profile": _profile(steps)},
@@ -165,6 +165,39 @@ def _flags(state: str) -> set[str]:
     return {f for f in state.split(",") if f}
 
 
+def spine(lineage: Lineage) -> list[Transition]:
+    """The lineage's best forward path: from the plain attempt, at each state the measured
+    step with the largest speed-up, until no step leads on (the order a person following
+    the lineage would take)."""
+    by_before: dict[str, list[Transition]] = defaultdict(list)
+    for step in lineage.transitions:
+        by_before[step.before].append(step)
+    path, state, visited = [], "", set()
+    while by_before.get(state) and state not in visited:
+        visited.add(state)
+        best = max(by_before[state], key=lambda t: (t.speedup or 0.0, t.after))
+        path.append(best)
+        state = best.after
+    return path
+
+
+def _with_spine(representatives: list[tuple[Lineage, Transition]],
+                steps: list[tuple[Lineage, Transition]]) -> list[tuple[Lineage, Transition]]:
+    """The representatives, and the card's steps on each lineage's spine: the steps a
+    roundtrip from the plain attempt takes."""
+    chosen = list(representatives)
+    have = {(id(lin), s.before, s.after) for lin, s in chosen}
+    spines: dict[int, set[tuple[str, str]]] = {}
+    for lineage, step in steps:
+        if id(lineage) not in spines:
+            spines[id(lineage)] = {(t.before, t.after) for t in spine(lineage)}
+        on_spine = (step.before, step.after) in spines[id(lineage)]
+        if on_spine and (id(lineage), step.before, step.after) not in have:
+            chosen.append((lineage, step))
+            have.add((id(lineage), step.before, step.after))
+    return sorted(chosen, key=lambda pair: (pair[0].task, len(_flags(pair[1].before))))
+
+
 def _representatives(steps: list[tuple[Lineage, Transition]]) -> list[tuple[Lineage, Transition]]:
     """Per lineage, the step taken with the fewest other optimizations on."""
     chosen: dict[int, tuple[Lineage, Transition]] = {}
@@ -190,16 +223,24 @@ def _anchor(representatives: list[tuple[Lineage, Transition]], sources: Sources 
     edits: list[antiunify.Edit] = []
     where: list[str] = []
     missing = 0
+    spans: list[tuple[Lineage, Transition, int, int]] = []  # a step's edits: edits[start:end]
     for lineage, step in representatives:
         before, after = sources(lineage, step.before), sources(lineage, step.after)
         if before is None or after is None:
             missing += 1
             continue
+        start = len(edits)
         for edit in antiunify.edits_of(before, after):
             edits.append(edit)
             where.append(lineage.task)
+        spans.append((lineage, step, start, len(edits)))
     rewrites = []
-    for rewrite, members in antiunify.cluster(edits):
+    grouped = antiunify.cluster(edits)
+    general_for: dict[int, antiunify.Rewrite] = {}  # edit index -> its cluster's generalised rewrite
+    for rewrite, members in grouped:
+        if rewrite.usable and len({where[i] for i in members}) > 1 and rewrite.holes > 0:
+            general_for.update({i: rewrite for i in members})
+    for rewrite, members in grouped:
         if not rewrite.usable:
             continue
         own = sorted({where[i] for i in members})
@@ -212,10 +253,34 @@ def _anchor(representatives: list[tuple[Lineage, Transition]], sources: Sources 
                          "matches_naive_elsewhere": [m for m in matches if m not in own]})
     generalised = [r for r in rewrites if r["generalised"]]
     return {"status": "induced" if generalised else ("concrete only" if rewrites else "none usable"),
+            "steps": _steps(spans, edits, general_for),
             "kinds": sorted({e.kind for e in edits}), "edits": len(edits),
             "steps_without_sources": missing, "rewrites": rewrites,
             "generalised": len(generalised),
             "matches_naive_elsewhere": sorted({m for r in generalised for m in r["matches_naive_elsewhere"]})}
+
+
+def _steps(spans: list[tuple[Lineage, Transition, int, int]], edits: list[antiunify.Edit],
+           general_for: dict[int, antiunify.Rewrite]) -> list[dict[str, Any]]:
+    """Each representative (and spine) step as the rewrites of all its edits, to apply
+    together: `edits`, each edit's own (from this one example: what the roundtrip on the
+    step's own lineage replays), and `general_edits`, its cluster's generalised rewrite
+    where it has one (what transfers). `complete` is false when some edit has no usable
+    rewrite (the step cannot be replayed by patterns alone)."""
+    steps = []
+    for lineage, step, start, end in spans:
+        own, general, complete = [], [], end > start
+        for index in range(start, end):
+            rewrite = antiunify.generalise([edits[index]])
+            if rewrite is None or not rewrite.usable:
+                complete = False
+                continue
+            own.append(rewrite.to_dict()["tree"])
+            general.append((general_for.get(index) or rewrite).to_dict()["tree"])
+        steps.append({"task": lineage.task, "before": step.before, "after": step.after,
+                      "speedup": step.speedup, "edits": own, "general_edits": general,
+                      "complete": complete})
+    return steps
 
 
 def _intents_of(flags: set[str]) -> set[str]:

@@ -207,6 +207,20 @@ def _read_kernel(text: str, parent: Candidate) -> Candidate:
     return Candidate.from_source_and_plan(source, _plan(parent, data.get("plan")))
 
 
+def apply_step(step: dict[str, Any], source: str) -> str | None:
+    """A card step's edits applied together, each at one place, the first it matches (a
+    step's edits are one a site: an edit made in two places is two edits); None unless
+    the step is complete and every edit matches."""
+    if not step.get("complete"):
+        return None
+    for tree in step["edits"]:
+        matches = antiunify.apply(antiunify.rewrite_from_dict(tree), source)
+        if not matches:
+            return None
+        source = min(matches, key=lambda m: m.start_byte).source
+    return source
+
+
 def _rationale(card: dict[str, Any], shown: dict[str, Any] | None) -> str:
     speed = card["effects"]["speedup"]
     median = f"median {speed['median']:.2f}x" if speed.get("n") else "no measured speed-up"

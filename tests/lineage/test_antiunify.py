@@ -61,9 +61,10 @@ def test_two_steps_written_differently_give_one_rewrite_that_carries_names_over(
 }
 """
     (applied,) = au.apply(rewrite, third)
-    assert "clamp01(const float * __restrict__ src, float * __restrict__ dst, int len)" in applied.source
+    # The rewritten parameters keep the layout they were written with.
+    assert "clamp01(const float* __restrict__ src, float* __restrict__ dst, int len)" in applied.source
     assert applied.bindings == {0: "src", 1: "dst", 2: "int len"} and compiles_as_cuda(applied.source)
-    assert "+__global__ void clamp01(const float * __restrict__ src" in applied.diff(third)
+    assert "+__global__ void clamp01(const float* __restrict__ src" in applied.diff(third)
 
 
 def test_a_rewrite_refuses_a_kernel_its_pattern_does_not_hold_for():
@@ -142,3 +143,16 @@ def test_a_rewrite_applied_everywhere_changes_each_match_once():
 def test_string_literals_stay_whole():
     edit = au.edit_of('void f() { g("a b"); }\n', 'void f() { h("a b"); }\n')
     assert au.text_of(edit.after) == 'h("a b")'
+
+
+def test_one_step_leaves_the_statements_it_carries_over_as_holes():
+    before = "__global__ void k(const float* x, float* y, int n) { y[0] = x[0]; }\n"
+    after = before.replace("__global__ void k", "__global__ void __launch_bounds__(256) k")
+    rewrite = au.generalise([au.edit_of(before, after)])
+    assert rewrite.kind == "function_definition" and rewrite.usable
+    assert au.show(rewrite.before).endswith("?0") and au.show(rewrite.after).endswith("?0")
+    # The same step on the same kernel with another body: the body is carried over as it is.
+    other = before.replace("y[0] = x[0];", "for (int i = 0; i < n; ++i) y[i] = 2.0f * x[i];")
+    (applied,) = au.apply(rewrite, other)
+    assert applied.source == ("__global__ void __launch_bounds__(256) k(const float* x, float* y, int n) "
+                              "{ for (int i = 0; i < n; ++i) y[i] = 2.0f * x[i]; }\n")

@@ -23,7 +23,7 @@ def test_a_card_proposes_on_a_kernel_it_was_not_learned_from_and_says_which_card
     # sgemm's expert has no RESTRICT flag: the card came from six other lineages.
     (proposal,) = [p for p in SkillSource().propose(naive("sgemm")) if p.source == "skill:restrict-v1"]
     assert "sgemm" not in proposal.rationale.split("this pattern came from")[1]
-    assert "const float * __restrict__ A, const float * __restrict__ B" in proposal.candidate.source
+    assert "const float* __restrict__ A, const float* __restrict__ B" in proposal.candidate.source
     assert proposal.families == ("restrict",) and proposal.params["card"] == "restrict-v1"
     assert "Seen in 6 lineages" in proposal.rationale and proposal.diff.startswith("--- a/kernel.cu")
     assert proposal.candidate.plan_dict() == naive("sgemm").candidate.plan_dict()  # the launch unchanged
