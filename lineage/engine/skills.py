@@ -120,6 +120,24 @@ class SkillSource:
                     families=_FAMILIES.get(card["intent"], ()), diff=candidate_diff(parent, child),
                     params={"card": card["id"], "pattern": shown["before"], "materialised_by": "pattern"}))
                 matched.add(card["id"])
+        for card in self.cards:
+            for step in card.get("anchor", {}).get("steps", []):
+                for edits_key in ("edits", "general_edits"):
+                    made = apply_step({**step, "edits": step.get(edits_key, [])}, parent.source)
+                    if made is None:
+                        continue
+                    child = Candidate.from_dict({**parent.to_dict(), "source": made})
+                    if child.content_hash() in seen:
+                        continue
+                    seen.add(child.content_hash())
+                    matched.add(card["id"])
+                    where = f"{step['task']}'s step from {{{step['before'] or 'the plain attempt'}}}"
+                    proposals.append(Proposal(
+                        source=f"skill:{card['id']}", title=f"{card['intent']}: {where}",
+                        rationale=_rationale(card, None, where), candidate=child,
+                        families=_FAMILIES.get(card["intent"], ()), diff=candidate_diff(parent, child),
+                        params={"card": card["id"], "materialised_by": "step", "step": where,
+                                "generalised": edits_key == "general_edits"}))
         if self.llm is not None:
             proposals += self._by_llm(context, [c for c in self.cards if c["id"] not in matched], seen)
         return proposals
@@ -221,11 +239,15 @@ def apply_step(step: dict[str, Any], source: str) -> str | None:
     return source
 
 
-def _rationale(card: dict[str, Any], shown: dict[str, Any] | None) -> str:
+def _rationale(card: dict[str, Any], shown: dict[str, Any] | None, step: str = "") -> str:
     speed = card["effects"]["speedup"]
     median = f"median {speed['median']:.2f}x" if speed.get("n") else "no measured speed-up"
-    where = (f"this pattern came from {shown['edits']} edits in {', '.join(shown['tasks'])}."
-             if shown else "no pattern of the card matched here: the LLM applied it.")
+    if shown:
+        where = f"this pattern came from {shown['edits']} edits in {', '.join(shown['tasks'])}."
+    elif step:
+        where = f"this is {step}, all its edits together."
+    else:
+        where = "no pattern of the card matched here: the LLM applied it."
     return (f"{card['sentence'][:1].upper()}{card['sentence'][1:]}. Seen in "
             f"{card['evidence']['lineages']} lineages ({', '.join(card['scope']['tasks'])}), "
             f"{card['evidence']['transitions']} steps, {median}; {where}")

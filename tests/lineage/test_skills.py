@@ -7,6 +7,7 @@ import json
 import pytest
 
 from lineage.engine import cards as card_engine
+from lineage.engine import experts
 from lineage.engine.skills import SkillSource, load_cards, recorded_cards
 from profiling.harness import tasks
 from profiling.harness.candidate import Candidate
@@ -21,7 +22,8 @@ def naive(name: str) -> NodeContext:
 
 def test_a_card_proposes_on_a_kernel_it_was_not_learned_from_and_says_which_card():
     # sgemm's expert has no RESTRICT flag: the card came from six other lineages.
-    (proposal,) = [p for p in SkillSource().propose(naive("sgemm")) if p.source == "skill:restrict-v1"]
+    (proposal,) = [p for p in SkillSource().propose(naive("sgemm"))
+                   if p.source == "skill:restrict-v1" and p.params["materialised_by"] == "pattern"]
     assert "sgemm" not in proposal.rationale.split("this pattern came from")[1]
     assert "const float* __restrict__ A, const float* __restrict__ B" in proposal.candidate.source
     assert proposal.families == ("restrict",) and proposal.params["card"] == "restrict-v1"
@@ -34,7 +36,8 @@ def test_a_card_whose_pattern_does_not_match_proposes_nothing():
     sources = {p.source for p in SkillSource().propose(naive("relu"))}
     assert "skill:fast_math-v1" not in sources
     # Applied once, a card's pattern no longer matches: it does not propose again.
-    (restricted,) = [p for p in SkillSource().propose(naive("relu")) if p.source == "skill:restrict-v1"]
+    (restricted,) = [p for p in SkillSource().propose(naive("relu"))
+                     if p.source == "skill:restrict-v1" and p.params["materialised_by"] == "pattern"]
     again = NodeContext(task="relu", candidate=restricted.candidate, measurement=None, diagnosis=None)
     assert "skill:restrict-v1" not in {p.source for p in SkillSource().propose(again)}
 
@@ -115,3 +118,14 @@ def test_an_endpoint_that_fails_leaves_the_pattern_proposals(llm_server):
     llm_server.script(http_error(500), http_error(500))
     proposals = SkillSource(llm=model(llm_server), llm_cards_per_node=1).propose(naive("sgemm"))
     assert [p.source for p in proposals] == ["skill:restrict-v1"]
+
+
+def test_a_cards_step_rebuilds_the_next_state_of_its_own_lineage():
+    relu = experts.load("relu")
+    plain = relu.plain_candidate(frozenset())
+    context = NodeContext(task="relu", candidate=plain, measurement=None, diagnosis=None)
+    steps = [p for p in SkillSource().propose(context) if p.params["materialised_by"] == "step"]
+    wanted = relu.plain_source(frozenset({"OPT_GRID_STRIDE"}))
+    (grid_stride,) = [p for p in steps if p.source == "skill:grid_stride-v1" and not p.params["generalised"]]
+    assert grid_stride.candidate.source == wanted
+    assert "relu's step from {the plain attempt}" in grid_stride.rationale
