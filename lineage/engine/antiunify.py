@@ -490,20 +490,32 @@ def _instantiate(pattern: Pattern, bound: dict[int, tuple[str, str]],
     return [piece for c in pattern.children for piece in _instantiate(c, bound, before_hole)]
 
 
-def apply(rewrite: Rewrite, source: str) -> list[Applied]:
-    """Every place `rewrite` matches in `source`, each instantiated on its own."""
+class Parsed:
+    """A kernel parsed once for many rewrites: its tree, layout and nodes by kind."""
+
+    def __init__(self, source: str) -> None:
+        self.source, self.raw = source, source.encode()
+        self.tree = parse(self.raw)
+        self.gaps = layout(self.tree.root_node, self.raw)
+        self.by_kind: dict[str, list[Node]] = {}
+        stack = [self.tree.root_node]
+        while stack:
+            node = stack.pop()
+            self.by_kind.setdefault(node.type, []).append(node)
+            stack.extend(node.children)
+        for nodes in self.by_kind.values():
+            nodes.sort(key=lambda n: (n.start_byte, -n.end_byte))
+
+
+def apply(rewrite: Rewrite, source: str, parsed: Parsed | None = None) -> list[Applied]:
+    """Every place `rewrite` matches in `source`, each instantiated on its own. `parsed`:
+    the same source parsed already (a source proposing many rewrites parses once)."""
     if rewrite.open:
         return []
-    tree = parse(source)
-    raw = source.encode()
-    gaps = layout(tree.root_node, raw)
+    parsed = parsed if parsed is not None and parsed.source == source else Parsed(source)
+    raw, gaps = parsed.raw, parsed.gaps
     found: list[Applied] = []
-    stack = [tree.root_node]
-    while stack:
-        node = stack.pop()
-        stack.extend(reversed(node.children))
-        if node.type != rewrite.kind:
-            continue
+    for node in parsed.by_kind.get(rewrite.kind, []):
         if rewrite.context and (node.parent.type if node.parent is not None else "") != rewrite.context:
             continue
         bound: dict[int, tuple[str, str]] = {}
@@ -542,10 +554,10 @@ def cluster(edits: list[Edit]) -> list[tuple[Rewrite, list[int]]]:
     return [(rewrites[g], groups[g]) for g in order]
 
 
-def apply_everywhere(rewrite: Rewrite, source: str) -> Applied | None:
+def apply_everywhere(rewrite: Rewrite, source: str, parsed: Parsed | None = None) -> Applied | None:
     """`source` with `rewrite` applied at every match that does not overlap an earlier
     one (outermost first); None when it matches nowhere."""
-    matches = apply(rewrite, source)
+    matches = apply(rewrite, source, parsed)
     if not matches:
         return None
     chosen: list[Applied] = []

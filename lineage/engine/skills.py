@@ -101,12 +101,13 @@ class SkillSource:
         proposals: list[Proposal] = []
         seen = {parent.content_hash()}
         matched: set[str] = set()
+        parsed = antiunify.Parsed(parent.source)  # once for every card's first match
         for card in self.cards:
             for shown in card.get("anchor", {}).get("rewrites", []):
                 if not shown.get("generalised"):
                     continue
                 rewrite = _rewrite(shown)
-                applied = antiunify.apply_everywhere(rewrite, parent.source) if rewrite else None
+                applied = antiunify.apply_everywhere(rewrite, parent.source, parsed) if rewrite else None
                 if applied is None:
                     continue
                 child = Candidate.from_dict({**parent.to_dict(), "source": applied.source})
@@ -123,7 +124,7 @@ class SkillSource:
         for card in self.cards:
             for step in card.get("anchor", {}).get("steps", []):
                 for edits_key in ("edits", "general_edits"):
-                    made = apply_step({**step, "edits": step.get(edits_key, [])}, parent.source)
+                    made = apply_step({**step, "edits": step.get(edits_key, [])}, parent.source, parsed)
                     if made is None:
                         continue
                     child = Candidate.from_dict({**parent.to_dict(), "source": made})
@@ -225,17 +226,17 @@ def _read_kernel(text: str, parent: Candidate) -> Candidate:
     return Candidate.from_source_and_plan(source, _plan(parent, data.get("plan")))
 
 
-def apply_step(step: dict[str, Any], source: str) -> str | None:
+def apply_step(step: dict[str, Any], source: str, parsed: antiunify.Parsed | None = None) -> str | None:
     """A card step's edits applied together, each at one place, the first it matches (a
     step's edits are one a site: an edit made in two places is two edits); None unless
-    the step is complete and every edit matches."""
+    the step is complete and every edit matches. `parsed`: `source` parsed already."""
     if not step.get("complete"):
         return None
     for tree in step["edits"]:
-        matches = antiunify.apply(antiunify.rewrite_from_dict(tree), source)
+        matches = antiunify.apply(antiunify.rewrite_from_dict(tree), source, parsed)
         if not matches:
             return None
-        source = min(matches, key=lambda m: m.start_byte).source
+        source, parsed = min(matches, key=lambda m: m.start_byte).source, None
     return source
 
 
