@@ -1,0 +1,28 @@
+"""bench/skills_roundtrip.py's pure parts: the expert's recorded time and the rule for
+"reproduced" (the run itself is on the GPU host)."""
+
+from pathlib import Path
+
+import pytest
+
+from bench.skills_roundtrip import SHARE, SKILLS, recorded_expert_ms, roundtrip_verdict, search_argv
+
+
+def test_the_experts_time_comes_from_its_newest_recorded_lineage():
+    assert recorded_expert_ms("relu") == pytest.approx(0.5113, abs=1e-4)  # the swept wave's walk
+    assert recorded_expert_ms("sgemm") == pytest.approx(2.9607, abs=1e-4)
+
+
+def test_reproduced_means_at_least_the_share_of_the_experts_speed():
+    assert SHARE == 0.9
+    assert roundtrip_verdict(1.0, 0.9) == {"reproduced": True, "share_of_expert_speed": pytest.approx(0.9)}
+    assert roundtrip_verdict(1.2, 0.9)["reproduced"] is False
+    assert roundtrip_verdict(None, 0.9) == {"reproduced": None, "share_of_expert_speed": None}
+
+
+def test_the_search_runs_on_skills_alone_from_the_plain_attempt():
+    from search.engine.__main__ import build_parser
+
+    argv = search_argv("relu", Path("plain.cu"), Path("plan.json"), 60, Path("w"), Path("r"))
+    args = build_parser().parse_args(argv)
+    assert (args.sources, args.judge, args.budget, str(args.source)) == (SKILLS, "rules", 60, "plain.cu")
