@@ -99,7 +99,8 @@ def main(argv: Sequence[str] | None = None, out=print) -> int:
     return 0
 
 
-def _files(patterns: Sequence[str]) -> list[Path]:
+def expand_paths(patterns: Sequence[str]) -> list[Path]:
+    """Files and globs (absolute or relative) -> the paths, globs sorted."""
     found: list[Path] = []
     for pattern in patterns:
         matches = sorted(glob.glob(pattern)) if any(c in pattern for c in "*?[") else [pattern]
@@ -113,9 +114,9 @@ def induce(args: argparse.Namespace, out) -> int:
     from .walker import Lineage
 
     try:
-        lineages = [Lineage.from_dict(json.loads(p.read_text())) for p in _files(args.lineages)]
+        lineages = [Lineage.from_dict(json.loads(p.read_text())) for p in expand_paths(args.lineages)]
         probes_by_task = {}
-        for path in _files(args.probes):
+        for path in expand_paths(args.probes):
             task, _gpu, found = probes.from_dict(json.loads(path.read_text()))
             probes_by_task.setdefault(task, []).extend(found)
     except (OSError, json.JSONDecodeError, TypeError, KeyError, ValueError) as error:

@@ -180,13 +180,12 @@ def edits_of(before_source: str, after_source: str, *, merge: bool = False) -> l
     after_gaps = layout(after_tree.root_node, after_source.encode())
     a = [(n.type, n.text) for n in before_leaves]
     b = [(n.type, n.text) for n in after_leaves]
-    regions = [(i1, i2, j1, j2) for tag, i1, i2, j1, j2 in
-               difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes() if tag != "equal"]
+    opcodes = difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
+    regions = [(i1, i2, j1, j2) for tag, i1, i2, j1, j2 in opcodes if tag != "equal"]
     if not regions or not a:
         return []
     if merge:
         regions = [(regions[0][0], regions[-1][1], regions[0][2], regions[-1][3])]
-    opcodes = difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
     before_index = {n.id: i for i, n in enumerate(before_leaves)}
     after_by_span = _nodes_by_span(after_tree.root_node, {n.id: i for i, n in enumerate(after_leaves)})
     found: list[tuple[int, int, Edit]] = []
@@ -329,15 +328,11 @@ def _au(terms: tuple[Term, ...], holes: _Holes) -> Pattern:
     return holes.hole(tuple(text_of(t) for t in terms))
 
 
-def _is_atom_leaf(term: Term) -> bool:
-    """A single token: the same text in every example is kept as written, not a hole."""
-    return term.is_leaf
-
-
 def _au_after(terms: tuple[Term, ...], holes: _Holes) -> tuple[Pattern, bool]:
     """The after-side, with the before-side's holes: (pattern, open)."""
     texts = tuple(text_of(t) for t in terms)
-    if texts in holes.by_texts and (len(set(texts)) > 1 or not _is_atom_leaf(terms[0])):
+    # A single token with the same text in every example is kept as written, not a hole.
+    if texts in holes.by_texts and (len(set(texts)) > 1 or not terms[0].is_leaf):
         return Hole(holes.by_texts[texts]), False
     first = terms[0]
     if _alike(terms):

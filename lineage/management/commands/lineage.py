@@ -10,7 +10,6 @@ cards (lineage/engine/cards.py), with the probes' files for order preconditions.
 
 from __future__ import annotations
 
-import glob
 import json
 from pathlib import Path
 
@@ -18,7 +17,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from lineage import selectors, services
 from lineage.engine import experts
-from lineage.engine.__main__ import evaluator_for
+from lineage.engine.__main__ import evaluator_for, expand_paths
 from lineage.engine.walker import walk
 
 
@@ -133,9 +132,7 @@ class Command(BaseCommand):
         from lineage.engine import probes
 
         found: dict[str, list] = {}
-        paths = [Path(m) for pattern in patterns
-                 for m in (sorted(glob.glob(pattern)) if any(c in pattern for c in "*?[") else [pattern])]
-        for path in paths:
+        for path in expand_paths(patterns):
             try:
                 task, _gpu, items = probes.from_dict(json.loads(path.read_text()))
             except (OSError, ValueError, KeyError, TypeError) as error:
