@@ -107,13 +107,15 @@ class WalkRequest(models.Model):
 
 class SkillCard(models.Model):
     """A skill card induced from the stored lineages (lineage/engine/cards.py), kept whole
-    in `data`. Inducing again replaces a card of the same id. `status` says how far it
-    got: induced (from lineages), admitted (its roundtrip reproduced its effect; the
-    roundtrip gate is not built yet, so nothing is admitted), retired."""
+    in `data`. Inducing again replaces a card of the same id (and keeps its roundtrip).
+    `status` says how far it got (lineage/engine/admission.py): induced (from lineages,
+    not tried yet), verified (its roundtrip reproduced its effect: the library), failed
+    (its roundtrip did not), retired. `data["roundtrip"]` holds the trials behind it."""
 
     class Status(models.TextChoices):
         INDUCED = "induced"
-        ADMITTED = "admitted"
+        VERIFIED = "verified"
+        FAILED = "failed"
         RETIRED = "retired"
 
     card_id = models.CharField(max_length=100, unique=True)

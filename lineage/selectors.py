@@ -31,6 +31,7 @@ def skill_card_get(*, card_id: str) -> SkillCard | None:
     return SkillCard.objects.filter(card_id=card_id).first()
 
 
-def skill_cards_data(*, statuses: tuple[str, ...] = ("induced", "admitted")) -> list[dict]:
-    """The cards a search may use, as plain data (lineage/engine/skills.py reads them)."""
+def skill_cards_data(*, statuses: tuple[str, ...] = ("verified",)) -> list[dict]:
+    """The cards a search may use, as plain data (lineage/engine/skills.py reads them):
+    the library, the cards whose roundtrip reproduced their effect, by default."""
     return [row.data for row in SkillCard.objects.filter(status__in=statuses)]

@@ -156,8 +156,39 @@ def cards_induce(*, probes: dict[str, list] | None = None,
     parsed = [(row, LineageData.from_dict(row.data)) for row in rows]
     stored = []
     for card in cards.induce([data for _, data in parsed], probes or {}):
+        data = json_safe(card.to_dict())
+        old = SkillCard.objects.filter(card_id=card.id).values_list("data", flat=True).first()
+        if old and "roundtrip" in old:
+            data["roundtrip"] = old["roundtrip"]  # the trials stay with the card
         row, _ = SkillCard.objects.update_or_create(
-            card_id=card.id, defaults={"intent": card.intent, "data": json_safe(card.to_dict())})
+            card_id=card.id, defaults={"intent": card.intent, "data": data})
         row.lineages.set([r for r, data in parsed if any(t.intent == card.intent for t in data.transitions)])
         stored.append(row)
     return stored
+
+
+class AdmissionError(ValueError):
+    """An admission file that cannot be applied; the message says why."""
+
+
+@transaction.atomic
+def cards_admit(*, admission: Any) -> list[SkillCard]:
+    """Set the stored cards' status from a roundtrip's admission (bench/cards_admission.py
+    writes it; lineage/engine/admission.py decides), keeping the trials in the card's data;
+    every card named or none. Cards the file does not name are left as they are."""
+    if not isinstance(admission, dict) or not isinstance(admission.get("cards"), dict):
+        raise AdmissionError("not an admission file: expected {\"cards\": {card id: {\"status\": ...}}}")
+    allowed = {SkillCard.Status.INDUCED, SkillCard.Status.VERIFIED, SkillCard.Status.FAILED}
+    rows = {row.card_id: row for row in SkillCard.objects.select_for_update()
+            .filter(card_id__in=list(admission["cards"]))}
+    missing = sorted(set(admission["cards"]) - set(rows))
+    if missing:
+        raise AdmissionError(f"no stored skill cards {missing} (manage.py lineage induce first)")
+    for card_id, result in admission["cards"].items():
+        if not isinstance(result, dict) or result.get("status") not in allowed:
+            raise AdmissionError(f"{card_id}: status must be one of {sorted(allowed)}")
+        row = rows[card_id]
+        row.status = result["status"]
+        row.data = {**row.data, "roundtrip": json_safe({**result, "source": admission.get("source", "")})}
+        row.save(update_fields=["status", "data", "updated_at"])
+    return list(rows.values())

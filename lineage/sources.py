@@ -4,12 +4,16 @@ source of truth; the engine's SkillSource (lineage/engine/skills.py) does the ma
 
 from __future__ import annotations
 
+from django.conf import settings
+
 from lineage import selectors
 from lineage.engine.skills import SkillSource
 
 
 class StoredSkillSource(SkillSource):
-    """The `skills` source over the stored cards (read when the source is first used)."""
+    """The `skills` source over the stored cards (read when the source is first used):
+    those whose status is in settings.OPTIML_SKILL_STATUSES, by default only the verified
+    ones (`manage.py lineage admit` sets it from a roundtrip)."""
 
     def __init__(self) -> None:
         super().__init__(cards=None)
@@ -17,5 +21,6 @@ class StoredSkillSource(SkillSource):
     @property
     def cards(self) -> list[dict]:
         if self._cards is None:
-            self._cards = selectors.skill_cards_data()
+            statuses = tuple(getattr(settings, "OPTIML_SKILL_STATUSES", ("verified",)))
+            self._cards = selectors.skill_cards_data(statuses=statuses)
         return self._cards

@@ -233,6 +233,11 @@ OPTIML_PROPOSAL_SOURCES = [
     ).split(",")
     if path.strip()
 ]
+# Which stored skill cards lineage.sources.StoredSkillSource proposes from, by status:
+# the verified ones (their roundtrip reproduced their effect) unless told otherwise.
+OPTIML_SKILL_STATUSES = [
+    s.strip() for s in env_str("OPTIML_SKILL_STATUSES", "verified").split(",") if s.strip()
+]
 # A "running" evaluation whose worker went quiet for the gate's time limit plus this many
 # seconds is taken to be abandoned (worker killed) and may be claimed again. 300 s covers
 # nvcc on a large kernel and storing the verdict.

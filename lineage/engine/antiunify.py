@@ -27,6 +27,7 @@ Pure: tree-sitter in, plain data out.
 from __future__ import annotations
 
 import difflib
+import hashlib
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -571,3 +572,56 @@ def apply_everywhere(rewrite: Rewrite, source: str, parsed: Parsed | None = None
     out.append(raw[at:])
     bindings = {i: text for m in chosen for i, text in m.bindings.items()}
     return Applied(b"".join(out).decode(), chosen[0].start_byte, chosen[-1].end_byte, bindings)
+
+
+# --- replaying a step at its own sites ----------------------------------------------------
+
+
+def source_tokens(source: str) -> tuple[str, ...]:
+    """The source's tokens, comments and layout left out."""
+    return tuple(leaves(term_of(parse(source).root_node)))
+
+
+def tokens_digest(source: str) -> str:
+    """A short digest of the source's tokens: equal for sources that differ only in
+    layout and comments."""
+    return hashlib.sha256("\x00".join(source_tokens(source)).encode()).hexdigest()[:16]
+
+
+def sites_toward(trees: list[dict[str, Any]], before: str, after: str) -> list[list[int]] | None:
+    """Where a step's edits act, for replaying the step on its own before-state: for each
+    edit in turn, [the ordinal of its site among its matches, how many matches there
+    were], the site being the match that leaves the source closest (in tokens) to
+    `after`. An edit whose pattern matches in several places (`int j = 0` -> `int g = 0`)
+    is then made where the expert made it, not at the first place it fits. None when some
+    edit matches nowhere."""
+    target = source_tokens(after)
+    source, sites = before, []
+    for tree in trees:
+        matches = sorted(apply(rewrite_from_dict(tree), source), key=lambda m: m.start_byte)
+        if not matches:
+            return None
+        if len(matches) == 1:
+            best = 0
+        else:
+            ratios = [difflib.SequenceMatcher(None, source_tokens(m.source), target,
+                                              autojunk=False).ratio() for m in matches]
+            best = max(range(len(matches)), key=lambda i: (ratios[i], -i))
+        sites.append([best, len(matches)])
+        source = matches[best].source
+    return sites
+
+
+def apply_at_sites(trees: list[dict[str, Any]], sites: list[list[int]] | None, source: str,
+                   parsed: Parsed | None = None) -> str | None:
+    """Edits (rewrite trees) applied in turn, each at one place: its recorded site when it
+    matches as many places as it did where the site was recorded (sites_toward), else the
+    first place it matches; None when some edit matches nowhere."""
+    sites = sites or []
+    for index, tree in enumerate(trees):
+        matches = sorted(apply(rewrite_from_dict(tree), source, parsed), key=lambda m: m.start_byte)
+        if not matches:
+            return None
+        ordinal, count = sites[index] if index < len(sites) else (0, 0)
+        source, parsed = matches[ordinal if count == len(matches) else 0].source, None
+    return source

@@ -33,9 +33,10 @@ name: a float4 load in relu and in softmax are both VEC4) is grouped into one ca
   (antiunify.py): the edits of the card's steps (one step per lineage), clustered and
   anti-unified into patterns with holes, each with the tasks it came from and the suite's
   naive kernels (written before and apart from the experts) it matches, those outside
-  its own lineages said apart. A match is only a proposal: whether the materialised
-  kernel is right and faster is the roundtrip gate's question (not built yet), as is
-  retrieval inside the search.
+  its own lineages said apart; and each step whole (its edits, where they act, its
+  launch change) for replaying it. A match is only a proposal: whether the materialised
+  kernel is right and faster is the gate's question in the search (skills.py), and
+  whether a card reproduces its effect the roundtrip gate's (admission.py).
 
 Pure: plain data in (walker.Lineage, probes.Probe), plain data out.
 """
@@ -110,6 +111,14 @@ def expert_sources(lineage: Lineage, state: str) -> str | None:
     if expert.candidate(flags).content_hash() != record.candidate_hash:
         return None  # the expert changed since the walk
     return expert.plain_source(flags)
+
+
+def expert_plan(lineage: Lineage, state: str) -> dict[str, Any] | None:
+    """A state's launch plan as written (Expert.written_plan), where expert_sources gives
+    its source: a step's launch change goes with its edits."""
+    if expert_sources(lineage, state) is None:
+        return None
+    return experts.load(lineage.task).written_plan(frozenset(f for f in state.split(",") if f))
 
 
 def induce(lineages: list[Lineage], probes_by_task: dict[str, list[Probe]] | None = None,
@@ -249,11 +258,17 @@ def _anchor(representatives: list[tuple[Lineage, Transition]], sources: Sources 
         shown["bindings"] = [[text[:200] for text in texts] for texts in shown["bindings"]]
         rewrites.append({**shown, "tasks": own, "edits": len(members),
                          "generalised": len(own) > 1 and rewrite.holes > 0,
+                         # Some step was this rewrite alone (every edit of it a member):
+                         # only then is the rewrite, made wherever it matches, a whole
+                         # optimization (one edit of larger steps, alone, is half of one:
+                         # a float4 typedef without the float4 loads).
+                         "alone": any(end > start and set(range(start, end)) <= set(members)
+                                      for _, _, start, end in spans),
                          "matches_naive": matches,
                          "matches_naive_elsewhere": [m for m in matches if m not in own]})
     generalised = [r for r in rewrites if r["generalised"]]
     return {"status": "induced" if generalised else ("concrete only" if rewrites else "none usable"),
-            "steps": _steps(spans, edits, general_for),
+            "steps": _steps(spans, edits, general_for, sources),
             "kinds": sorted({e.kind for e in edits}), "edits": len(edits),
             "steps_without_sources": missing, "rewrites": rewrites,
             "generalised": len(generalised),
@@ -261,15 +276,17 @@ def _anchor(representatives: list[tuple[Lineage, Transition]], sources: Sources 
 
 
 def _steps(spans: list[tuple[Lineage, Transition, int, int]], edits: list[antiunify.Edit],
-           general_for: dict[int, antiunify.Rewrite]) -> list[dict[str, Any]]:
+           general_for: dict[int, antiunify.Rewrite], sources: Sources) -> list[dict[str, Any]]:
     """Each representative (and spine) step as the rewrites of all its edits, to apply
     together: `edits`, each edit's own (from this one example: what the roundtrip on the
     step's own lineage replays), and `general_edits`, its cluster's generalised rewrite
-    where it has one (what transfers). `complete` is false when some edit has no usable
-    rewrite (the step cannot be replayed by patterns alone)."""
+    where it has one (what transfers); `sites` and `general_sites`, where each edit acts
+    in its own before-state (antiunify.sites_toward). `complete` is false when some edit
+    has no usable rewrite (the step cannot be replayed by patterns alone)."""
     steps = []
     for lineage, step, start, end in spans:
         own, general, complete = [], [], end > start
+        before, after = expert_plan(lineage, step.before), expert_plan(lineage, step.after)
         for index in range(start, end):
             rewrite = antiunify.generalise([edits[index]])
             if rewrite is None or not rewrite.usable:
@@ -277,10 +294,59 @@ def _steps(spans: list[tuple[Lineage, Transition, int, int]], edits: list[antiun
                 continue
             own.append(rewrite.to_dict()["tree"])
             general.append((general_for.get(index) or rewrite).to_dict()["tree"])
+        replay: dict[str, Any] = {}
+        source_before, source_after = sources(lineage, step.before), sources(lineage, step.after)
+        if source_before is not None and source_after is not None:
+            own, complete, replay = _replayable(own, complete, source_before, source_after)
+            replay["general_sites"] = antiunify.sites_toward(general, source_before, source_after)
         steps.append({"task": lineage.task, "before": step.before, "after": step.after,
                       "speedup": step.speedup, "edits": own, "general_edits": general,
-                      "complete": complete})
+                      "complete": complete, **replay, **_launch_change(before, after)})
     return steps
+
+
+def _replayable(own: list[dict[str, Any]], complete: bool, before: str,
+                after: str) -> tuple[list[dict[str, Any]], bool, dict[str, Any]]:
+    """A step's own edits, checked: made at their sites on the step's before-state they
+    must give the after-state token for token (`replays`). Where the fine edits do not
+    (one change's edit swallowed another's, or some edit had no usable rewrite), the step
+    is replayed by one edit covering every change (antiunify.edit_of: the smallest unit
+    holding them all), if that one does; else by the concrete vector itself (`whole`:
+    the after-state's source, for a kernel whose tokens are the before-state's): a step
+    replayed so generalises to nothing, and says so (`merged`)."""
+    def check(trees: list[dict[str, Any]]) -> tuple[list[list[int]] | None, bool]:
+        sites = antiunify.sites_toward(trees, before, after)
+        made = antiunify.apply_at_sites(trees, sites, before) if sites is not None else None
+        return sites, made is not None and antiunify.source_tokens(made) == antiunify.source_tokens(after)
+
+    sites, replays = check(own) if complete else (None, False)
+    if not replays:
+        merged = antiunify.edit_of(before, after)
+        rewrite = antiunify.generalise([merged]) if merged is not None else None
+        if rewrite is not None and rewrite.usable:
+            whole = [rewrite.to_dict()["tree"]]
+            whole_sites, whole_replays = check(whole)
+            if whole_replays:
+                return whole, True, {"sites": whole_sites, "replays": True, "merged": "edit"}
+        return own, True, {"sites": sites, "replays": True, "merged": "source",
+                           "whole": {"before": antiunify.tokens_digest(before), "after": after}}
+    return own, complete, {"sites": sites, "replays": replays, "merged": ""}
+
+
+def _launch_change(before: dict[str, Any] | None, after: dict[str, Any] | None) -> dict[str, Any]:
+    """What a step does to the launch plan: the launches' grid, block and shared bytes
+    before and after (each as written, expr.fold), and the tunables they and the source
+    may use. skills.step_plan applies it to a kernel whose launches equal `before` at the
+    task's sizes. Empty when a plan is unknown (the step is then replayed on source alone)."""
+    if before is None or after is None:
+        return {}
+
+    def dims(plan: dict[str, Any]) -> list[dict[str, Any]]:
+        return [{k: launch.get(k, default) for k, default in
+                 (("grid", [1]), ("block", [1]), ("shared_bytes", 0))} for launch in plan["launches"]]
+
+    return {"launches": {"before": dims(before), "after": dims(after)},
+            "tunables": dict(after.get("tunables", {}))}
 
 
 def _intents_of(flags: set[str]) -> set[str]:

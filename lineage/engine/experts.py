@@ -95,6 +95,28 @@ class Expert:
         plan = self.candidate(on).plan_dict()
         return Candidate.from_source_and_plan(self.plain_source(on), plan)
 
+    def written_candidate(self, on: State) -> Candidate:
+        """The state as a person would have written it: the plain source, and the launch
+        plan with the flags folded out of its expressions and its tunables (written_plan).
+        The plans give the same launches at every size; the roundtrip starts from here."""
+        return Candidate.from_source_and_plan(self.plain_source(on), self.written_plan(on))
+
+    def written_plan(self, on: State) -> dict[str, Any]:
+        """The plan with every OPT_ flag put in and folded away (expr.fold):
+        `OPT_BLOCK_PER_ROW * M + (1 - OPT_BLOCK_PER_ROW) * cdiv(M, 128)` reads `M` with the
+        flag on, `cdiv(M, 128)` with it off. No OPT_ name is left (the arguments use
+        none: they are the task's tensors and sizes)."""
+        values = self.values(on)
+        plan = json.loads(json.dumps(self.plan))
+        for launch in plan.get("launches", []):
+            for key in ("grid", "block"):
+                if key in launch:
+                    launch[key] = [expr.fold(d, values) for d in launch[key]]
+            if "shared_bytes" in launch:
+                launch["shared_bytes"] = expr.fold(launch["shared_bytes"], values)
+        plan["tunables"] = {k: v for k, v in plan.get("tunables", {}).items() if k not in values}
+        return plan
+
     def plain_source(self, on: State) -> str:
         """The source as a person would have written this state: no OPT_ left, and the
         macros that carried a flag (defined once per branch) expanded where they are used

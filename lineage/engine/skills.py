@@ -21,12 +21,14 @@ from __future__ import annotations
 import glob
 import json
 import os
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from profiling.harness import tasks
-from profiling.harness.candidate import Candidate
+from profiling.harness import expr, tasks
+from profiling.harness.candidate import Candidate, CandidateError
+from profiling.harness.spec import Task
 from search.engine.diffs import candidate_diff
 from search.engine.types import NodeContext, Proposal
 
@@ -69,8 +71,11 @@ class SkillSource:
     name = "skills"
 
     def __init__(self, cards: list[dict[str, Any]] | None = None, llm: Any = None,
-                 llm_cards_per_node: int = LLM_CARDS_PER_NODE) -> None:
+                 llm_cards_per_node: int = LLM_CARDS_PER_NODE, together: bool = True) -> None:
         self._cards = cards
+        # Whether a card's patterns are also proposed all together (_together); off to
+        # replay the 2026-12-01 H200 roundtrip, which was recorded before it existed.
+        self.together = together
         self._llm = llm  # None: the endpoint OPTIML_LLM_* configures, if any
         self._llm_checked = llm is not None
         self.llm_cards_per_node = llm_cards_per_node
@@ -99,38 +104,43 @@ class SkillSource:
     def propose(self, context: NodeContext) -> list[Proposal]:
         parent = context.candidate
         proposals: list[Proposal] = []
-        seen = {parent.content_hash()}
+        seen = {kernel_key(parent)}  # kernels proposed here, layout aside
         matched: set[str] = set()
         parsed = antiunify.Parsed(parent.source)  # once for every card's first match
         for card in self.cards:
             for shown in card.get("anchor", {}).get("rewrites", []):
-                if not shown.get("generalised"):
-                    continue
+                if not shown.get("generalised") or not shown.get("alone", True):
+                    continue  # a pattern of one lineage, or one edit of larger steps only
                 rewrite = _rewrite(shown)
                 applied = antiunify.apply_everywhere(rewrite, parent.source, parsed) if rewrite else None
                 if applied is None:
                     continue
                 child = Candidate.from_dict({**parent.to_dict(), "source": applied.source})
-                if child.content_hash() in seen:
+                if kernel_key(child) in seen:
                     continue
-                seen.add(child.content_hash())
+                seen.add(kernel_key(child))
                 title = f"{card['intent']}: {shown['before']} -> {shown['after']}"
                 proposals.append(Proposal(
                     source=f"skill:{card['id']}", title=title,
                     rationale=_rationale(card, shown), candidate=child,
                     families=_FAMILIES.get(card["intent"], ()), diff=candidate_diff(parent, child),
-                    params={"card": card["id"], "pattern": shown["before"], "materialised_by": "pattern"}))
+                    params={"card": card["id"], "pattern": shown["before"], "materialised_by": "pattern"},
+                    expected_speedup=_median(card)))
                 matched.add(card["id"])
+            if self.together:
+                child = self._together(card, parent, seen)
+                if child is not None:
+                    proposals.append(child)
+                    matched.add(card["id"])
+        task = tasks.get(context.task)
         for card in self.cards:
             for step in card.get("anchor", {}).get("steps", []):
-                for edits_key in ("edits", "general_edits"):
-                    made = apply_step({**step, "edits": step.get(edits_key, [])}, parent.source, parsed)
-                    if made is None:
+                for edits_key, sites_key in (("edits", "sites"), ("general_edits", "general_sites")):
+                    child = materialise_step({**step, "edits": step.get(edits_key, []),
+                                              "sites": step.get(sites_key)}, parent, task, parsed)
+                    if child is None or kernel_key(child) in seen:
                         continue
-                    child = Candidate.from_dict({**parent.to_dict(), "source": made})
-                    if child.content_hash() in seen:
-                        continue
-                    seen.add(child.content_hash())
+                    seen.add(kernel_key(child))
                     matched.add(card["id"])
                     where = f"{step['task']}'s step from {{{step['before'] or 'the plain attempt'}}}"
                     proposals.append(Proposal(
@@ -138,13 +148,47 @@ class SkillSource:
                         rationale=_rationale(card, None, where), candidate=child,
                         families=_FAMILIES.get(card["intent"], ()), diff=candidate_diff(parent, child),
                         params={"card": card["id"], "materialised_by": "step", "step": where,
-                                "generalised": edits_key == "general_edits"}))
+                                "generalised": edits_key == "general_edits",
+                                "lineage": step["task"], "before": step["before"],
+                                "after": step["after"]},
+                        expected_speedup=step.get("speedup") or _median(card)))
         if self.llm is not None:
             proposals += self._by_llm(context, [c for c in self.cards if c["id"] not in matched], seen)
         return proposals
 
+    def _together(self, card: dict[str, Any], parent: Candidate,
+                  seen: set[tuple[str, str]]) -> Proposal | None:
+        """The card's generalised patterns all made, each wherever it matches: how a
+        card whose steps were several edits (restrict on the inputs and on the output, a
+        float4 type and its loads) is materialised whole, in one proposal. Only for cards
+        with a pattern that never was a whole step alone (those are not proposed one by
+        one: half of a step is seldom a kernel)."""
+        shown_all = [r for r in card.get("anchor", {}).get("rewrites", []) if r.get("generalised")]
+        if not any(not r.get("alone", True) for r in shown_all):
+            return None
+        source, used = parent.source, []
+        for shown in shown_all:
+            rewrite = _rewrite(shown)
+            applied = antiunify.apply_everywhere(rewrite, source) if rewrite else None
+            if applied is not None:
+                source, used = applied.source, [*used, shown["before"]]
+        if not used:
+            return None
+        child = Candidate.from_dict({**parent.to_dict(), "source": source})
+        if kernel_key(child) in seen:
+            return None
+        seen.add(kernel_key(child))
+        learned = sorted({t for r in shown_all for t in r["tasks"]})
+        where = f"{len(used)} patterns together ({', '.join(learned)})"
+        return Proposal(
+            source=f"skill:{card['id']}", title=f"{card['intent']}: its {where}",
+            rationale=_rationale(card, None, f"the card's {where}"), candidate=child,
+            families=_FAMILIES.get(card["intent"], ()), diff=candidate_diff(parent, child),
+            params={"card": card["id"], "patterns": used, "materialised_by": "patterns"},
+            expected_speedup=_median(card))
+
     def _by_llm(self, context: NodeContext, unmatched: list[dict[str, Any]],
-                seen: set[str]) -> list[Proposal]:
+                seen: set[tuple[str, str]]) -> list[Proposal]:
         """The best evidenced cards whose pattern did not match, materialised by the LLM."""
         from search.engine.judges import prompts
         from search.engine.types import JudgeError
@@ -163,14 +207,15 @@ class SkillSource:
                 child = _read_kernel(text, parent)
             except (JudgeError, prompts.MalformedReply, ValueError):
                 continue  # no answer, or not a kernel: nothing proposed (the transcript keeps it)
-            if child.content_hash() in seen:
+            if kernel_key(child) in seen:
                 continue
-            seen.add(child.content_hash())
+            seen.add(kernel_key(child))
             proposals.append(Proposal(
                 source=f"skill:{card['id']}", title=f"{card['intent']} (materialised by {self.llm.name})",
                 rationale=_rationale(card, None), candidate=child,
                 families=_FAMILIES.get(card["intent"], ()), diff=candidate_diff(parent, child),
-                params={"card": card["id"], "materialised_by": self.llm.name}))
+                params={"card": card["id"], "materialised_by": self.llm.name},
+                expected_speedup=_median(card)))
         return proposals
 
 
@@ -226,18 +271,97 @@ def _read_kernel(text: str, parent: Candidate) -> Candidate:
     return Candidate.from_source_and_plan(source, _plan(parent, data.get("plan")))
 
 
+def kernel_key(candidate: Candidate) -> tuple[str, str]:
+    """What makes two proposals one kernel: the source's tokens (layout and comments
+    aside: a card's own edits and its generalised ones often write the same code
+    differently laid out) and the plan."""
+    return antiunify.tokens_digest(candidate.source), json.dumps(candidate.plan_dict(), sort_keys=True)
+
+
+def materialise_step(step: dict[str, Any], parent: Candidate, task: Task,
+                     parsed: antiunify.Parsed | None = None) -> Candidate | None:
+    """A card step on `parent`: its edits on the source (apply_step) and its launch
+    change on the plan (step_plan); None when either does not apply."""
+    source = apply_step(step, parent.source, parsed)
+    if source is None:
+        return None
+    plan = step_plan(step, parent, source, task)
+    if plan is None:
+        return None
+    try:
+        return Candidate.from_source_and_plan(source, plan)
+    except CandidateError:
+        return None
+
+
+def step_plan(step: dict[str, Any], parent: Candidate, source: str, task: Task) -> dict[str, Any] | None:
+    """`parent`'s plan with the step's launch change made (cards._launch_change): the
+    launches' grid, block and shared bytes become the step's `after` where they equal its
+    `before` at every size the task checks (its L0 sizes and the full one: a kernel written
+    otherwise but launched the same way matches); the kernel names and arguments stay
+    the parent's. The tunables the new source and launches use that the parent lacks come
+    from the step (the parent's own values win: its source was written with them). None
+    when the launches differ, so the new code would be launched wrongly."""
+    plan = parent.plan_dict()
+    change = step.get("launches")
+    step_tunables = step.get("tunables", {})
+    if change and change["before"] != change["after"]:
+        if len(change["before"]) != len(plan["launches"]):
+            return None
+        for mine, theirs in zip(plan["launches"], change["before"], strict=True):
+            if not _same_dims(mine, plan.get("tunables", {}), theirs, step_tunables, task):
+                return None
+        plan["launches"] = [{**mine, **after} for mine, after in zip(plan["launches"], change["after"],
+                                                                     strict=True)]
+    used = set(re.findall(r"[A-Za-z_]\w*", source))
+    for launch in plan["launches"]:
+        for value in (*launch.get("grid", []), *launch.get("block", []), launch.get("shared_bytes", 0)):
+            used |= expr.names_in(value)
+    tunables = plan.setdefault("tunables", {})
+    for name, value in step_tunables.items():
+        if name in used and name not in tunables:
+            tunables[name] = value
+    return plan
+
+
+def same_launches(a: dict[str, Any], b: dict[str, Any], task: Task) -> bool:
+    """Whether two plans launch the same grids, blocks and shared bytes at every size
+    the task checks, each with its own tunables (kernel names and arguments aside)."""
+    return len(a["launches"]) == len(b["launches"]) and all(
+        _same_dims(x, a.get("tunables", {}), y, b.get("tunables", {}), task)
+        for x, y in zip(a["launches"], b["launches"], strict=True))
+
+
+def _same_dims(mine: dict[str, Any], my_tunables: dict[str, Any], theirs: dict[str, Any],
+               their_tunables: dict[str, Any], task: Task) -> bool:
+    """Whether two launches have the same grid, block and shared bytes at every size."""
+    for sizes in (task.sizes, *task.l0_sizes):
+        for key, default in (("grid", [1]), ("block", [1]), ("shared_bytes", 0)):
+            a, b = mine.get(key, default), theirs.get(key, default)
+            if key != "shared_bytes" and len(a) != len(b):
+                return False
+            pairs = zip(a, b, strict=True) if key != "shared_bytes" else [(a, b)]
+            try:
+                if any(expr.evaluate_int(x, {**sizes, **my_tunables}) !=
+                       expr.evaluate_int(y, {**sizes, **their_tunables}) for x, y in pairs):
+                    return False
+            except expr.ExpressionError:
+                return False
+    return True
+
+
 def apply_step(step: dict[str, Any], source: str, parsed: antiunify.Parsed | None = None) -> str | None:
-    """A card step's edits applied together, each at one place, the first it matches (a
-    step's edits are one a site: an edit made in two places is two edits); None unless
-    the step is complete and every edit matches. `parsed`: `source` parsed already."""
+    """A card step's edits applied together, each at one place (a step's edits are one a
+    site: an edit made in two places is two edits): where the expert made it when the
+    edit matches as many places as it did in the expert's before-state (`sites`,
+    antiunify.sites_toward), else the first place it matches. None unless the step is
+    complete and every edit matches. `parsed`: `source` parsed already."""
     if not step.get("complete"):
         return None
-    for tree in step["edits"]:
-        matches = antiunify.apply(antiunify.rewrite_from_dict(tree), source, parsed)
-        if not matches:
-            return None
-        source, parsed = min(matches, key=lambda m: m.start_byte).source, None
-    return source
+    whole = step.get("whole")
+    if whole:  # the concrete vector: only on the step's own before-state, token for token
+        return whole["after"] if antiunify.tokens_digest(source) == whole["before"] else None
+    return antiunify.apply_at_sites(step["edits"], step.get("sites"), source, parsed)
 
 
 def _rationale(card: dict[str, Any], shown: dict[str, Any] | None, step: str = "") -> str:
@@ -252,6 +376,13 @@ def _rationale(card: dict[str, Any], shown: dict[str, Any] | None, step: str = "
     return (f"{card['sentence'][:1].upper()}{card['sentence'][1:]}. Seen in "
             f"{card['evidence']['lineages']} lineages ({', '.join(card['scope']['tasks'])}), "
             f"{card['evidence']['transitions']} steps, {median}; {where}")
+
+
+def _median(card: dict[str, Any]) -> float | None:
+    """The card's median measured speed-up (None: never measured), what its proposals
+    expect: the judge weighs it into their prior (rules.evidence_weight)."""
+    speed = card["effects"]["speedup"]
+    return speed.get("median") if speed.get("n") else None
 
 
 def _rewrite(shown: dict[str, Any]) -> antiunify.Rewrite | None:

@@ -138,3 +138,61 @@ def _eval(node: ast.AST, names: Mapping[str, Number], source: str) -> Number:
         except ZeroDivisionError:
             raise ExpressionError(f"division by zero in {node.func.id}() in {source!r}") from None
     raise ExpressionError(f"unsupported syntax {ast.dump(node)[:60]} in {source!r}")
+
+
+def fold(expression: str | Number, names: Mapping[str, Number]) -> str | Number:
+    """`expression` with `names` put in and what that makes constant worked out: a number
+    when nothing free is left, else the simpler expression as text. Products with 0 or 1
+    and sums with 0 go away, so `OPT_X * M + (1 - OPT_X) * cdiv(M, 128)` folds to
+    `cdiv(M, 128)` at OPT_X = 0. The value is unchanged wherever both are defined."""
+    if not isinstance(expression, str):
+        return evaluate(expression, names)
+    try:
+        tree = ast.parse(expression.strip(), mode="eval")
+    except SyntaxError as error:
+        raise ExpressionError(f"cannot parse {expression!r}: {error.msg}") from None
+    folded = _fold(tree.body, names, expression)
+    if isinstance(folded, ast.Constant):
+        return folded.value
+    return ast.unparse(folded)
+
+
+def _constant(node: ast.AST) -> Number | None:
+    if isinstance(node, ast.Constant) and isinstance(node.value, int | float) \
+            and not isinstance(node.value, bool):
+        return node.value
+    return None
+
+
+def _fold(node: ast.AST, names: Mapping[str, Number], source: str) -> ast.AST:
+    if isinstance(node, ast.Name) and node.id in names:
+        return ast.Constant(names[node.id])
+    if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
+        left, right = _fold(node.left, names, source), _fold(node.right, names, source)
+        a, b = _constant(left), _constant(right)
+        if a is not None and b is not None:
+            return ast.Constant(_eval(ast.BinOp(left, node.op, right), {}, source))
+        if isinstance(node.op, ast.Mult) and 0 in (a, b):
+            return ast.Constant(0)
+        if isinstance(node.op, ast.Mult | ast.FloorDiv) and b == 1:
+            return left
+        if isinstance(node.op, ast.Mult) and a == 1:
+            return right
+        if isinstance(node.op, ast.Add | ast.Sub) and b == 0:
+            return left
+        if isinstance(node.op, ast.Add) and a == 0:
+            return right
+        return ast.BinOp(left, node.op, right)
+    if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
+        operand = _fold(node.operand, names, source)
+        value = _constant(operand)
+        return ast.Constant(_UNARY[type(node.op)](value)) if value is not None else \
+            ast.UnaryOp(node.op, operand)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _FUNCTIONS:
+        args = [_fold(arg, names, source) for arg in node.args]
+        if all(_constant(arg) is not None for arg in args):
+            return ast.Constant(_eval(ast.Call(node.func, args, []), {}, source))
+        return ast.Call(node.func, args, [])
+    if isinstance(node, ast.Name | ast.Constant):
+        return node
+    raise ExpressionError(f"unsupported syntax {ast.dump(node)[:60]} in {source!r}")

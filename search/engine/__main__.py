@@ -72,6 +72,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="the gate's base seed for its correctness inputs, one for the whole "
                           f"search (0 to 2**{SEED_BITS} - 1; default: a random one, printed)")
     run.add_argument("--parallel", type=int, default=1, help="asks outstanding at once")
+    run.add_argument("--max-depth", type=int, default=SearchConfig.max_depth,
+                     help="steps from the root a node may be refined at (an expert with nine "
+                          "optimizations is nine steps deep)")
     run.add_argument("--time-limit", type=float, metavar="MINUTES",
                      help="ask for no new candidate after this many minutes")
     run.add_argument("--json", type=Path, help="write the trajectory (tree + summary) here")
@@ -124,7 +127,7 @@ def optimize(args: argparse.Namespace, *, judge: Judge | None = None,
     search = Search(task.name, root, judge=judge, sources=sources,
                     fallback_judge=fallback_judge, root_title=_root_title(args),
                     root_proposal=written,
-                    config=SearchConfig(budget=args.budget, seed=args.seed),
+                    config=SearchConfig(budget=args.budget, seed=args.seed, max_depth=args.max_depth),
                     tolerance_allows_fast_math=fast_math_allowed(task))
     started = time.monotonic()
     try:

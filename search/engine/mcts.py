@@ -68,17 +68,23 @@ def open_nodes(tree: Tree, inflight: dict[int, int], *, widening_c: float,
     for node in sorted(tree.nodes.values(), key=lambda n: -n.depth):
         if not node.done:
             continue
-        if can_widen(node, inflight, widening_c=widening_c, widening_alpha=widening_alpha,
+        if can_widen(tree, node, inflight, widening_c=widening_c, widening_alpha=widening_alpha,
                      virtual_loss=virtual_loss) or any(c in result for c in node.children):
             result.add(node.id)
     return result
 
 
-def can_widen(node: Node, inflight: dict[int, int], *, widening_c: float, widening_alpha: float,
-              virtual_loss: float) -> bool:
+def can_widen(tree: Tree, node: Node, inflight: dict[int, int], *, widening_c: float,
+              widening_alpha: float, virtual_loss: float) -> bool:
+    """Whether the node may take a new child now. Children the gate failed do not count
+    against the limit: they are no alternative to refine, and counting them let a node
+    whose first few children all failed stall the search with proposals left (each
+    failure adds one child and one visit, and the limit grows only with the root of the
+    visits)."""
     visits = node.visits + virtual_loss * inflight.get(node.id, 0)
     limit = widening_limit(visits, widening_c=widening_c, widening_alpha=widening_alpha)
-    return bool(node.untried) and len(node.children) < limit
+    live = sum(1 for c in node.children if not (tree[c].done and not tree[c].passed))
+    return bool(node.untried) and live < limit
 
 
 def puct_scores(tree: Tree, parent: Node, children: list[Node], inflight: dict[int, int], *,
@@ -123,7 +129,7 @@ def select(tree: Tree, rng: np.random.Generator, *, c_puct: float = 1.25,
     if tree.root_id not in reachable:
         return None
     node = tree.root
-    while not can_widen(node, inflight, **widening):
+    while not can_widen(tree, node, inflight, **widening):
         children = [tree[c] for c in node.children if c in reachable]
         scores = np.asarray(puct_scores(tree, node, children, inflight, c_puct=c_puct,
                                         c_puct_base=c_puct_base, virtual_loss=virtual_loss))
@@ -142,7 +148,7 @@ def expand(tree: Tree, node_id: int, *, widening_c: float = 2.0, widening_alpha:
     """
     node = tree[node_id]
     inflight = pending_below(tree)
-    if not can_widen(node, inflight, widening_c=widening_c, widening_alpha=widening_alpha,
+    if not can_widen(tree, node, inflight, widening_c=widening_c, widening_alpha=widening_alpha,
                      virtual_loss=virtual_loss):
         return None
     while node.untried:

@@ -28,6 +28,9 @@ class Proposal:
     families: tuple[str, ...] = ()
     diff: str = ""  # unified diff of source and plan against the parent
     params: dict[str, Any] = field(default_factory=dict)
+    # The speed-up the proposer's own evidence expects (a skill card's measured effect),
+    # which the judge weighs into its prior; None when the proposer has no measurements.
+    expected_speedup: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

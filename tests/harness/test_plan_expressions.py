@@ -49,3 +49,17 @@ def test_a_negative_scratch_buffer_is_a_plan_verdict():
     plan = {**task.naive_plan, "scratch": [{"name": "tmp", "dtype": "float32", "count": "n - 2 * n"}]}
     verdict = compile_checked(task, Candidate.from_source_and_plan(task.naive_source, plan), task.sizes)
     assert verdict.status == "rejected" and verdict.guard == "plan", verdict.message
+
+
+def test_fold_puts_flags_in_and_leaves_the_launch_as_a_person_writes_it():
+    from profiling.harness.expr import evaluate, fold
+
+    written = "OPT_B * M + (1 - OPT_B) * cdiv(M, 128)"
+    assert fold(written, {"OPT_B": 1}) == "M"
+    assert fold(written, {"OPT_B": 0}) == "cdiv(M, 128)"
+    assert fold("OPT_A * 4 * (BQ + 4 * OPT_P)", {"OPT_A": 1, "OPT_P": 0}) == "4 * BQ"
+    assert fold("2 * (3 + 1)", {}) == 8 and fold(7, {}) == 7
+    for m in (1, 127, 128, 129, 4096):  # the same value wherever both are defined
+        for flag in (0, 1):
+            assert evaluate(fold(written, {"OPT_B": flag}), {"M": m}) == \
+                evaluate(written, {"OPT_B": flag, "M": m})

@@ -188,3 +188,14 @@ def test_q_is_normalised_by_the_values_seen_in_the_tree():
     scores = mcts.puct_scores(tree, tree.root, [tree[a], tree[b]], {}, c_puct=0.0,
                               c_puct_base=1e9, virtual_loss=1.0)
     assert scores == [pytest.approx(1.0, abs=1e-6), pytest.approx(0.8, abs=1e-6)]
+
+
+def test_children_the_gate_failed_do_not_hold_a_node_at_its_widening_limit():
+    # Five children, all rejected: five visits and five children, over the limit of
+    # ceil(2 * sqrt(6)) = 5 if failures counted. The node must still take its sixth.
+    tree = root_only([item(BLOCK=b) for b in (32, 64, 128, 512, 1024)] + [item(VEC=2)])
+    for _ in range(5):
+        child = mcts.expand(tree, 0)
+        finish(tree, child, -2.0)  # rejected
+    assert mcts.select(tree, np.random.default_rng(0)) == 0
+    assert mcts.expand(tree, 0) is not None and not tree.root.untried

@@ -222,9 +222,41 @@ def test_the_stored_cards_are_a_proposal_source_for_the_app():
     task = tasks.get("sgemm")
     candidate = Candidate.from_source_and_plan(task.naive_source, task.naive_plan)
     context = NodeContext(task="sgemm", candidate=candidate, measurement=None, diagnosis=None)
+    assert StoredSkillSource().propose(context) == []  # induced, not verified: not in the library
+    SkillCard.objects.filter(card_id="restrict-v1").update(status="verified")
     assert "skill:restrict-v1" in {p.source for p in StoredSkillSource().propose(context)}
     SkillCard.objects.update(status="retired")  # a retired card is not used
     assert StoredSkillSource().propose(context) == []
+
+
+def test_a_roundtrip_admission_sets_the_cards_status_and_keeps_its_trials(tmp_path):
+    import_recorded("relu", "softmax")
+    call_command("lineage", "induce", stdout=StringIO())
+    admission = json.loads((RESULTS / "2026-12-01-h200-admission.json").read_text())
+    stored = set(SkillCard.objects.values_list("card_id", flat=True))
+    path = tmp_path / "admission.json"
+    path.write_text(json.dumps({**admission, "cards": {k: v for k, v in admission["cards"].items()
+                                                       if k in stored}}))
+    out = StringIO()
+    call_command("lineage", "admit", str(path), stdout=out)
+    restrict = SkillCard.objects.get(card_id="restrict-v1")
+    assert restrict.status == "verified" and restrict.data["roundtrip"]["own"]["reproduced"] >= 1
+    assert "verified" in out.getvalue()
+    call_command("lineage", "induce", stdout=StringIO())  # induced again: the roundtrip stays
+    assert "roundtrip" in SkillCard.objects.get(card_id="restrict-v1").data
+
+
+def test_a_bad_admission_file_is_one_clear_error_and_changes_nothing(tmp_path):
+    import_recorded("relu")
+    call_command("lineage", "induce", stdout=StringIO())
+    bad = tmp_path / "admission.json"
+    for text, message in (("{not json", "cannot read"), ("[]", "not an admission file"),
+                          ('{"cards": {"nope-v1": {"status": "verified"}}}', "no stored skill cards"),
+                          ('{"cards": {"restrict-v1": {"status": "approved"}}}', "status must be one of")):
+        bad.write_text(text)
+        with pytest.raises(CommandError, match=message):
+            call_command("lineage", "admit", str(bad), stdout=StringIO())
+    assert set(SkillCard.objects.values_list("status", flat=True)) == {"induced"}
 
 
 def test_bad_induce_input_is_one_clear_error_and_no_card_is_stored(tmp_path):

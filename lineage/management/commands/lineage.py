@@ -1,11 +1,14 @@
 """manage.py lineage list | show <id> | walk --task T [--queue] | request <id> | import <file.json>
-               | induce [--probes GLOB ...] | skills [--intent I] | skill <card id>
+               | induce [--probes GLOB ...] | admit <admission.json> | skills [--intent I]
+               | skill <card id>
 
 `walk` runs the de-optimization walker here (a GPU host; `--replay` serves recordings) and
 stores the lineage; with `--queue` a GPU worker runs it instead (`request <id>` says how
 it stands); `import` stores one walked elsewhere (`python -m lineage.engine walk --json`).
 Each writes all rows of a lineage or none. `induce` turns the stored lineages into skill
-cards (lineage/engine/cards.py), with the probes' files for order preconditions.
+cards (lineage/engine/cards.py), with the probes' files for order preconditions; `admit`
+sets their status from a roundtrip (bench/cards_admission.py writes the file): only
+verified cards feed the app's searches.
 """
 
 from __future__ import annotations
@@ -45,6 +48,8 @@ class Command(BaseCommand):
         imported.add_argument("file")
         induce = verbs.add_parser("induce", help="skill cards from the stored lineages")
         induce.add_argument("--probes", nargs="*", default=[], help="probes JSON files or globs")
+        admit = verbs.add_parser("admit", help="set the cards' status from a roundtrip's admission file")
+        admit.add_argument("file")
         skills = verbs.add_parser("skills", help="the stored skill cards")
         skills.add_argument("--intent")
         skill = verbs.add_parser("skill", help="one skill card")
@@ -68,6 +73,8 @@ class Command(BaseCommand):
             self._request(options["id"])
         elif verb == "induce":
             self._induce(options["probes"])
+        elif verb == "admit":
+            self._admit(Path(options["file"]))
         elif verb == "skills":
             for row in selectors.skill_card_list(intent=options.get("intent")):
                 speed = row.data["effects"]["speedup"]
@@ -141,6 +148,21 @@ class Command(BaseCommand):
         rows = services.cards_induce(probes=found)
         self.stdout.write(f"stored {len(rows)} skill cards from the stored lineages "
                           f"({sum(len(v) for v in found.values())} probes)")
+
+    def _admit(self, path: Path) -> None:
+        try:
+            admission = json.loads(path.read_text())
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+            raise CommandError(f"cannot read {path}: {error}") from None
+        try:
+            rows = services.cards_admit(admission=admission)
+        except services.AdmissionError as error:
+            raise CommandError(str(error)) from None
+        counts: dict[str, int] = {}
+        for row in rows:
+            counts[row.status] = counts.get(row.status, 0) + 1
+        said = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
+        self.stdout.write(f"{len(rows)} skill cards: {said}")
 
     def _skill(self, card_id: str) -> None:
         row = selectors.skill_card_get(card_id=card_id)

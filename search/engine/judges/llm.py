@@ -24,6 +24,7 @@ from ..diffs import candidate_diff
 from ..types import FAMILIES, Diagnosis, JudgeError, NodeContext, Proposal
 from . import prompts
 from .prompts import MalformedReply
+from .rules import evidence_weight
 
 T = TypeVar("T")
 
@@ -152,10 +153,13 @@ class LLMJudge:
         return proposals
 
     def score(self, proposal: Proposal, diagnosis: Diagnosis) -> float:
-        """The LLM's own prior for a proposal it made (see `_prior`), else 0.5: it has
-        no opinion on proposals from other sources."""
+        """The LLM's own prior for a proposal it made (see `_prior`), else 0.5 scaled by
+        the proposer's measured expectation (rules.evidence_weight): it has no opinion on
+        proposals from other sources, but a skill card's evidence still counts."""
         prior = self._priors.get(proposal.candidate.content_hash())
-        return prior if prior is not None else self._priors.get(proposal.title, 0.5)
+        if prior is not None:
+            return prior
+        return self._priors.get(proposal.title, 0.5 * evidence_weight(proposal.expected_speedup))
 
     # --- writing a first kernel (no Mixture-of-Thoughts: one model, one answer) -----------
 

@@ -8,6 +8,7 @@ proposal sources do); they diagnose and they score.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from typing import Any
 
@@ -263,11 +264,30 @@ class RuleJudge:
 
         rank 0 (the top want) scores 1.0; with the defaults rank 1 scores 0.73, rank 2
         0.54, rank 3 0.41; a proposal of no wanted family (or of none) scores `base`.
+        The proposer's own measured expectation, where it has one (a skill card's effect),
+        scales that (evidence_weight).
         """
         ranks = [diagnosis.wants.index(f) for f in proposal.families if f in diagnosis.wants]
-        if not ranks:
-            return self.base_score
-        return self.base_score + (1.0 - self.base_score) * self.rank_decay ** min(ranks)
+        wanted = self.base_score if not ranks else \
+            self.base_score + (1.0 - self.base_score) * self.rank_decay ** min(ranks)
+        return wanted * evidence_weight(proposal.expected_speedup)
+
+
+# The expected speed-up at which a proposer's evidence weighs fully; below it the weight
+# falls with the square root, to a floor at EVIDENCE_FLOOR times it.
+EVIDENCE_FULL = 4.0
+EVIDENCE_FLOOR = 1 / 16
+
+
+def evidence_weight(expected_speedup: float | None) -> float:
+    """How a proposer's measured expectation scales the judge's prior, in (0, 1]:
+    sqrt(s / 4) for s between 4/16 and 4, so 4x or more weighs 1, 2x 0.71, an
+    unchanged 1x 0.5 and 0.5x (it was slower where it was measured) 0.35. No
+    expectation weighs 1, as before proposers carried one."""
+    if expected_speedup is None or expected_speedup != expected_speedup:  # None or NaN
+        return 1.0
+    share = min(max(expected_speedup / EVIDENCE_FULL, EVIDENCE_FLOOR), 1.0)
+    return math.sqrt(share)
 
 
 def _rank(lead: Iterable[str], by_class: tuple[str, ...], signals: Iterable[str]) -> tuple[str, ...]:
