@@ -26,3 +26,26 @@ def test_the_search_runs_on_skills_alone_from_the_plain_attempt():
     argv = search_argv("relu", Path("plain.cu"), Path("plan.json"), 60, Path("w"), Path("r"))
     args = build_parser().parse_args(argv)
     assert (args.sources, args.judge, args.budget, str(args.source)) == (SKILLS, "rules", 60, "plain.cu")
+
+
+# -- the transfer benchmark's pure parts (bench/skills_transfer.py) --------------------------
+
+
+def test_cards_without_a_task_know_nothing_of_its_expert():
+    from bench.skills_transfer import cards_without
+
+    left_out = cards_without("softmax")
+    assert left_out and all("softmax" not in c["scope"]["tasks"] for c in left_out)
+    assert all(s["task"] != "softmax" for c in left_out for s in c["anchor"].get("steps", []))
+    assert {c["intent"] for c in left_out} >= {"VEC4", "RESTRICT", "BLOCK_PER_ROW"}  # others had them
+
+
+def test_the_transfer_summary_is_a_geometric_mean_and_a_count_at_the_expert_share():
+    from bench.skills_transfer import suite_summary
+
+    rows = {"a": {"vs_vendor": 2.0, "share_of_expert_speed": 0.8},
+            "b": {"vs_vendor": 0.5, "share_of_expert_speed": 0.69},
+            "c": {"error": "RuntimeError: no GPU"}}
+    summary = suite_summary(rows)
+    assert summary["geomean_vs_vendor"] == pytest.approx(1.0)
+    assert summary["at_0.7_of_expert"] == ["a"] and summary["measured"] == 2 and summary["tasks"] == 3
