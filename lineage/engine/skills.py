@@ -36,6 +36,8 @@ from . import antiunify, cards, probes
 from .walker import Lineage
 
 RESULTS = Path(__file__).resolve().parents[2] / "bench" / "results"
+# A card's proposal title starts with its intent ("VEC4: softmax's step from ...").
+_INTENT_TITLE = re.compile(r"([A-Z][A-Z0-9_]*)\b")
 LLM_CARDS_PER_NODE = 2  # requests a node may cost: the best evidenced unmatched cards
 # The search's families a card's intent counts as, for the judge's scoring.
 _FAMILIES = {
@@ -71,11 +73,15 @@ class SkillSource:
     name = "skills"
 
     def __init__(self, cards: list[dict[str, Any]] | None = None, llm: Any = None,
-                 llm_cards_per_node: int = LLM_CARDS_PER_NODE, together: bool = True) -> None:
+                 llm_cards_per_node: int = LLM_CARDS_PER_NODE, together: bool = True,
+                 prune_orders: bool = True) -> None:
         self._cards = cards
-        # Whether a card's patterns are also proposed all together (_together); off to
-        # replay the 2026-12-01 H200 roundtrip, which was recorded before it existed.
+        # Whether a card's patterns are also proposed all together (_together), and
+        # whether the cards' order preconditions prune (_in_order); both off to replay the
+        # 2026-12-01 H200 roundtrip, which was recorded before they existed.
         self.together = together
+        self.prune_orders = prune_orders
+        self.pruned: list[tuple[str, list[str]]] = []  # (proposal title, intents it needed first)
         self._llm = llm  # None: the endpoint OPTIML_LLM_* configures, if any
         self._llm_checked = llm is not None
         self.llm_cards_per_node = llm_cards_per_node
@@ -154,7 +160,28 @@ class SkillSource:
                         expected_speedup=step.get("speedup") or _median(card)))
         if self.llm is not None:
             proposals += self._by_llm(context, [c for c in self.cards if c["id"] not in matched], seen)
-        return proposals
+        return self._in_order(proposals, context) if self.prune_orders else proposals
+
+    def _in_order(self, proposals: list[Proposal], context: NodeContext) -> list[Proposal]:
+        """The proposals without those of a card whose order precondition is unmet here:
+        the probes showed in this task that the card's step was refused or did nothing
+        without intent Y (its `order.required`), Y is not on the path from the root, and
+        a card of Y proposes at this node, so the search can take Y first. The order the
+        lineages showed to fail is not tried; the one they showed to work still is."""
+        by_id = {c["id"]: c for c in self.cards}
+        here = {by_id[p.params["card"]]["intent"] for p in proposals if p.params.get("card") in by_id}
+        done = {m.group(1) for title in context.history if (m := _INTENT_TITLE.match(title))}
+        kept = []
+        for proposal in proposals:
+            card = by_id.get(proposal.params.get("card"))
+            required = (card or {}).get("preconditions", {}).get("order", {}).get("required", {})
+            first = sorted(y for y, where in required.items()
+                           if context.task in where and y in here and y not in done)
+            if first:
+                self.pruned.append((proposal.title, first))
+                continue
+            kept.append(proposal)
+        return kept
 
     def _together(self, card: dict[str, Any], parent: Candidate,
                   seen: set[tuple[str, str]]) -> Proposal | None:

@@ -100,3 +100,29 @@ def test_the_rehearsal_serves_recorded_states_and_nothing_else():
     recorded = lineage.states["OPT_GRID_STRIDE"].measurement
     assert first.replayed and first.time_ms == recorded["time_ms"] and second.time_ms == recorded["time_ms"]
     assert third.status == "error" and third.message == NOT_A_STATE
+
+
+def test_a_cards_order_precondition_prunes_the_order_the_probes_showed_to_fail():
+    import copy
+
+    from lineage.engine.skills import SkillSource
+    from search.engine.types import NodeContext
+
+    by_id = {c["id"]: c for c in recorded_cards()}
+    restrict = copy.deepcopy(by_id["restrict-v1"])
+    restrict["preconditions"]["order"]["required"] = {"GRID_STRIDE": ["relu"]}  # as a probe would say
+    cards = [restrict, by_id["grid_stride-v1"]]
+    plain = experts.load("relu").written_candidate(frozenset())
+
+    def proposed(history=(), task="relu"):
+        source = SkillSource(cards=cards, together=False)
+        context = NodeContext(task=task, candidate=plain, measurement=None, diagnosis=None, history=history)
+        return {p.params["card"] for p in source.propose(context)}, source.pruned
+
+    cards_here, pruned = proposed()
+    assert cards_here == {"grid_stride-v1"}  # restrict waits: grid stride can come first here
+    assert pruned and all(first == ["GRID_STRIDE"] for _, first in pruned)
+    assert "restrict-v1" in proposed(history=("GRID_STRIDE: relu's step from {the plain attempt}",))[0]
+    unpruned = SkillSource(cards=cards, together=False, prune_orders=False)
+    context = NodeContext(task="relu", candidate=plain, measurement=None, diagnosis=None)
+    assert "restrict-v1" in {p.params["card"] for p in unpruned.propose(context)}
