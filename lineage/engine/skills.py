@@ -77,7 +77,7 @@ class SkillSource:
                  prune_orders: bool = True) -> None:
         self._cards = cards
         # Whether a card's patterns are also proposed all together (_together), and
-        # whether the cards' order preconditions prune (_in_order); both off to replay the
+        # whether the cards' order preconditions prune (_waits); both off to replay the
         # 2026-12-01 H200 roundtrip, which was recorded before they existed.
         self.together = together
         self.prune_orders = prune_orders
@@ -158,30 +158,34 @@ class SkillSource:
                                 "lineage": step["task"], "before": step["before"],
                                 "after": step["after"]},
                         expected_speedup=step.get("speedup") or _median(card)))
-        if self.llm is not None:
-            proposals += self._by_llm(context, [c for c in self.cards if c["id"] not in matched], seen)
-        return self._in_order(proposals, context) if self.prune_orders else proposals
+        waits = self._waits(proposals, context) if self.prune_orders else (lambda card: [])
+        kept = []
+        for proposal in proposals:
+            first = waits(next(c for c in self.cards if c["id"] == proposal.params["card"]))
+            if first:
+                self.pruned.append((proposal.title, first))
+            else:
+                kept.append(proposal)
+        if self.llm is not None:  # cards that wait are not handed to the LLM either
+            unmatched = [c for c in self.cards if c["id"] not in matched and not waits(c)]
+            kept += self._by_llm(context, unmatched, seen)
+        return kept
 
-    def _in_order(self, proposals: list[Proposal], context: NodeContext) -> list[Proposal]:
-        """The proposals without those of a card whose order precondition is unmet here:
-        the probes showed in this task that the card's step was refused or did nothing
-        without intent Y (its `order.required`), Y is not on the path from the root, and
-        a card of Y proposes at this node, so the search can take Y first. The order the
+    def _waits(self, proposals: list[Proposal], context: NodeContext):
+        """For a card, the intents it must wait for here (none: it may be proposed): the
+        probes showed in this task that its step was refused or did nothing without
+        intent Y (its `order.required`), Y is not on the path from the root, and a card
+        of Y proposes at this node, so the search can take Y first. The order the
         lineages showed to fail is not tried; the one they showed to work still is."""
         by_id = {c["id"]: c for c in self.cards}
         here = {by_id[p.params["card"]]["intent"] for p in proposals if p.params.get("card") in by_id}
         done = {m.group(1) for title in context.history if (m := _INTENT_TITLE.match(title))}
-        kept = []
-        for proposal in proposals:
-            card = by_id.get(proposal.params.get("card"))
-            required = (card or {}).get("preconditions", {}).get("order", {}).get("required", {})
-            first = sorted(y for y, where in required.items()
-                           if context.task in where and y in here and y not in done)
-            if first:
-                self.pruned.append((proposal.title, first))
-                continue
-            kept.append(proposal)
-        return kept
+
+        def waits(card: dict[str, Any]) -> list[str]:
+            required = card.get("preconditions", {}).get("order", {}).get("required", {})
+            return sorted(y for y, where in required.items()
+                          if context.task in where and y in here and y not in done)
+        return waits
 
     def _together(self, card: dict[str, Any], parent: Candidate,
                   seen: set[tuple[str, str]]) -> Proposal | None:
