@@ -32,7 +32,7 @@ from profiling.harness.spec import Task
 from search.engine.diffs import candidate_diff
 from search.engine.types import NodeContext, Proposal
 
-from . import antiunify, cards, probes
+from . import antiunify, cards, experts, probes
 from .walker import Lineage
 
 RESULTS = Path(__file__).resolve().parents[2] / "bench" / "results"
@@ -169,7 +169,33 @@ class SkillSource:
         if self.llm is not None:  # cards that wait are not handed to the LLM either
             unmatched = [c for c in self.cards if c["id"] not in matched and not waits(c)]
             kept += self._by_llm(context, unmatched, seen)
-        return kept
+        return kept + self._lineage_entry(context, seen)
+
+    def _lineage_entry(self, context: NodeContext, seen: set[tuple[str, str]]) -> list[Proposal]:
+        """At the search's root, when the cards hold a lineage of this very task: that
+        lineage's plain attempt (every optimization off, as written), the kernel its steps
+        replay from. It is no card and generalises nothing: it says `lineage:<task>`, and
+        a search whose cards leave the task's lineage out (bench/skills_transfer.py
+        --leave-own-out) never gets it. Like any proposal it must pass the gate."""
+        if context.history or not any(v.get("task") == context.task
+                                      for c in self.cards for v in c.get("vector", [])):
+            return []
+        try:
+            entry = experts.load(context.task).written_candidate(frozenset())
+        except (experts.ExpertError, OSError, CandidateError):
+            return []  # the lineage's expert is not in this checkout
+        if kernel_key(entry) in seen:
+            return []
+        seen.add(kernel_key(entry))
+        steps = sum(1 for c in self.cards for v in c.get("vector", []) if v.get("task") == context.task)
+        return [Proposal(
+            source=f"lineage:{context.task}", title=f"{context.task}'s lineage: its plain attempt",
+            rationale=(f"The skill library holds a verified lineage of {context.task} ({steps} "
+                       "steps in its cards). This is its plain attempt, every optimization off, "
+                       "as a person would write it: the kernel its cards' steps replay from, "
+                       "toward the expert. It replaces this kernel whole; the gate checks it."),
+            candidate=entry, families=(), diff=candidate_diff(context.candidate, entry),
+            params={"lineage": context.task, "state": "", "materialised_by": "lineage"})]
 
     def _waits(self, proposals: list[Proposal], context: NodeContext):
         """For a card, the intents it must wait for here (none: it may be proposed): the

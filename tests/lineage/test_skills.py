@@ -48,7 +48,9 @@ def test_cards_come_from_a_file_when_one_is_configured(tmp_path, monkeypatch):
     path.write_text(json.dumps({"format": card_engine.CARDS_FORMAT,
                                 "cards": [c for c in recorded_cards() if c["intent"] == "FAST_MATH"]}))
     monkeypatch.setenv("OPTIML_SKILL_CARDS", str(path))
-    assert {p.source for p in SkillSource().propose(naive("softmax"))} == {"skill:fast_math-v1"}
+    # (the card came, among others, from softmax's lineage: the root is offered its entry)
+    assert {p.source for p in SkillSource().propose(naive("softmax"))} == {"skill:fast_math-v1",
+                                                                         "lineage:softmax"}
     path.write_text("[]")
     with pytest.raises(ValueError, match="not a cards file"):
         load_cards(path)
@@ -118,7 +120,7 @@ def test_an_unmatched_card_is_materialised_by_the_llm_and_says_so(llm_server):
 def test_an_endpoint_that_fails_leaves_the_pattern_proposals(llm_server):
     llm_server.script(http_error(500), http_error(500))
     proposals = SkillSource(llm=model(llm_server), llm_cards_per_node=1).propose(naive("sgemm"))
-    assert [p.source for p in proposals] == ["skill:restrict-v1"]
+    assert [p.source for p in proposals] == ["skill:restrict-v1", "lineage:sgemm"]  # no LLM proposal
 
 
 def test_a_cards_step_rebuilds_the_next_state_of_its_own_lineage():
@@ -130,3 +132,28 @@ def test_a_cards_step_rebuilds_the_next_state_of_its_own_lineage():
     (grid_stride,) = [p for p in steps if p.source == "skill:grid_stride-v1" and not p.params["generalised"]]
     assert grid_stride.candidate.source == wanted
     assert "relu's step from {the plain attempt}" in grid_stride.rationale
+
+
+def test_at_the_root_a_task_whose_lineage_is_in_the_library_gets_that_lineages_plain_attempt():
+    # The naive sgemm was written apart from the expert: no card step matches it. With
+    # sgemm's lineage in the library, the root is offered the lineage's plain attempt,
+    # the kernel its steps replay from; it says where it came from, and is no card.
+    (entry,) = [p for p in SkillSource().propose(naive("sgemm")) if p.source.startswith("lineage:")]
+    plain = experts.load("sgemm").written_candidate(frozenset())
+    assert entry.source == "lineage:sgemm" and entry.params["materialised_by"] == "lineage"
+    assert entry.candidate.source == plain.source and entry.candidate.plan_dict() == plain.plan_dict()
+    assert "verified lineage of sgemm" in entry.rationale
+    # Below the root, and from the plain attempt itself, it is not offered again.
+    below = NodeContext(task="sgemm", candidate=naive("sgemm").candidate, measurement=None,
+                        diagnosis=None, history=("RESTRICT: its 1 patterns together",))
+    assert not [p for p in SkillSource().propose(below) if p.source.startswith("lineage:")]
+    at_plain = NodeContext(task="sgemm", candidate=plain, measurement=None, diagnosis=None)
+    assert not [p for p in SkillSource().propose(at_plain) if p.source.startswith("lineage:")]
+
+
+def test_cards_that_leave_the_tasks_lineage_out_offer_no_entry_into_it():
+    without = [c for c in recorded_cards() if all(v["task"] != "sgemm" for v in c["vector"])]
+    proposals = SkillSource(cards=without).propose(naive("sgemm"))
+    assert not [p for p in proposals if p.source.startswith("lineage:")]
+    # a task the library has no lineage of is offered none either
+    assert not [p for p in SkillSource().propose(naive("relu")) if p.source == "lineage:sgemm"]

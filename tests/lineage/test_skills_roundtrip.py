@@ -1,6 +1,7 @@
 """bench/skills_roundtrip.py's pure parts: the expert's recorded time and the rule for
 "reproduced" (the run itself is on the GPU host)."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -43,9 +44,31 @@ def test_cards_without_a_task_know_nothing_of_its_expert():
 def test_the_transfer_summary_is_a_geometric_mean_and_a_count_at_the_expert_share():
     from bench.skills_transfer import suite_summary
 
-    rows = {"a": {"vs_vendor": 2.0, "share_of_expert_speed": 0.8},
+    rows = {"a": {"vs_vendor": 2.0, "share_of_expert_speed": 0.8, "through_own_lineage": True},
             "b": {"vs_vendor": 0.5, "share_of_expert_speed": 0.69},
             "c": {"error": "RuntimeError: no GPU"}}
     summary = suite_summary(rows)
     assert summary["geomean_vs_vendor"] == pytest.approx(1.0)
     assert summary["at_0.7_of_expert"] == ["a"] and summary["measured"] == 2 and summary["tasks"] == 3
+    assert summary["through_own_lineage"] == ["a"]  # reuse of a's lineage, said apart
+
+
+def test_the_transfer_takes_cards_induced_earlier_only_if_they_left_out_what_the_run_needs(tmp_path):
+    import argparse
+
+    from bench.skills_transfer import cards_facts, cards_file
+    from lineage.engine.cards import CARDS_FORMAT
+
+    earlier, work = tmp_path / "earlier", tmp_path / "work"
+    earlier.mkdir(), work.mkdir()
+    (earlier / "cards-without-softmax.json").write_text(json.dumps(
+        {"format": CARDS_FORMAT, "left_out": None, "cards": [{"id": "vec4-v1"}]}))
+    args = argparse.Namespace(leave_own_out=True, workdir=str(work), cards_from=str(earlier))
+    with pytest.raises(ValueError, match="left out: None, wanted 'softmax'"):
+        cards_file("softmax", args)
+    (earlier / "cards-without-softmax.json").write_text(json.dumps(
+        {"format": CARDS_FORMAT, "left_out": "softmax", "cards": [{"id": "vec4-v1"}]}))
+    path = cards_file("softmax", args)
+    assert path == work / "cards-without-softmax.json"
+    facts = cards_facts(path)
+    assert facts["left_out"] == "softmax" and facts["cards"] == ["vec4-v1"] and len(facts["sha256"]) == 64
