@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import hashlib
 import glob
+import hashlib
 import json
 import math
 import os
