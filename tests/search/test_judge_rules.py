@@ -11,6 +11,7 @@ import pytest
 from profiling.harness import profile, tasks
 from profiling.harness.candidate import Candidate
 from search.engine.judges import RuleJudge
+from search.engine.judges.rules import evidence_weight
 from search.engine.types import FAMILIES, Diagnosis, Measurement, NodeContext, Proposal
 
 ROOT = Path(__file__).parents[2]
@@ -173,12 +174,26 @@ def test_scores_rank_proposals_by_how_highly_the_diagnosis_wants_their_families(
     diagnosis = Diagnosis("latency", "s", wants=("vectorize", "unroll", "grid_stride", "restrict"))
     scores = [judge.score(proposal(f), diagnosis) for f in ("vectorize", "unroll", "grid_stride", "restrict")]
     assert scores == sorted(scores, reverse=True) and len(set(scores)) == 4
-    assert scores[0] == 1.0
+    unmeasured = evidence_weight(None)  # a rewrite expects nothing: weighed as 1x
+    assert unmeasured == pytest.approx(0.5) and scores[0] == pytest.approx(unmeasured)
     unmatched = judge.score(proposal("fusion"), diagnosis)
-    assert unmatched == pytest.approx(0.1) and unmatched < scores[-1]
-    assert judge.score(proposal(), diagnosis) == pytest.approx(0.1)
+    assert unmatched == pytest.approx(0.1 * unmeasured) and unmatched < scores[-1]
+    assert judge.score(proposal(), diagnosis) == pytest.approx(0.1 * unmeasured)
     # A proposal of several families counts its best-ranked one.
     assert judge.score(proposal("fusion", "unroll"), diagnosis) == scores[1]
+
+
+def test_a_proposal_measured_faster_elsewhere_outranks_an_unmeasured_one_and_slower_ranks_below() -> None:
+    # A skill card's step carries its recorded speed-up; a rewrite carries none. The
+    # card's evidence must lift it above the rewrite of the same family, not below.
+    judge = RuleJudge()
+    diagnosis = Diagnosis("unknown", "s", wants=("tile", "unroll"))
+    rewrite = judge.score(proposal("tile"), diagnosis)
+    card = Proposal("skill:smem_tile-v1", "t", "r", naive_context("relu").candidate,
+                    families=("tile",), expected_speedup=1.5)
+    worse = Proposal("skill:smem_tile-v1", "t", "r", naive_context("relu").candidate,
+                     families=("tile",), expected_speedup=0.8)
+    assert judge.score(worse, diagnosis) < rewrite < judge.score(card, diagnosis)
 
 
 def test_on_real_profiles_matching_proposals_outscore_the_rest() -> None:

@@ -154,12 +154,14 @@ class LLMJudge:
 
     def score(self, proposal: Proposal, diagnosis: Diagnosis) -> float:
         """The LLM's own prior for a proposal it made (see `_prior`), else 0.5 scaled by
-        the proposer's measured expectation (rules.evidence_weight): it has no opinion on
-        proposals from other sources, but a skill card's evidence still counts."""
+        the proposer's measured expectation against none (rules.evidence_weight): it has
+        no opinion on proposals from other sources, so an unmeasured one stays at 0.5, a
+        card measured faster elsewhere rises (to 1 at 4x), one measured slower falls."""
         prior = self._priors.get(proposal.candidate.content_hash())
         if prior is not None:
             return prior
-        return self._priors.get(proposal.title, 0.5 * evidence_weight(proposal.expected_speedup))
+        relative = evidence_weight(proposal.expected_speedup) / evidence_weight(None)
+        return self._priors.get(proposal.title, 0.5 * relative)
 
     # --- writing a first kernel (no Mixture-of-Thoughts: one model, one answer) -----------
 

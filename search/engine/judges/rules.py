@@ -277,15 +277,18 @@ class RuleJudge:
 # falls with the square root, to a floor at EVIDENCE_FLOOR times it.
 EVIDENCE_FULL = 4.0
 EVIDENCE_FLOOR = 1 / 16
+NO_EXPECTATION = 1.0  # what an unmeasured proposal is taken to expect
 
 
 def evidence_weight(expected_speedup: float | None) -> float:
     """How a proposer's measured expectation scales the judge's prior, in (0, 1]:
     sqrt(s / 4) for s between 4/16 and 4, so 4x or more weighs 1, 2x 0.71, an
-    unchanged 1x 0.5 and 0.5x (it was slower where it was measured) 0.35. No
-    expectation weighs 1, as before proposers carried one."""
+    unchanged 1x 0.5 and 0.5x (it was slower where it was measured) 0.35. A proposal
+    with no expectation (a rewrite, a tunable: never measured) weighs as an unchanged
+    1x. (It weighed 1 until 2026-12-01, which put every measured card below every
+    unmeasured rewrite: the transfer run on the H200 spent its budget on tunables.)"""
     if expected_speedup is None or expected_speedup != expected_speedup:  # None or NaN
-        return 1.0
+        expected_speedup = NO_EXPECTATION
     share = min(max(expected_speedup / EVIDENCE_FULL, EVIDENCE_FLOOR), 1.0)
     return math.sqrt(share)
 
