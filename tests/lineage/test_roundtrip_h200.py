@@ -53,10 +53,13 @@ def test_the_roundtrip_replays_to_the_recorded_best(task_name):
 def test_eight_of_ten_experts_were_reproduced_within_sixty_evaluations():
     # The target is 9 of 10. topk and self_attention were stopped by the time
     # limit the device budget allowed (26 and 6 evaluations), not by the budget of 60.
+    # topk again with the whole budget (call d): still missed.
     assert RUN["reproduced"] == "8 of 10"
     missed = sorted(t for t, r in RUN["tasks"].items() if not r["reproduced"])
     assert missed == ["self_attention", "topk"]
     assert all(r["evaluations"] <= 60 for r in RUN["tasks"].values())
+    full = RUN["topk_full_budget"]
+    assert full["evaluations"] == 60 and not full["reproduced"] and full["share_of_expert_speed"] < 0.9
 
 
 def test_the_committed_admission_is_what_the_rule_decides_on_the_recorded_trials():
