@@ -2,6 +2,7 @@
 attempts. The engine's plain-data lineage (lineage/engine/walker.py) is the source; a row
 keeps it whole (`data`) so a lineage can be exported or replayed as it was recorded."""
 
+from django.conf import settings
 from django.db import models
 
 
@@ -109,13 +110,17 @@ class SkillCard(models.Model):
     """A skill card induced from the stored lineages (lineage/engine/cards.py), kept whole
     in `data`. Inducing again replaces a card of the same id (and keeps its roundtrip).
     `status` says how far it got (lineage/engine/admission.py): induced (from lineages,
-    not tried yet), verified (its roundtrip reproduced its effect: the library), failed
-    (its roundtrip did not), retired. `data["roundtrip"]` holds the trials behind it."""
+    not tried yet), verified (its roundtrip reproduced its effect: set by the system),
+    failed (its roundtrip did not), then approved or rejected by a reviewer
+    (services.skill_card_review), or retired. `data["roundtrip"]` holds the trials behind
+    it; its reviews and comments are rows of their own."""
 
     class Status(models.TextChoices):
         INDUCED = "induced"
         VERIFIED = "verified"
         FAILED = "failed"
+        APPROVED = "approved"
+        REJECTED = "rejected"
         RETIRED = "retired"
 
     card_id = models.CharField(max_length=100, unique=True)
@@ -131,3 +136,37 @@ class SkillCard(models.Model):
 
     def __str__(self) -> str:
         return f"skill card {self.card_id} ({self.status})"
+
+
+class SkillReview(models.Model):
+    """A reviewer's decision on a card, with the comment that gives the reason; the card's
+    status before and after it, so the history reads without the card."""
+
+    class Decision(models.TextChoices):
+        APPROVE = "approve"
+        REJECT = "reject"
+
+    card = models.ForeignKey(SkillCard, on_delete=models.CASCADE, related_name="reviews")
+    reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT,
+                                 related_name="skill_reviews")
+    decision = models.CharField(max_length=10, choices=Decision.choices)
+    comment = models.TextField()
+    status_before = models.CharField(max_length=10, choices=SkillCard.Status.choices)
+    status_after = models.CharField(max_length=10, choices=SkillCard.Status.choices)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at", "pk"]
+
+
+class SkillComment(models.Model):
+    """One message of a card's comment thread."""
+
+    card = models.ForeignKey(SkillCard, on_delete=models.CASCADE, related_name="comments")
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT,
+                               related_name="skill_comments")
+    text = models.TextField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at", "pk"]

@@ -27,11 +27,37 @@ def skill_card_list(*, intent: str | None = None) -> QuerySet[SkillCard]:
     return rows.filter(intent=intent) if intent else rows
 
 
+SKILL_SORTS = ("intent", "effect", "evidence")
+
+
+def skill_library(*, intent: str = "", task: str = "", status: str = "", arch: str = "",
+                  sort: str = "intent") -> list[SkillCard]:
+    """The library as its page lists it: filtered by intent, task family (a task in the
+    card's scope), architecture and status; sorted by intent, by effect (the median
+    measured speed-up, best first) or by evidence (lineages, then steps, most first).
+    A few dozen cards: the scope filters read the card's data here."""
+    rows = skill_card_list(intent=intent or None).annotate(
+        review_count=Count("reviews", distinct=True), comment_count=Count("comments", distinct=True))
+    if status:
+        rows = rows.filter(status=status)
+    cards = [c for c in rows
+             if (not task or task in c.data.get("scope", {}).get("tasks", []))
+             and (not arch or arch == c.data.get("scope", {}).get("arch"))]
+    cards.sort(key=lambda c: (c.intent, c.card_id))
+    if sort == "effect":
+        cards.sort(key=lambda c: (-(c.data["effects"]["speedup"].get("median") or 0), c.card_id))
+    elif sort == "evidence":
+        cards.sort(key=lambda c: (-c.data["evidence"]["lineages"], -c.data["evidence"]["transitions"],
+                                  c.card_id))
+    return cards
+
+
 def skill_card_get(*, card_id: str) -> SkillCard | None:
     return SkillCard.objects.filter(card_id=card_id).first()
 
 
-def skill_cards_data(*, statuses: tuple[str, ...] = ("verified",)) -> list[dict]:
+def skill_cards_data(*, statuses: tuple[str, ...] = ("approved",)) -> list[dict]:
     """The cards a search may use, as plain data (lineage/engine/skills.py reads them):
-    the library, the cards whose roundtrip reproduced their effect, by default."""
+    the library, the approved cards (their roundtrip reproduced their effect and a
+    reviewer approved them), by default."""
     return [row.data for row in SkillCard.objects.filter(status__in=statuses)]

@@ -14,7 +14,16 @@ from django.utils import timezone
 from lineage.engine import experts
 from lineage.engine.walker import Lineage as LineageData
 from lineage.engine.walker import walk
-from lineage.models import Lineage, LineageState, RejectedAttempt, SkillCard, Transition, WalkRequest
+from lineage.models import (
+    Lineage,
+    LineageState,
+    RejectedAttempt,
+    SkillCard,
+    SkillComment,
+    SkillReview,
+    Transition,
+    WalkRequest,
+)
 from profiling import services as gate_services
 from profiling.harness.tasks import UnknownTask
 from profiling.serialization import json_safe
@@ -167,6 +176,9 @@ def cards_induce(*, probes: dict[str, list] | None = None,
     return stored
 
 
+_DECIDED = (SkillCard.Status.APPROVED, SkillCard.Status.REJECTED, SkillCard.Status.RETIRED)
+
+
 class AdmissionError(ValueError):
     """An admission file that cannot be applied; the message says why."""
 
@@ -175,7 +187,8 @@ class AdmissionError(ValueError):
 def cards_admit(*, admission: Any) -> list[SkillCard]:
     """Set the stored cards' status from a roundtrip's admission (bench/cards_admission.py
     writes it; lineage/engine/admission.py decides), keeping the trials in the card's data;
-    every card named or none. Cards the file does not name are left as they are."""
+    every card named or none. Cards the file does not name are left as they are, and a
+    card a reviewer approved or rejected (or that was retired) keeps that status."""
     if not isinstance(admission, dict) or not isinstance(admission.get("cards"), dict):
         raise AdmissionError("not an admission file: expected {\"cards\": {card id: {\"status\": ...}}}")
     allowed = {SkillCard.Status.INDUCED, SkillCard.Status.VERIFIED, SkillCard.Status.FAILED}
@@ -188,7 +201,79 @@ def cards_admit(*, admission: Any) -> list[SkillCard]:
         if not isinstance(result, dict) or result.get("status") not in allowed:
             raise AdmissionError(f"{card_id}: status must be one of {sorted(allowed)}")
         row = rows[card_id]
-        row.status = result["status"]
+        if row.status not in _DECIDED:  # a reviewer's decision stays; the trials update
+            row.status = result["status"]
         row.data = {**row.data, "roundtrip": json_safe({**result, "source": admission.get("source", "")})}
         row.save(update_fields=["status", "data", "updated_at"])
     return list(rows.values())
+
+
+# -- the team's review of the skill library ------------------------------------------------
+
+
+class ReviewError(ValueError):
+    """A review the card's state does not allow; the message says why (an HTTP 409)."""
+
+
+MAX_COMMENT = 10_000
+
+
+def _comment_text(text: Any) -> str:
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError("a comment is required: say why")
+    if len(text) > MAX_COMMENT:
+        raise ValueError(f"a comment is at most {MAX_COMMENT} characters")
+    return text.strip()
+
+
+def skill_card_can_review(*, user: Any) -> bool:
+    """Who approves and rejects the project's default library: its admins (staff). Team
+    libraries, with their admins as reviewers, come with cards that belong to a team."""
+    return bool(user and user.is_authenticated and user.is_staff)
+
+
+def _roundtrip_reproduced(card: SkillCard) -> bool:
+    """Whether the newest roundtrip reproduced the card's effect: its admission's status
+    where one is kept, else whether the system verified it (now, or before a review)."""
+    kept = (card.data.get("roundtrip") or {}).get("status")
+    if kept:
+        return kept == SkillCard.Status.VERIFIED
+    return (card.status == SkillCard.Status.VERIFIED
+            or card.reviews.filter(status_before=SkillCard.Status.VERIFIED).exists())
+
+
+@transaction.atomic
+def skill_card_review(*, card_id: str, reviewer: Any, decision: str, comment: Any) -> SkillReview:
+    """Approve or reject a card, with the comment that says why. Only a card whose
+    roundtrip reproduced its effect (verified by the system) can be approved; any card not
+    already rejected or retired can be rejected. The card's status and the review change
+    together, or neither."""
+    if decision not in SkillReview.Decision.values:
+        raise ValueError(f"decision must be one of {sorted(SkillReview.Decision.values)}")
+    text = _comment_text(comment)
+    card = SkillCard.objects.select_for_update().filter(card_id=card_id).first()
+    if card is None:
+        raise SkillCard.DoesNotExist(card_id)
+    before = card.status
+    if decision == SkillReview.Decision.APPROVE:
+        if before == SkillCard.Status.APPROVED:
+            raise ReviewError(f"{card_id} is approved already")
+        if not _roundtrip_reproduced(card):
+            raise ReviewError(f"{card_id} is {before}: only a card whose roundtrip reproduced its "
+                              "effect (verified) can be approved")
+        after = SkillCard.Status.APPROVED
+    else:
+        if before in (SkillCard.Status.REJECTED, SkillCard.Status.RETIRED):
+            raise ReviewError(f"{card_id} is {before} already")
+        after = SkillCard.Status.REJECTED
+    card.status = after
+    card.save(update_fields=["status", "updated_at"])
+    return SkillReview.objects.create(card=card, reviewer=reviewer, decision=decision, comment=text,
+                                      status_before=before, status_after=after)
+
+
+def skill_comment_create(*, card_id: str, author: Any, text: Any) -> SkillComment:
+    card = SkillCard.objects.filter(card_id=card_id).first()
+    if card is None:
+        raise SkillCard.DoesNotExist(card_id)
+    return SkillComment.objects.create(card=card, author=author, text=_comment_text(text))

@@ -12,8 +12,9 @@ from lineage.engine.skills import SkillSource
 
 class StoredSkillSource(SkillSource):
     """The `skills` source over the stored cards (read when the source is first used):
-    those whose status is in settings.OPTIML_SKILL_STATUSES, by default only the verified
-    ones (`manage.py lineage admit` sets it from a roundtrip)."""
+    those whose status is in settings.OPTIML_SKILL_STATUSES, by default only the approved
+    ones (`manage.py lineage admit` verifies a card from its roundtrip; a reviewer then
+    approves or rejects it, /api/skills/<id>/review/)."""
 
     def __init__(self) -> None:
         super().__init__(cards=None)
@@ -21,6 +22,6 @@ class StoredSkillSource(SkillSource):
     @property
     def cards(self) -> list[dict]:
         if self._cards is None:
-            statuses = tuple(getattr(settings, "OPTIML_SKILL_STATUSES", ("verified",)))
+            statuses = tuple(getattr(settings, "OPTIML_SKILL_STATUSES", ("approved",)))
             self._cards = selectors.skill_cards_data(statuses=statuses)
         return self._cards

@@ -155,12 +155,20 @@ class TaskNameConverter(TokenConverter):
     regex = "[A-Za-z0-9_.-]{1,100}"
 
 
+class CardIdConverter(TokenConverter):
+    """`<card:card_id>`: a skill card's id as lineage/engine/cards.py makes them (the
+    intent in lower case and its version: `restrict-v1`), at most 100 characters."""
+
+    regex = "[a-z0-9_]{1,90}-v[0-9]{1,6}"
+
+
 def register_converters() -> None:
     """Called by each URL module that uses them, before its routes; once is enough."""
     from django.urls import register_converter
     from django.urls.converters import get_converters
 
     registered = get_converters()
-    for name, converter in (("id", IdConverter), ("token", TokenConverter), ("task", TaskNameConverter)):
+    for name, converter in (("id", IdConverter), ("token", TokenConverter), ("task", TaskNameConverter),
+                            ("card", CardIdConverter)):
         if name not in registered:
             register_converter(converter, name)

@@ -171,13 +171,17 @@ REST_FRAMEWORK = {
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "OptiML Studio API",
-    "DESCRIPTION": "Runs, their search trees, node evidence, share links and live events.",
+    "DESCRIPTION": ("Runs, their search trees, node evidence, share links and live events; "
+                    "the skill library and its review."),
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
     # Swagger UI's files come from the sidecar package, not a CDN.
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # One name for the skill cards' statuses wherever they appear (a card's, a review's
+    # before and after).
+    "ENUM_NAME_OVERRIDES": {"SkillCardStatusEnum": "lineage.models.SkillCard.Status"},
 }
 
 STATIC_URL = "static/"
@@ -234,9 +238,10 @@ OPTIML_PROPOSAL_SOURCES = [
     if path.strip()
 ]
 # Which stored skill cards lineage.sources.StoredSkillSource proposes from, by status:
-# the verified ones (their roundtrip reproduced their effect) unless told otherwise.
+# the approved ones (a reviewer approved them after their roundtrip reproduced their
+# effect) unless told otherwise; "approved,verified" lets cards not yet reviewed in too.
 OPTIML_SKILL_STATUSES = [
-    s.strip() for s in env_str("OPTIML_SKILL_STATUSES", "verified").split(",") if s.strip()
+    s.strip() for s in env_str("OPTIML_SKILL_STATUSES", "approved").split(",") if s.strip()
 ]
 # A "running" evaluation whose worker went quiet for the gate's time limit plus this many
 # seconds is taken to be abandoned (worker killed) and may be claimed again. 300 s covers

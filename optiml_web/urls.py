@@ -20,6 +20,7 @@ api_urlpatterns = [
     path("tasks/declared/", DeclaredTaskListApi.as_view(), name="api-declared-tasks"),
     path("tasks/declared/<task:name>/", DeclaredTaskDetailApi.as_view(), name="api-declared-task"),
     path("", include("search.urls")),
+    path("skills/", include("lineage.urls")),
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
     # The split view serves Swagger UI's settings as a script file of its own, not an
     # inline <script>, which the Content-Security-Policy would refuse.

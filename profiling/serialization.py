@@ -103,6 +103,12 @@ def text_for_users(text: str) -> str:
     return _SEED_IN_TEXT.sub(rf"\g<1>\g<2>{HIDDEN_SEED}", text)
 
 
+def data_for_users(value: Any) -> Any:
+    """Any stored data (a skill card's trials and risks quote gate messages) with every
+    seed its texts name hidden, as text_for_users; a new value, the stored one untouched."""
+    return _without_seed_text(value)
+
+
 def _without_seed_text(value: Any) -> Any:
     if isinstance(value, str):
         return text_for_users(value)

@@ -67,12 +67,18 @@ def world(db, people, relu_run, api, task_dir, monkeypatch, settings, tmp_path):
         "name": "fuzz-relu", "sizes": {"n": 4096}, "inputs": [{"name": "x", "shape": ["n"]}],
         "outputs": [{"name": "y", "shape": ["n"]}], "reference": {"y": "np.maximum(x, 0)"}}, format="json")
     assert declared.status_code == 201, declared.json()
+    from lineage.models import SkillCard
+
+    SkillCard.objects.create(card_id="vec4-v1", intent="VEC4", status="verified", data={
+        "sentence": "float4", "effects": {"speedup": {"n": 1, "median": 1.2, "min": 1.2, "max": 1.2}},
+        "evidence": {"lineages": 1, "transitions": 1}, "scope": {"tasks": ["relu"], "arch": "sm_90"},
+        "anchor": {"rewrites": [], "steps": []}})
     client = Client()
     client.force_login(alice)
     csrf = _get_new_csrf_string()
     return {
         "ids": {"run_id": run.pk, "node_id": 0, "share_id": share["id"], "token": share["token"],
-                "name": declared.json()["name"]},
+                "name": declared.json()["name"], "card_id": "vec4-v1"},
         # As a browser sends them: the session and CSRF cookies, and the token as a header.
         "cookies": {"sessionid": client.cookies["sessionid"].value, "csrftoken": csrf},
         "headers": {"X-CSRFToken": csrf},

@@ -28,6 +28,7 @@ from django.urls import URLResolver, get_resolver
 from rest_framework.test import APIClient
 
 from accounts import services as accounts
+from lineage.models import SkillCard, SkillComment, SkillReview
 from profiling.harness import tasks as task_registry
 from profiling.models import DeclaredTask, Evaluation
 from search.models import Run, RunNode, ShareLink
@@ -115,6 +116,10 @@ def world(people, relu_run, api, task_dir, settings, tmp_path) -> World:
         assert response.status_code == 201, response.json()
         names[slug] = response.json()["name"]
     export = owner.get(f"/api/runs/{team_run.pk}/export/").json()
+    SkillCard.objects.create(card_id="vec4-v1", intent="VEC4", status="verified", data={
+        "sentence": "float4", "effects": {"speedup": {"n": 1, "median": 1.2, "min": 1.2, "max": 1.2}},
+        "evidence": {"lineages": 1, "transitions": 1}, "scope": {"tasks": ["relu"], "arch": "sm_90"},
+        "anchor": {"rewrites": [], "steps": []}})
     users = {"owner": alice, "member": people["bob"], "admin": people["dana"], "other_team": erin,
              "no_team": people["carol"]}
     return World(
@@ -234,6 +239,19 @@ def matrix(world: World, api) -> dict[str, dict[str, list[Probe]]]:
             "GET": [Probe("GET", _by_link(world, "nodes/0/"), BY_LINK)]},
         "api/shared/<token:token>/nodes/<id:node_id>/ncu-report/": {
             "GET": [Probe("GET", _by_link(world, "nodes/0/ncu-report/"), BY_LINK)]},
+        # The project's skill library: read and discussed by anyone signed in, reviewed
+        # only by its reviewers (the project's admins; none of these roles is one).
+        "api/skills/": {"GET": [Probe("GET", "/api/skills/", ANY_SIGNED_IN),
+                                Probe("GET", "/api/skills/?sort=effect&task=relu", ANY_SIGNED_IN)]},
+        "api/skills/<card:card_id>/": {"GET": [Probe("GET", "/api/skills/vec4-v1/", ANY_SIGNED_IN)]},
+        "api/skills/<card:card_id>/review/": {"POST": [
+            Probe("POST", "/api/skills/vec4-v1/review/", expect(403, anonymous=401, share_holder=401),
+                  body={"decision": "approve", "comment": "fine"})]},
+        "api/skills/<card:card_id>/comments/": {
+            "GET": [Probe("GET", "/api/skills/vec4-v1/comments/", ANY_SIGNED_IN)],
+            "POST": [Probe("POST", "/api/skills/vec4-v1/comments/",
+                           expect(201, anonymous=401, share_holder=401),
+                           body={"text": "does it hold for odd N?"})]},
         "api/schema/": {"GET": [Probe("GET", "/api/schema/", PUBLIC)]},
         "api/docs/": {"GET": [Probe("GET", "/api/docs/", PUBLIC),
                               Probe("GET", "/api/docs/?script=", PUBLIC)]},
@@ -290,7 +308,8 @@ def _state() -> tuple:
     return (list(Run.objects.order_by("pk").values_list("pk", "status", "drive_token")),
             list(ShareLink.objects.order_by("pk").values_list("pk", "revoked_at")),
             list(DeclaredTask.objects.order_by("pk").values_list("pk", "name")),
-            RunNode.objects.count())
+            RunNode.objects.count(), list(SkillCard.objects.order_by("pk").values_list("pk", "status")),
+            SkillReview.objects.count(), SkillComment.objects.count())
 
 
 def _body_text(response) -> str:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.test import override_settings
 from django.utils import timezone
 
 from lineage import services
@@ -224,7 +225,15 @@ def test_the_stored_cards_are_a_proposal_source_for_the_app():
     context = NodeContext(task="sgemm", candidate=candidate, measurement=None, diagnosis=None)
     assert StoredSkillSource().propose(context) == []  # induced, not verified: not in the library
     SkillCard.objects.filter(card_id="restrict-v1").update(status="verified")
+    assert StoredSkillSource().propose(context) == []  # verified, not yet approved: by default, not used
+    SkillCard.objects.filter(card_id="restrict-v1").update(status="approved")
     assert "skill:restrict-v1" in {p.source for p in StoredSkillSource().propose(context)}
+    SkillCard.objects.filter(card_id="restrict-v1").update(status="verified")
+    with override_settings(OPTIML_SKILL_STATUSES=["approved", "verified"]):  # by the setting
+        assert "skill:restrict-v1" in {p.source for p in StoredSkillSource().propose(context)}
+    SkillCard.objects.filter(card_id="restrict-v1").update(status="rejected")  # never
+    with override_settings(OPTIML_SKILL_STATUSES=["approved", "verified"]):
+        assert StoredSkillSource().propose(context) == []
     SkillCard.objects.update(status="retired")  # a retired card is not used
     assert StoredSkillSource().propose(context) == []
 

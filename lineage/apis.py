@@ -1,0 +1,103 @@
+"""The skill library's REST API, under /api/skills/ (issue 11): the library with its
+filters, a card whole with its reviews and comments, a reviewer's approve or reject with
+a comment, and the comment thread. Thin: selectors read, services write."""
+
+from __future__ import annotations
+
+from django.http import Http404
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import status
+from rest_framework.exceptions import PermissionDenied, ValidationError
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from lineage import selectors, services
+from lineage.models import SkillCard
+from lineage.serializers import (
+    SkillCardRowSerializer,
+    SkillCardSerializer,
+    SkillCommentCreateSerializer,
+    SkillCommentSerializer,
+    SkillReviewCreateSerializer,
+    SkillReviewSerializer,
+)
+from optiml_web import params
+from optiml_web.schema import ErrorSerializer
+
+
+def _card(card_id: str) -> SkillCard:
+    card = (selectors.skill_card_list().prefetch_related("reviews__reviewer", "comments__author")
+            .filter(card_id=card_id).first())
+    if card is None:
+        raise Http404("no such skill card")
+    return card
+
+
+class SkillLibraryApi(APIView):
+    @extend_schema(responses=SkillCardRowSerializer(many=True), parameters=[
+        OpenApiParameter("intent", str),
+        OpenApiParameter("task", str, description="a task in the card's scope"),
+        OpenApiParameter("arch", str, description="sm_90, say"),
+        OpenApiParameter("status", str, enum=SkillCard.Status.values),
+        OpenApiParameter("sort", str, enum=selectors.SKILL_SORTS)])
+    def get(self, request: Request) -> Response:
+        """The skill library: every card with its intent, measured effect range, the
+        lineages and steps behind it, and its status."""
+        query = request.query_params
+        cards = selectors.skill_library(
+            intent=params.query_text(query, "intent", max_length=60),
+            task=params.query_text(query, "task", max_length=100),
+            arch=params.query_text(query, "arch", max_length=20),
+            status=params.query_choice(query, "status", SkillCard.Status.values),
+            sort=params.query_choice(query, "sort", selectors.SKILL_SORTS, default="intent"))
+        return Response(SkillCardRowSerializer(cards, many=True).data)
+
+
+class SkillCardApi(APIView):
+    @extend_schema(responses=SkillCardSerializer)
+    def get(self, request: Request, card_id: str) -> Response:
+        """A card whole: intent, anchor, vector (the experts' diffs), preconditions,
+        effects, risks, scope, evidence and roundtrip, with its reviews and comments."""
+        return Response(SkillCardSerializer(_card(card_id)).data)
+
+
+class SkillReviewApi(APIView):
+    @extend_schema(request=SkillReviewCreateSerializer,
+                   responses={201: SkillReviewSerializer, 403: ErrorSerializer, 409: ErrorSerializer})
+    def post(self, request: Request, card_id: str) -> Response:
+        """Approve or reject a card, with a comment saying why (the library's reviewers:
+        the project's admins). Only a verified card (its roundtrip reproduced its effect)
+        can be approved."""
+        _card(card_id)
+        if not services.skill_card_can_review(user=request.user):
+            raise PermissionDenied("only the library's reviewers approve or reject cards")
+        form = SkillReviewCreateSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        try:
+            review = services.skill_card_review(card_id=card_id, reviewer=request.user, **form.validated_data)
+        except services.ReviewError as error:
+            return Response({"detail": str(error)}, status=status.HTTP_409_CONFLICT)
+        except ValueError as error:
+            raise ValidationError({"comment": [str(error)]}) from None
+        return Response(SkillReviewSerializer(review).data, status=status.HTTP_201_CREATED)
+
+
+class SkillCommentsApi(APIView):
+    @extend_schema(responses=SkillCommentSerializer(many=True))
+    def get(self, request: Request, card_id: str) -> Response:
+        """The card's comment thread, oldest first."""
+        return Response(SkillCommentSerializer(_card(card_id).comments.all(), many=True).data)
+
+    @extend_schema(request=SkillCommentCreateSerializer, responses={201: SkillCommentSerializer})
+    def post(self, request: Request, card_id: str) -> Response:
+        """Add to the card's thread (anyone signed in)."""
+        _card(card_id)
+        form = SkillCommentCreateSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        try:
+            comment = services.skill_comment_create(card_id=card_id, author=request.user,
+                                                    text=form.validated_data["text"])
+        except ValueError as error:
+            raise ValidationError({"text": [str(error)]}) from None
+        return Response(SkillCommentSerializer(comment).data, status=status.HTTP_201_CREATED)

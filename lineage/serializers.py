@@ -1,0 +1,107 @@
+"""The skill library's API shapes (lineage/apis.py). A card's stored data quotes gate
+messages (its trials, its risks): every seed in them is hidden before it leaves."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import serializers
+
+from lineage.models import SkillCard, SkillComment, SkillReview
+from lineage.selectors import SKILL_SORTS
+from profiling.serialization import data_for_users
+
+
+class SkillLibraryQuerySerializer(serializers.Serializer):
+    intent = serializers.CharField(required=False, allow_blank=True, max_length=60)
+    task = serializers.CharField(required=False, allow_blank=True, max_length=100)
+    arch = serializers.CharField(required=False, allow_blank=True, max_length=20)
+    status = serializers.ChoiceField(choices=SkillCard.Status.choices, required=False, allow_blank=True)
+    sort = serializers.ChoiceField(choices=SKILL_SORTS, required=False, default="intent")
+
+
+class SkillCardRowSerializer(serializers.Serializer):
+    """A row of the library: the intent, the measured effect range, how many lineages and
+    steps are behind it, its status."""
+
+    card_id = serializers.CharField()
+    intent = serializers.CharField()
+    status = serializers.CharField()
+    sentence = serializers.SerializerMethodField()
+    effect = serializers.SerializerMethodField()
+    lineages = serializers.SerializerMethodField()
+    steps = serializers.SerializerMethodField()
+    tasks = serializers.SerializerMethodField()
+    reviews = serializers.IntegerField(source="review_count", default=0)
+    comments = serializers.IntegerField(source="comment_count", default=0)
+    updated_at = serializers.DateTimeField()
+
+    def get_sentence(self, card: SkillCard) -> str:
+        return card.data.get("sentence", "")
+
+    def get_effect(self, card: SkillCard) -> dict[str, Any]:
+        """The measured speed-ups: how many, the lowest, the median, the highest."""
+        return card.data["effects"]["speedup"]
+
+    def get_lineages(self, card: SkillCard) -> int:
+        return card.data["evidence"]["lineages"]
+
+    def get_steps(self, card: SkillCard) -> int:
+        return card.data["evidence"]["transitions"]
+
+    def get_tasks(self, card: SkillCard) -> list[str]:
+        return card.data.get("scope", {}).get("tasks", [])
+
+
+class SkillReviewSerializer(serializers.ModelSerializer):
+    reviewer = serializers.CharField(source="reviewer.username")
+
+    class Meta:
+        model = SkillReview
+        fields = ["id", "reviewer", "decision", "comment", "status_before", "status_after", "created_at"]
+
+
+class SkillCommentSerializer(serializers.ModelSerializer):
+    author = serializers.CharField(source="author.username")
+
+    class Meta:
+        model = SkillComment
+        fields = ["id", "author", "text", "created_at"]
+
+
+class SkillCardSerializer(SkillCardRowSerializer):
+    """A card whole: its stored data (intent, anchor, vector, preconditions, effects,
+    risks, scope, evidence, roundtrip), its reviews and its comments."""
+
+    card = serializers.SerializerMethodField()
+    review_history = SkillReviewSerializer(source="reviews", many=True)
+    comment_thread = SkillCommentSerializer(source="comments", many=True)
+
+    def get_card(self, card: SkillCard) -> dict[str, Any]:
+        return data_for_users(card_for_people(card.data))
+
+
+# The machine's parts of an anchor (syntax trees, token edits, sites): megabytes per card
+# that a person reads through the before/after texts and the vector's diffs instead.
+_MACHINE_KEYS = {"tree", "edits", "general_edits", "sites", "general_sites", "concrete_tokens",
+                 "bindings", "examples"}
+
+
+def card_for_people(data: dict[str, Any]) -> dict[str, Any]:
+    """A card's data without the machine's parts of its anchor; the rest as stored."""
+    anchor = data.get("anchor", {})
+    lean = {key: value for key, value in anchor.items() if key not in ("rewrites", "steps")}
+    lean["rewrites"] = [{k: v for k, v in r.items() if k not in _MACHINE_KEYS}
+                        for r in anchor.get("rewrites", [])]
+    lean["steps"] = [{k: v for k, v in step.items() if k not in _MACHINE_KEYS}
+                     for step in anchor.get("steps", [])]
+    return {**{k: v for k, v in data.items() if k != "anchor"}, "anchor": lean}
+
+
+class SkillReviewCreateSerializer(serializers.Serializer):
+    decision = serializers.ChoiceField(choices=SkillReview.Decision.choices)
+    comment = serializers.CharField(max_length=10_000, trim_whitespace=True)
+
+
+class SkillCommentCreateSerializer(serializers.Serializer):
+    text = serializers.CharField(max_length=10_000, trim_whitespace=True)

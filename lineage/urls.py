@@ -1,0 +1,16 @@
+"""The skill library's routes (mounted under /api/skills/ by optiml_web/urls.py).
+`<card:...>` takes only card ids (optiml_web.params): anything else is a 404."""
+
+from django.urls import path
+
+from lineage import apis
+from optiml_web import params
+
+params.register_converters()
+
+urlpatterns = [
+    path("", apis.SkillLibraryApi.as_view(), name="api-skills"),
+    path("<card:card_id>/", apis.SkillCardApi.as_view(), name="api-skill"),
+    path("<card:card_id>/review/", apis.SkillReviewApi.as_view(), name="api-skill-review"),
+    path("<card:card_id>/comments/", apis.SkillCommentsApi.as_view(), name="api-skill-comments"),
+]

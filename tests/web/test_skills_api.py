@@ -1,0 +1,159 @@
+"""The skill library's API (/api/skills/, issue 11) on the real database: the library's
+filters and sorts, a card whole without the machine's parts or any gate seed, the review
+workflow (only the library's reviewers; only a verified card can be approved; a comment
+says why; status and review change together) and the comment thread."""
+
+import pytest
+
+from lineage import services
+from lineage.models import SkillCard, SkillComment, SkillReview
+
+pytestmark = pytest.mark.django_db
+
+
+def card_data(card_id: str, intent: str, median: float, lineages: int, tasks: list[str]) -> dict:
+    return {
+        "id": card_id, "intent": intent, "sentence": f"do {intent.lower()}", "family": "memory",
+        "anchor": {"status": "generalised", "kinds": ["call_expression"],
+                   "rewrites": [{"before": "expf(?0)", "after": "__expf(?0)", "tasks": tasks,
+                                 "tree": {"kind": "call_expression", "children": ["x" * 5000]}}],
+                   "steps": [{"task": tasks[0], "before": "", "after": f"OPT_{intent}", "speedup": median,
+                              "edits": [{"kind": "call_expression", "big": "y" * 5000}]}]},
+        "vector": [{"task": tasks[0], "before": "", "after": f"OPT_{intent}", "speedup": median,
+                    "source_diff": "--- before.cu\n+++ after.cu\n-expf(x)\n+__expf(x)\n"}],
+        "preconditions": {"order": {"required": {}}}, "scope": {"tasks": tasks, "arch": "sm_90"},
+        "effects": {"speedup": {"n": 3, "min": median * 0.9, "median": median, "max": median * 1.1}},
+        "risks": [{"kind": "refused", "task": tasks[0], "message": "wrong at seed 123456789: max error 3.2"}],
+        "evidence": {"lineages": lineages, "transitions": 3 * lineages, "helped": 3, "neutral": 0, "hurt": 0},
+    }
+
+
+@pytest.fixture
+def library(people):
+    make = SkillCard.objects.create
+    return {
+        "fast": make(card_id="fast_math-v1", intent="FAST_MATH", status="verified",
+                     data=card_data("fast_math-v1", "FAST_MATH", 1.03, 2, ["softmax", "cross_entropy"])),
+        "vec4": make(card_id="vec4-v1", intent="VEC4", status="verified",
+                     data=card_data("vec4-v1", "VEC4", 1.16, 10, ["relu", "softmax"])),
+        "tile": make(card_id="smem_tile-v1", intent="SMEM_TILE", status="induced",
+                     data=card_data("smem_tile-v1", "SMEM_TILE", 1.5, 3, ["sgemm"])),
+    }
+
+
+@pytest.fixture
+def reviewer(people):
+    from django.contrib.auth import get_user_model
+
+    return get_user_model().objects.create_user("rita", password="rita-secret-1", is_staff=True)
+
+
+def ids(response) -> list[str]:
+    assert response.status_code == 200, response.content
+    return [row["card_id"] for row in response.json()]
+
+
+def test_the_library_filters_and_sorts(library, people, api):
+    bob = api(people["bob"])
+    assert ids(bob.get("/api/skills/")) == ["fast_math-v1", "smem_tile-v1", "vec4-v1"]  # by intent
+    assert ids(bob.get("/api/skills/?sort=effect")) == ["smem_tile-v1", "vec4-v1", "fast_math-v1"]
+    assert ids(bob.get("/api/skills/?sort=evidence")) == ["vec4-v1", "smem_tile-v1", "fast_math-v1"]
+    assert ids(bob.get("/api/skills/?task=softmax")) == ["fast_math-v1", "vec4-v1"]
+    assert ids(bob.get("/api/skills/?status=induced")) == ["smem_tile-v1"]
+    assert ids(bob.get("/api/skills/?intent=VEC4&arch=sm_90")) == ["vec4-v1"]
+    assert ids(bob.get("/api/skills/?arch=sm_100")) == []
+    row = bob.get("/api/skills/?intent=VEC4").json()[0]
+    assert row["effect"]["median"] == pytest.approx(1.16) and row["lineages"] == 10 and row["steps"] == 30
+    assert row["status"] == "verified" and row["tasks"] == ["relu", "softmax"]
+    for bad in ("sort=speed", "status=great"):
+        response = bob.get(f"/api/skills/?{bad}")
+        assert response.status_code == 400 and bad.split("=")[0] in response.json()
+
+
+def test_a_card_comes_whole_without_the_machines_parts_or_a_gate_seed(library, people, api):
+    response = api(people["carol"]).get("/api/skills/vec4-v1/")
+    assert response.status_code == 200
+    body = response.json()
+    card = body["card"]
+    assert card["vector"][0]["source_diff"].startswith("--- before.cu")
+    assert card["anchor"]["rewrites"][0]["before"] == "expf(?0)"
+    assert "tree" not in card["anchor"]["rewrites"][0] and "edits" not in card["anchor"]["steps"][0]
+    assert "123456789" not in response.content.decode() and "seed (hidden)" in card["risks"][0]["message"]
+    assert body["review_history"] == [] and body["comment_thread"] == []
+    assert api(people["carol"]).get("/api/skills/nope-v1/").status_code == 404
+    assert api(people["carol"]).get("/api/skills/Not_A_Card/").status_code == 404
+    stored = SkillCard.objects.get(card_id="vec4-v1").data
+    assert stored["risks"][0]["message"].endswith("seed 123456789: max error 3.2")  # stored as is
+
+
+def test_a_reviewer_approves_a_verified_card_with_a_comment_and_everyone_sees_it(library, people,
+                                                                                  reviewer, api):
+    response = api(reviewer).post("/api/skills/vec4-v1/review/",
+                                  {"decision": "approve", "comment": "float4 pays on every row kernel"},
+                                  format="json")
+    assert response.status_code == 201, response.content
+    assert response.json()["status_before"] == "verified" and response.json()["status_after"] == "approved"
+    seen = api(people["bob"]).get("/api/skills/vec4-v1/").json()
+    assert seen["status"] == "approved"
+    (review,) = seen["review_history"]
+    assert review["reviewer"] == "rita" and review["comment"] == "float4 pays on every row kernel"
+    # Approved already: a second approval is a conflict, and writes nothing.
+    again = api(reviewer).post("/api/skills/vec4-v1/review/", {"decision": "approve", "comment": "again"},
+                               format="json")
+    assert again.status_code == 409 and SkillReview.objects.count() == 1
+    # A reviewer may still reject it later, with the reason.
+    rejected = api(reviewer).post("/api/skills/vec4-v1/review/",
+                                  {"decision": "reject", "comment": "slower on odd N"}, format="json")
+    assert rejected.status_code == 201 and SkillCard.objects.get(card_id="vec4-v1").status == "rejected"
+
+
+def test_only_a_verified_card_can_be_approved_and_only_reviewers_review(library, people, reviewer, api):
+    response = api(reviewer).post("/api/skills/smem_tile-v1/review/",
+                                  {"decision": "approve", "comment": "looks right"}, format="json")
+    assert response.status_code == 409
+    assert "only a card whose roundtrip reproduced" in response.json()["detail"]
+    assert SkillCard.objects.get(card_id="smem_tile-v1").status == "induced"
+    for who in ("alice", "bob", "dana"):  # a team's admin reviews the team's cards, not the project's
+        refused = api(people[who]).post("/api/skills/vec4-v1/review/",
+                                        {"decision": "approve", "comment": "ok"}, format="json")
+        assert refused.status_code == 403
+    assert api().post("/api/skills/vec4-v1/review/", {"decision": "approve", "comment": "ok"},
+                      format="json").status_code == 401
+    for body in ({"decision": "approve"}, {"decision": "approve", "comment": "   "},
+                 {"decision": "promote", "comment": "x"}, {"decision": "approve", "comment": "x" * 10_001}):
+        assert api(reviewer).post("/api/skills/vec4-v1/review/", body, format="json").status_code == 400
+    assert not SkillReview.objects.exists() and SkillCard.objects.get(card_id="vec4-v1").status == "verified"
+
+
+def test_a_rejected_card_whose_roundtrip_reproduced_can_be_approved_after_all(library, reviewer):
+    services.skill_card_review(card_id="fast_math-v1", reviewer=reviewer, decision="reject", comment="unsure")
+    review = services.skill_card_review(card_id="fast_math-v1", reviewer=reviewer, decision="approve",
+                                        comment="the trials hold up")
+    assert (review.status_before, review.status_after) == ("rejected", "approved")
+    with pytest.raises(services.ReviewError, match="only a card whose roundtrip reproduced"):
+        services.skill_card_review(card_id="smem_tile-v1", reviewer=reviewer, decision="approve", comment="x")
+
+
+def test_members_comment_on_a_card_and_read_the_thread_in_order(library, people, api):
+    for who, text in (("bob", "does it hold for N % 4 != 0?"), ("carol", "the probes say it is refused")):
+        response = api(people[who]).post("/api/skills/vec4-v1/comments/", {"text": text}, format="json")
+        assert response.status_code == 201 and response.json()["author"] == who
+    thread = api(people["dana"]).get("/api/skills/vec4-v1/comments/").json()
+    assert [c["text"] for c in thread] == ["does it hold for N % 4 != 0?", "the probes say it is refused"]
+    assert api(people["bob"]).post("/api/skills/vec4-v1/comments/", {"text": ""},
+                                   format="json").status_code == 400
+    assert api().post("/api/skills/vec4-v1/comments/", {"text": "hi"}, format="json").status_code == 401
+    assert api(people["bob"]).post("/api/skills/nope-v1/comments/", {"text": "hi"},
+                                   format="json").status_code == 404
+    assert SkillComment.objects.count() == 2
+    row = api(people["bob"]).get("/api/skills/?intent=VEC4").json()[0]
+    assert row["comments"] == 2 and row["reviews"] == 0
+
+
+def test_an_admission_leaves_a_reviewers_decision_and_updates_the_trials(library, reviewer):
+    services.skill_card_review(card_id="vec4-v1", reviewer=reviewer, decision="approve", comment="good")
+    services.cards_admit(admission={"cards": {"vec4-v1": {"status": "failed", "trials": []},
+                                              "smem_tile-v1": {"status": "verified", "trials": []}}})
+    vec4, tile = SkillCard.objects.get(card_id="vec4-v1"), SkillCard.objects.get(card_id="smem_tile-v1")
+    assert vec4.status == "approved" and vec4.data["roundtrip"]["status"] == "failed"
+    assert tile.status == "verified"
