@@ -15,12 +15,14 @@ from rest_framework.views import APIView
 from lineage import selectors, services
 from lineage.models import SkillCard
 from lineage.serializers import (
+    SkillCardEditSerializer,
     SkillCardRowSerializer,
     SkillCardSerializer,
     SkillCommentCreateSerializer,
     SkillCommentSerializer,
     SkillReviewCreateSerializer,
     SkillReviewSerializer,
+    SkillVersionSerializer,
 )
 from optiml_web import params
 from optiml_web.schema import ErrorSerializer
@@ -60,6 +62,31 @@ class SkillCardApi(APIView):
         """A card whole: intent, anchor, vector (the experts' diffs), preconditions,
         effects, risks, scope, evidence and roundtrip, with its reviews and comments."""
         return Response(SkillCardSerializer(_card(card_id)).data)
+
+    @extend_schema(request=SkillCardEditSerializer,
+                   responses={200: SkillCardSerializer, 403: ErrorSerializer})
+    def patch(self, request: Request, card_id: str) -> Response:
+        """Edit the card's text (its sentence, the team's notes): a new version with you as
+        its author (the library's reviewers). Its code and evidence are not text."""
+        _card(card_id)
+        if not services.skill_card_can_review(user=request.user):
+            raise PermissionDenied("only the library's reviewers edit cards")
+        form = SkillCardEditSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        try:
+            services.skill_card_edit(card_id=card_id, author=request.user, **form.validated_data)
+        except ValueError as error:
+            raise ValidationError({"detail": str(error)}) from None
+        return Response(SkillCardSerializer(_card(card_id)).data)
+
+
+class SkillVersionsApi(APIView):
+    @extend_schema(responses=SkillVersionSerializer(many=True))
+    def get(self, request: Request, card_id: str) -> Response:
+        """The card's text history, oldest first, each version with its author, time and
+        the diff from the one before."""
+        history = selectors.skill_card_history(card=_card(card_id))
+        return Response(SkillVersionSerializer(history, many=True).data)
 
 
 class SkillReviewApi(APIView):

@@ -170,3 +170,22 @@ class SkillComment(models.Model):
 
     class Meta:
         ordering = ["created_at", "pk"]
+
+
+class SkillCardVersion(models.Model):
+    """One version of a card's text (its sentence and the team's notes): version 1 is
+    what induction wrote (no author); each edit makes the next, with its author and time.
+    The card's data holds the newest text; the history diffs each version with the one
+    before it."""
+
+    card = models.ForeignKey(SkillCard, on_delete=models.CASCADE, related_name="versions")
+    number = models.PositiveIntegerField()
+    sentence = models.TextField()
+    notes = models.TextField(blank=True)
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT,
+                               related_name="skill_versions")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["number"]
+        constraints = [models.UniqueConstraint(fields=["card", "number"], name="one_number_per_card_version")]

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import difflib
+
 from django.db.models import Count, QuerySet
 
-from lineage.models import Lineage, SkillCard, WalkRequest
+from lineage.models import Lineage, SkillCard, SkillCardVersion, WalkRequest
 
 
 def lineage_list(*, task: str | None = None) -> QuerySet[Lineage]:
@@ -61,3 +63,29 @@ def skill_cards_data(*, statuses: tuple[str, ...] = ("approved",)) -> list[dict]
     the library, the approved cards (their roundtrip reproduced their effect and a
     reviewer approved them), by default."""
     return [row.data for row in SkillCard.objects.filter(status__in=statuses)]
+
+
+def skill_card_history(*, card: SkillCard) -> list[dict]:
+    """The card's text versions, oldest first, each with the unified diff from the one
+    before it (the first: from nothing). A card never edited has one: its induced text."""
+    versions = list(card.versions.select_related("author"))
+    if not versions:
+        versions = [SkillCardVersion(card=card, number=1, sentence=card.data.get("sentence", ""),
+                                     notes=card.data.get("notes", ""), created_at=card.created_at)]
+    rows, before = [], ""
+    for version in versions:
+        text = version_text(version.sentence, version.notes)
+        rows.append({"number": version.number, "author": version.author.username if version.author else None,
+                     "created_at": version.created_at, "sentence": version.sentence, "notes": version.notes,
+                     "diff": text_diff(before, text, f"v{version.number - 1}", f"v{version.number}")})
+        before = text
+    return rows
+
+
+def version_text(sentence: str, notes: str) -> str:
+    return f"{sentence}\n\n{notes}\n" if notes else f"{sentence}\n"
+
+
+def text_diff(before: str, after: str, old_name: str, new_name: str) -> str:
+    return "".join(difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
+                                        fromfile=old_name, tofile=new_name))

@@ -105,3 +105,22 @@ class SkillReviewCreateSerializer(serializers.Serializer):
 
 class SkillCommentCreateSerializer(serializers.Serializer):
     text = serializers.CharField(max_length=10_000, trim_whitespace=True)
+
+
+class SkillCardEditSerializer(serializers.Serializer):
+    sentence = serializers.CharField(required=False, max_length=500)
+    notes = serializers.CharField(required=False, allow_blank=True, max_length=10_000)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if not attrs:
+            raise serializers.ValidationError("give the new sentence, the new notes, or both")
+        return attrs
+
+
+class SkillVersionSerializer(serializers.Serializer):
+    number = serializers.IntegerField()
+    author = serializers.CharField(allow_null=True, help_text="null: the text induction wrote")
+    created_at = serializers.DateTimeField()
+    sentence = serializers.CharField()
+    notes = serializers.CharField(allow_blank=True)
+    diff = serializers.CharField(allow_blank=True, help_text="unified diff from the version before")

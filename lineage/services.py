@@ -19,6 +19,7 @@ from lineage.models import (
     LineageState,
     RejectedAttempt,
     SkillCard,
+    SkillCardVersion,
     SkillComment,
     SkillReview,
     Transition,
@@ -169,6 +170,8 @@ def cards_induce(*, probes: dict[str, list] | None = None,
         old = SkillCard.objects.filter(card_id=card.id).values_list("data", flat=True).first()
         if old and "roundtrip" in old:
             data["roundtrip"] = old["roundtrip"]  # the trials stay with the card
+        if old and SkillCardVersion.objects.filter(card__card_id=card.id).exists():
+            data["sentence"], data["notes"] = old["sentence"], old.get("notes", "")  # the team's text stays
         row, _ = SkillCard.objects.update_or_create(
             card_id=card.id, defaults={"intent": card.intent, "data": data})
         row.lineages.set([r for r, data in parsed if any(t.intent == card.intent for t in data.transitions)])
@@ -277,3 +280,37 @@ def skill_comment_create(*, card_id: str, author: Any, text: Any) -> SkillCommen
     if card is None:
         raise SkillCard.DoesNotExist(card_id)
     return SkillComment.objects.create(card=card, author=author, text=_comment_text(text))
+
+
+MAX_SENTENCE = 500
+
+
+def _card_text(card: SkillCard) -> dict[str, str]:
+    return {"sentence": card.data.get("sentence", ""), "notes": card.data.get("notes", "")}
+
+
+@transaction.atomic
+def skill_card_edit(*, card_id: str, author: Any, sentence: str | None = None,
+                    notes: str | None = None) -> SkillCardVersion:
+    """Edit a card's text (its sentence, the team's notes): a new version with its author
+    and time, and the card's data holds it. The first edit keeps the induced text as
+    version 1. Its code, evidence and status are not text: they do not change."""
+    card = SkillCard.objects.select_for_update().filter(card_id=card_id).first()
+    if card is None:
+        raise SkillCard.DoesNotExist(card_id)
+    current = _card_text(card)
+    new = {"sentence": current["sentence"] if sentence is None else sentence.strip(),
+           "notes": current["notes"] if notes is None else notes.strip()}
+    if not new["sentence"]:
+        raise ValueError("a card needs its sentence")
+    if len(new["sentence"]) > MAX_SENTENCE or len(new["notes"]) > MAX_COMMENT:
+        raise ValueError(f"the sentence is at most {MAX_SENTENCE} characters, the notes {MAX_COMMENT}")
+    if new == current:
+        raise ValueError("the text is unchanged")
+    last = card.versions.order_by("-number").first()
+    if last is None:
+        last = SkillCardVersion.objects.create(card=card, number=1, author=None, **current)
+    version = SkillCardVersion.objects.create(card=card, number=last.number + 1, author=author, **new)
+    card.data = {**card.data, **new}
+    card.save(update_fields=["data", "updated_at"])
+    return version

@@ -13,4 +13,5 @@ urlpatterns = [
     path("<card:card_id>/", apis.SkillCardApi.as_view(), name="api-skill"),
     path("<card:card_id>/review/", apis.SkillReviewApi.as_view(), name="api-skill-review"),
     path("<card:card_id>/comments/", apis.SkillCommentsApi.as_view(), name="api-skill-comments"),
+    path("<card:card_id>/versions/", apis.SkillVersionsApi.as_view(), name="api-skill-versions"),
 ]

@@ -28,7 +28,7 @@ from django.urls import URLResolver, get_resolver
 from rest_framework.test import APIClient
 
 from accounts import services as accounts
-from lineage.models import SkillCard, SkillComment, SkillReview
+from lineage.models import SkillCard, SkillCardVersion, SkillComment, SkillReview
 from profiling.harness import tasks as task_registry
 from profiling.models import DeclaredTask, Evaluation
 from search.models import Run, RunNode, ShareLink
@@ -243,7 +243,12 @@ def matrix(world: World, api) -> dict[str, dict[str, list[Probe]]]:
         # only by its reviewers (the project's admins; none of these roles is one).
         "api/skills/": {"GET": [Probe("GET", "/api/skills/", ANY_SIGNED_IN),
                                 Probe("GET", "/api/skills/?sort=effect&task=relu", ANY_SIGNED_IN)]},
-        "api/skills/<card:card_id>/": {"GET": [Probe("GET", "/api/skills/vec4-v1/", ANY_SIGNED_IN)]},
+        "api/skills/<card:card_id>/": {
+            "GET": [Probe("GET", "/api/skills/vec4-v1/", ANY_SIGNED_IN)],
+            "PATCH": [Probe("PATCH", "/api/skills/vec4-v1/", expect(403, anonymous=401, share_holder=401),
+                            body={"sentence": "float4 loads"})]},
+        "api/skills/<card:card_id>/versions/": {
+            "GET": [Probe("GET", "/api/skills/vec4-v1/versions/", ANY_SIGNED_IN)]},
         "api/skills/<card:card_id>/review/": {"POST": [
             Probe("POST", "/api/skills/vec4-v1/review/", expect(403, anonymous=401, share_holder=401),
                   body={"decision": "approve", "comment": "fine"})]},
@@ -309,7 +314,7 @@ def _state() -> tuple:
             list(ShareLink.objects.order_by("pk").values_list("pk", "revoked_at")),
             list(DeclaredTask.objects.order_by("pk").values_list("pk", "name")),
             RunNode.objects.count(), list(SkillCard.objects.order_by("pk").values_list("pk", "status")),
-            SkillReview.objects.count(), SkillComment.objects.count())
+            SkillReview.objects.count(), SkillComment.objects.count(), SkillCardVersion.objects.count())
 
 
 def _body_text(response) -> str:

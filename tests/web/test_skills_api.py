@@ -157,3 +157,45 @@ def test_an_admission_leaves_a_reviewers_decision_and_updates_the_trials(library
     vec4, tile = SkillCard.objects.get(card_id="vec4-v1"), SkillCard.objects.get(card_id="smem_tile-v1")
     assert vec4.status == "approved" and vec4.data["roundtrip"]["status"] == "failed"
     assert tile.status == "verified"
+
+
+def test_an_edit_makes_a_new_version_whose_diff_the_history_shows(library, people, reviewer, api):
+    history = api(people["bob"]).get("/api/skills/vec4-v1/versions/").json()
+    assert [(v["number"], v["author"]) for v in history] == [(1, None)]  # the induced text
+    response = api(reviewer).patch("/api/skills/vec4-v1/", {
+        "sentence": "load and store four floats at a time", "notes": "needs N % 4 == 0"}, format="json")
+    assert response.status_code == 200, response.content
+    assert response.json()["sentence"] == "load and store four floats at a time"
+    history = api(people["bob"]).get("/api/skills/vec4-v1/versions/").json()
+    assert [(v["number"], v["author"]) for v in history] == [(1, None), (2, "rita")]
+    diff = history[1]["diff"]
+    assert "-do vec4" in diff and "+load and store four floats at a time" in diff
+    assert "+needs N % 4 == 0" in diff
+    assert diff.startswith("--- v1\n+++ v2")
+    # Only the text changed: the evidence and status are the card's as before.
+    card = SkillCard.objects.get(card_id="vec4-v1")
+    assert card.status == "verified" and card.data["evidence"]["lineages"] == 10
+    # Refusals write nothing: an unchanged text, an empty one, a member, a visitor.
+    refusals = ((reviewer, {"notes": "needs N % 4 == 0"}, 400), (reviewer, {"sentence": " "}, 400),
+                (reviewer, {}, 400), (people["dana"], {"notes": "mine"}, 403), (None, {"notes": "x"}, 401))
+    for who, body, code in refusals:
+        assert api(who).patch("/api/skills/vec4-v1/", body, format="json").status_code == code
+    assert SkillCard.objects.get(card_id="vec4-v1").versions.count() == 2
+
+
+def test_inducing_again_keeps_the_teams_text(library, reviewer, monkeypatch):
+    from lineage.engine import cards as card_engine
+
+    services.skill_card_edit(card_id="vec4-v1", author=reviewer, notes="our caveat")
+
+    class Induced:
+        id, intent = "vec4-v1", "VEC4"
+
+        def to_dict(self):
+            return {**card_data("vec4-v1", "VEC4", 1.2, 11, ["relu"]), "sentence": "induced again"}
+
+    monkeypatch.setattr(card_engine, "induce", lambda lineages, probes: [Induced()])
+    services.cards_induce()
+    data = SkillCard.objects.get(card_id="vec4-v1").data
+    assert data["notes"] == "our caveat" and data["sentence"] == "do vec4"
+    assert data["evidence"]["lineages"] == 11  # the evidence is induced anew
