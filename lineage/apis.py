@@ -22,6 +22,7 @@ from lineage.serializers import (
     SkillCommentSerializer,
     SkillReviewCreateSerializer,
     SkillReviewSerializer,
+    SkillUsageSerializer,
     SkillVersionSerializer,
 )
 from optiml_web import params
@@ -128,3 +129,12 @@ class SkillCommentsApi(APIView):
         except ValueError as error:
             raise ValidationError({"text": [str(error)]}) from None
         return Response(SkillCommentSerializer(comment).data, status=status.HTTP_201_CREATED)
+
+
+class SkillUsageApi(APIView):
+    @extend_schema(responses=SkillUsageSerializer(many=True))
+    def get(self, request: Request, card_id: str) -> Response:
+        """Where the card was applied, in the runs you may see: each node it made, with
+        its outcome and a link to it."""
+        usage = selectors.skill_card_usage(card=_card(card_id), user=request.user)
+        return Response(SkillUsageSerializer(usage, many=True).data)

@@ -89,3 +89,26 @@ def version_text(sentence: str, notes: str) -> str:
 def text_diff(before: str, after: str, old_name: str, new_name: str) -> str:
     return "".join(difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
                                         fromfile=old_name, tofile=new_name))
+
+
+def skill_card_usage(*, card: SkillCard, user) -> list[dict]:
+    """Where the card was applied: the nodes it made in the runs `user` may see, newest
+    run first, each with its outcome (status, time, and its speed-up over its parent)."""
+    from search.models import RunNode
+    from search.selectors import runs_visible_to
+
+    nodes = list(RunNode.objects.filter(run__in=runs_visible_to(user=user), source=f"skill:{card.card_id}")
+                 .select_related("run__task").order_by("-run_id", "node_id")[:500])
+    parent_ids = {n.parent_id for n in nodes if n.parent_id is not None}
+    parents = {(n.run_id, n.node_id): n.time_ms for n in RunNode.objects.filter(
+        run_id__in={n.run_id for n in nodes}, node_id__in=parent_ids)}
+    rows = []
+    for node in nodes:
+        before = parents.get((node.run_id, node.parent_id))
+        rows.append({"run": node.run_id, "task": node.run.task.name, "intent": node.run.intent,
+                     "node": node.node_id, "title": node.title, "status": node.status, "guard": node.guard,
+                     "level": node.level, "time_ms": node.time_ms, "parent_time_ms": before,
+                     "speedup_vs_parent": before / node.time_ms if before and node.time_ms else None,
+                     "page": f"/runs/{node.run_id}/",
+                     "api": f"/api/runs/{node.run_id}/nodes/{node.node_id}/"})
+    return rows

@@ -124,3 +124,19 @@ class SkillVersionSerializer(serializers.Serializer):
     sentence = serializers.CharField()
     notes = serializers.CharField(allow_blank=True)
     diff = serializers.CharField(allow_blank=True, help_text="unified diff from the version before")
+
+
+class SkillUsageSerializer(serializers.Serializer):
+    run = serializers.IntegerField()
+    task = serializers.CharField()
+    intent = serializers.CharField(allow_blank=True)
+    node = serializers.IntegerField()
+    title = serializers.CharField()
+    status = serializers.CharField(allow_blank=True, help_text="passed, rejected, error; blank while pending")
+    guard = serializers.CharField(allow_blank=True)
+    level = serializers.CharField(allow_blank=True)
+    time_ms = serializers.FloatField(allow_null=True)
+    parent_time_ms = serializers.FloatField(allow_null=True)
+    speedup_vs_parent = serializers.FloatField(allow_null=True)
+    page = serializers.CharField()
+    api = serializers.CharField()

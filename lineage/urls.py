@@ -14,4 +14,5 @@ urlpatterns = [
     path("<card:card_id>/review/", apis.SkillReviewApi.as_view(), name="api-skill-review"),
     path("<card:card_id>/comments/", apis.SkillCommentsApi.as_view(), name="api-skill-comments"),
     path("<card:card_id>/versions/", apis.SkillVersionsApi.as_view(), name="api-skill-versions"),
+    path("<card:card_id>/usage/", apis.SkillUsageApi.as_view(), name="api-skill-usage"),
 ]

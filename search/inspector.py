@@ -48,6 +48,10 @@ def node_detail(*, run: Run, node: RunNode, url: str) -> dict[str, Any]:
     return {
         **node_row(node),
         "proposer": node.source,
+        # A node a skill card made ("skill:<card id>") links to its card; search knows the
+        # convention, not the lineage app.
+        "skill_card_url": (f"/api/skills/{node.source.removeprefix('skill:')}/"
+                           if node.source.startswith("skill:") else None),
         "rationale": node.rationale,
         "diff": node.diff,
         "diff_vs_root": kernel_diff(run.root_candidate, node.candidate, to_label=f"node {node.node_id}"),

@@ -180,6 +180,7 @@ class RooflineSerializer(serializers.Serializer):
 class NodeDetailSerializer(NodeRowSerializer):
     source = serializers.CharField(help_text="the kernel's CUDA source (the row's `source` is `proposer`)")
     proposer = serializers.CharField()
+    skill_card_url = serializers.CharField(allow_null=True, help_text="the card that made it, if a card did")
     rationale = serializers.CharField(allow_blank=True)
     diff = serializers.CharField(allow_blank=True, help_text="unified diff against the parent")
     diff_vs_root = serializers.CharField(allow_blank=True,

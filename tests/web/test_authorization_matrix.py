@@ -120,6 +120,11 @@ def world(people, relu_run, api, task_dir, settings, tmp_path) -> World:
         "sentence": "float4", "effects": {"speedup": {"n": 1, "median": 1.2, "min": 1.2, "max": 1.2}},
         "evidence": {"lineages": 1, "transitions": 1}, "scope": {"tasks": ["relu"], "arch": "sm_90"},
         "anchor": {"rewrites": [], "steps": []}})
+    for run in (team_run, private_run):  # a node the card made in each run
+        root = RunNode.objects.get(run=run, node_id=0)
+        RunNode.objects.create(run=run, node_id=99, parent_id=0, candidate=root.candidate, state="done",
+                               source="skill:vec4-v1", title="VEC4: relu's step", status="passed",
+                               level="screen", time_ms=0.5)
     users = {"owner": alice, "member": people["bob"], "admin": people["dana"], "other_team": erin,
              "no_team": people["carol"]}
     return World(
@@ -247,6 +252,9 @@ def matrix(world: World, api) -> dict[str, dict[str, list[Probe]]]:
             "GET": [Probe("GET", "/api/skills/vec4-v1/", ANY_SIGNED_IN)],
             "PATCH": [Probe("PATCH", "/api/skills/vec4-v1/", expect(403, anonymous=401, share_holder=401),
                             body={"sentence": "float4 loads"})]},
+        # The card's usage: only nodes of runs the role may see (the markers check it).
+        "api/skills/<card:card_id>/usage/": {
+            "GET": [Probe("GET", "/api/skills/vec4-v1/usage/", ANY_SIGNED_IN)]},
         "api/skills/<card:card_id>/versions/": {
             "GET": [Probe("GET", "/api/skills/vec4-v1/versions/", ANY_SIGNED_IN)]},
         "api/skills/<card:card_id>/review/": {"POST": [

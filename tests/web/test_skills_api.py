@@ -199,3 +199,28 @@ def test_inducing_again_keeps_the_teams_text(library, reviewer, monkeypatch):
     data = SkillCard.objects.get(card_id="vec4-v1").data
     assert data["notes"] == "our caveat" and data["sentence"] == "do vec4"
     assert data["evidence"]["lineages"] == 11  # the evidence is induced anew
+
+
+def test_a_card_lists_where_it_was_applied_in_runs_you_may_see_and_the_node_links_back(
+        library, people, relu_run, api):
+    from search.models import RunNode
+
+    mine = relu_run(user=people["alice"], team=people["team"], intent="the team's relu")
+    private = relu_run(user=people["alice"], intent="alice alone")
+    for run, time_ms in ((mine, 0.4), (private, 0.6)):
+        root = RunNode.objects.get(run=run, node_id=0)
+        RunNode.objects.filter(pk=root.pk).update(time_ms=0.8)
+        RunNode.objects.create(run=run, node_id=99, parent_id=0, candidate=root.candidate, state="done",
+                               source="skill:vec4-v1", title="VEC4: relu's step", status="passed",
+                               level="screen", time_ms=time_ms)
+    seen_by_bob = api(people["bob"]).get("/api/skills/vec4-v1/usage/").json()
+    assert [(u["run"], u["node"]) for u in seen_by_bob] == [(mine.pk, 99)]  # not alice's private run
+    (use,) = seen_by_bob
+    assert use["speedup_vs_parent"] == pytest.approx(2.0) and use["status"] == "passed"
+    assert use["page"] == f"/runs/{mine.pk}/" and use["api"] == f"/api/runs/{mine.pk}/nodes/99/"
+    assert len(api(people["alice"]).get("/api/skills/vec4-v1/usage/").json()) == 2
+    assert api(people["carol"]).get("/api/skills/vec4-v1/usage/").json() == []
+    assert api(people["bob"]).get("/api/skills/fast_math-v1/usage/").json() == []
+    node = api(people["bob"]).get(use["api"]).json()
+    assert node["skill_card_url"] == "/api/skills/vec4-v1/"
+    assert api(people["bob"]).get(f"/api/runs/{mine.pk}/nodes/0/").json()["skill_card_url"] is None
