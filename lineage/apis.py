@@ -4,7 +4,9 @@ a comment, and the comment thread. Thin: selectors read, services write."""
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.http import Http404
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
 from rest_framework.exceptions import PermissionDenied, ValidationError
@@ -13,6 +15,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from lineage import selectors, services
+from lineage.engine.library import LibraryError
 from lineage.models import SkillCard
 from lineage.serializers import (
     SkillCardEditSerializer,
@@ -138,3 +141,29 @@ class SkillUsageApi(APIView):
         its outcome and a link to it."""
         usage = selectors.skill_card_usage(card=_card(card_id), user=request.user)
         return Response(SkillUsageSerializer(usage, many=True).data)
+
+
+class SkillLibraryExportApi(APIView):
+    @extend_schema(responses=OpenApiTypes.OBJECT)
+    def get(self, request: Request) -> Response:
+        """The whole library as one JSON file, for another team to import."""
+        return Response(selectors.skill_library_export(),
+                        headers={"Content-Disposition": 'attachment; filename="optiml-skill-library.json"'})
+
+
+class SkillLibraryImportApi(APIView):
+    @property
+    def max_body_bytes(self) -> int:  # a library with its cards' patterns is megabytes
+        return settings.OPTIML_MAX_IMPORT_BYTES
+
+    @extend_schema(request=OpenApiTypes.OBJECT, responses={201: OpenApiTypes.OBJECT, 403: ErrorSerializer})
+    def post(self, request: Request) -> Response:
+        """Import a library file (the library's reviewers): new cards are stored as
+        induced, to pass their roundtrip here; cards already stored are skipped."""
+        if not services.skill_card_can_review(user=request.user):
+            raise PermissionDenied("only the library's reviewers import cards")
+        try:
+            result = services.skill_library_import(data=request.data, importer=request.user)
+        except LibraryError as error:
+            raise ValidationError({error.where: [error.message]}) from None
+        return Response(result, status=status.HTTP_201_CREATED)

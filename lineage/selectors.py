@@ -112,3 +112,16 @@ def skill_card_usage(*, card: SkillCard, user) -> list[dict]:
                      "page": f"/runs/{node.run_id}/",
                      "api": f"/api/runs/{node.run_id}/nodes/{node.node_id}/"})
     return rows
+
+
+def skill_library_export() -> dict:
+    """The whole library as a file another team can import (lineage/engine/library.py):
+    every card as stored, its status and its data, the machine's parts included (the
+    search needs them)."""
+    from django.utils import timezone
+
+    from lineage.engine.library import library_dict
+
+    cards = [{"card_id": c.card_id, "intent": c.intent, "status": c.status, "data": c.data}
+             for c in SkillCard.objects.order_by("card_id")]
+    return library_dict(cards, timezone.now().isoformat(timespec="seconds"))

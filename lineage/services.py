@@ -314,3 +314,30 @@ def skill_card_edit(*, card_id: str, author: Any, sentence: str | None = None,
     card.data = {**card.data, **new}
     card.save(update_fields=["data", "updated_at"])
     return version
+
+
+@transaction.atomic
+def skill_library_import(*, data: Any, importer: Any) -> dict[str, list[str]]:
+    """Import a library file (lineage/engine/library.py checks it first: every card or
+    none). A card whose id is stored already is left as it is (skipped). A new card is
+    stored as induced, whatever the file says: its roundtrip ran elsewhere, so it enters
+    this library only by passing its roundtrip here. What the file said (its status and
+    trials) is kept as evidence under data["imported"]."""
+    from lineage.engine.library import parse_library
+
+    cards = parse_library(data)
+    stored = set(SkillCard.objects.filter(card_id__in=[c["card_id"] for c in cards])
+                 .values_list("card_id", flat=True))
+    created, skipped = [], []
+    for card in cards:
+        if card["card_id"] in stored:
+            skipped.append(card["card_id"])
+            continue
+        body = {key: value for key, value in card["data"].items() if key not in ("roundtrip", "imported")}
+        body["imported"] = json_safe({"status": card["status"], "roundtrip": card["data"].get("roundtrip"),
+                                      "by": getattr(importer, "username", ""),
+                                      "at": timezone.now().isoformat(timespec="seconds")})
+        SkillCard.objects.create(card_id=card["card_id"], intent=card["intent"],
+                                 status=SkillCard.Status.INDUCED, data=body)
+        created.append(card["card_id"])
+    return {"created": created, "skipped": skipped}

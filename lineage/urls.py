@@ -10,6 +10,8 @@ params.register_converters()
 
 urlpatterns = [
     path("", apis.SkillLibraryApi.as_view(), name="api-skills"),
+    path("export/", apis.SkillLibraryExportApi.as_view(), name="api-skills-export"),
+    path("import/", apis.SkillLibraryImportApi.as_view(), name="api-skills-import"),
     path("<card:card_id>/", apis.SkillCardApi.as_view(), name="api-skill"),
     path("<card:card_id>/review/", apis.SkillReviewApi.as_view(), name="api-skill-review"),
     path("<card:card_id>/comments/", apis.SkillCommentsApi.as_view(), name="api-skill-comments"),

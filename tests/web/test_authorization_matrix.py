@@ -248,6 +248,10 @@ def matrix(world: World, api) -> dict[str, dict[str, list[Probe]]]:
         # only by its reviewers (the project's admins; none of these roles is one).
         "api/skills/": {"GET": [Probe("GET", "/api/skills/", ANY_SIGNED_IN),
                                 Probe("GET", "/api/skills/?sort=effect&task=relu", ANY_SIGNED_IN)]},
+        "api/skills/export/": {"GET": [Probe("GET", "/api/skills/export/", ANY_SIGNED_IN)]},
+        "api/skills/import/": {"POST": [  # reviewers only; none of these roles is one
+            Probe("POST", "/api/skills/import/", expect(403, anonymous=401, share_holder=401),
+                  body={"format": "optiml-skill-library", "version": 1, "cards": []})]},
         "api/skills/<card:card_id>/": {
             "GET": [Probe("GET", "/api/skills/vec4-v1/", ANY_SIGNED_IN)],
             "PATCH": [Probe("PATCH", "/api/skills/vec4-v1/", expect(403, anonymous=401, share_holder=401),

@@ -224,3 +224,45 @@ def test_a_card_lists_where_it_was_applied_in_runs_you_may_see_and_the_node_link
     node = api(people["bob"]).get(use["api"]).json()
     assert node["skill_card_url"] == "/api/skills/vec4-v1/"
     assert api(people["bob"]).get(f"/api/runs/{mine.pk}/nodes/0/").json()["skill_card_url"] is None
+
+
+def test_a_library_exported_here_imports_elsewhere_as_cards_to_verify_again(library, people, reviewer, api):
+    exported = api(people["bob"]).get("/api/skills/export/")
+    assert exported.status_code == 200 and "attachment" in exported["Content-Disposition"]
+    data = exported.json()
+    assert [c["card_id"] for c in data["cards"]] == ["fast_math-v1", "smem_tile-v1", "vec4-v1"]
+    assert data["cards"][2]["data"]["anchor"]["rewrites"][0]["tree"]  # the search needs the patterns
+    # Another team's library: one card is new here, one we have already.
+    theirs = {**data, "cards": [{**data["cards"][2], "card_id": "vec4-v2", "status": "approved",
+                                 "data": {**data["cards"][2]["data"], "roundtrip": {"status": "verified"}}},
+                                data["cards"][0]]}
+    response = api(reviewer).post("/api/skills/import/", theirs, format="json")
+    assert response.status_code == 201, response.content
+    assert response.json() == {"created": ["vec4-v2"], "skipped": ["fast_math-v1"]}
+    new = SkillCard.objects.get(card_id="vec4-v2")
+    assert new.status == "induced"  # approved there: it must pass its roundtrip here
+    assert new.data["imported"]["status"] == "approved" and new.data["imported"]["by"] == "rita"
+    assert "roundtrip" not in new.data and new.data["imported"]["roundtrip"] == {"status": "verified"}
+    assert SkillCard.objects.get(card_id="fast_math-v1").status == "verified"  # left as it was
+
+
+@pytest.mark.parametrize("broken, where", [
+    ({"format": "something else"}, "format"),
+    ({"version": 2}, "version"),
+    ({"cards": []}, "cards"),
+    ({"cards": [{"card_id": "../etc/passwd", "intent": "VEC4", "data": {}}]}, "cards[0].card_id"),
+    ({"cards": [{"card_id": "x-v1", "intent": "MAGIC", "data": {}}]}, "cards[0].intent"),
+    ({"cards": [{"card_id": "x-v1", "intent": "VEC4", "data": {"sentence": "s"}}]},
+     "cards[0].data.effects.speedup"),
+    ({"cards": [{"card_id": "x-v1", "intent": "VEC4", "data": "text"}]}, "cards[0].data"),
+])
+def test_a_bad_library_file_is_one_clear_error_and_imports_nothing(library, reviewer, api, broken, where):
+    good = {"card_id": "good-v1", "intent": "VEC4", "status": "approved",
+            "data": card_data("good-v1", "VEC4", 1.2, 1, ["relu"])}
+    body = {"format": "optiml-skill-library", "version": 1, "cards": [good], **broken}
+    if "cards" in broken and broken["cards"]:
+        body["cards"] = [good, *broken["cards"]]
+        where = where.replace("cards[0]", "cards[1]")
+    response = api(reviewer).post("/api/skills/import/", body, format="json")
+    assert response.status_code == 400 and where in response.json(), response.json()
+    assert not SkillCard.objects.filter(card_id="good-v1").exists()  # whole or not at all
