@@ -65,7 +65,7 @@ class SkillCardApi(APIView):
     def get(self, request: Request, card_id: str) -> Response:
         """A card whole: intent, anchor, vector (the experts' diffs), preconditions,
         effects, risks, scope, evidence and roundtrip, with its reviews and comments."""
-        return Response(SkillCardSerializer(_card(card_id)).data)
+        return Response(SkillCardSerializer(_card(card_id), context={"request": request}).data)
 
     @extend_schema(request=SkillCardEditSerializer,
                    responses={200: SkillCardSerializer, 403: ErrorSerializer})
@@ -81,7 +81,7 @@ class SkillCardApi(APIView):
             services.skill_card_edit(card_id=card_id, author=request.user, **form.validated_data)
         except ValueError as error:
             raise ValidationError({"detail": str(error)}) from None
-        return Response(SkillCardSerializer(_card(card_id)).data)
+        return Response(SkillCardSerializer(_card(card_id), context={"request": request}).data)
 
 
 class SkillVersionsApi(APIView):

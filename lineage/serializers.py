@@ -74,8 +74,16 @@ class SkillCardSerializer(SkillCardRowSerializer):
     risks, scope, evidence, roundtrip), its reviews and its comments."""
 
     card = serializers.SerializerMethodField()
+    can_review = serializers.SerializerMethodField()
     review_history = SkillReviewSerializer(source="reviews", many=True)
     comment_thread = SkillCommentSerializer(source="comments", many=True)
+
+    def get_can_review(self, card: SkillCard) -> bool:
+        """Whether the one asking may approve, reject and edit it (the page offers it)."""
+        from lineage.services import skill_card_can_review
+
+        request = self.context.get("request")
+        return skill_card_can_review(user=request.user) if request else False
 
     def get_card(self, card: SkillCard) -> dict[str, Any]:
         return data_for_users(card_for_people(card.data))

@@ -33,5 +33,17 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     return render(request, "run.html", {"page": "run", "run_id": run_id})
 
 
+@login_required
+@ensure_csrf_cookie
+def skills(request: HttpRequest) -> HttpResponse:
+    return render(request, "skills.html", {"page": "skills"})
+
+
+@login_required
+@ensure_csrf_cookie
+def skill_detail(request: HttpRequest, card_id: str) -> HttpResponse:
+    return render(request, "skill.html", {"page": "skill", "card_id": card_id})
+
+
 def shared_run(request: HttpRequest, token: str) -> HttpResponse:
     return render(request, "share.html", {"page": "share", "token": token})

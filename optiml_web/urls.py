@@ -40,4 +40,6 @@ urlpatterns = [
     path("runs/new/", pages.new_run, name="new-run"),
     path("runs/<id:run_id>/", pages.run_detail, name="run-page"),
     path("share/<token:token>/", pages.shared_run, name="share-page"),
+    path("skills/", pages.skills, name="skills-page"),
+    path("skills/<card:card_id>/", pages.skill_detail, name="skill-page"),
 ]

@@ -5,12 +5,15 @@ import { h, fill } from "./views/dom.js";
 import { mountNewRun } from "./views/newRun.js";
 import { mountRuns } from "./views/runs.js";
 import { mountSession, runSource, sharedSource } from "./views/session.js";
+import { mountSkillCard, mountSkillLibrary } from "./views/skills.js";
 
 const pages = {
   runs: (root) => mountRuns(root),
   "new-run": (root) => mountNewRun(root),
   run: (root) => mountSession(root, runSource(Number(root.dataset.runId))),
   share: (root) => mountSession(root, sharedSource(String(root.dataset.shareToken))),
+  skills: (root) => mountSkillLibrary(root),
+  skill: (root) => mountSkillCard(root, String(root.dataset.cardId)),
 };
 
 async function start() {

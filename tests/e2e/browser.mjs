@@ -22,11 +22,11 @@ export function launch() {
   return chromium.launch({ executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium", args: ARGS });
 }
 
-/** Sign in as E2E_USER through the login page, landing on `next` with the app ready. */
-export async function signIn(page, next, landing) {
+/** Sign in (as E2E_USER unless told) through the login page, landing on `next` with the app ready. */
+export async function signIn(page, next, landing, user = env("E2E_USER"), password = env("E2E_PASSWORD")) {
   await page.goto(`${BASE}/accounts/login/?next=${next}`);
-  await page.fill("input[name=username]", env("E2E_USER"));
-  await page.fill("input[name=password]", env("E2E_PASSWORD"));
+  await page.fill("input[name=username]", user);
+  await page.fill("input[name=password]", password);
   await Promise.all([page.waitForURL(landing), page.click("main form button[type=submit]")]);
   await page.locator("#app[data-ready=true]").waitFor({ timeout: WAIT_MS });
 }

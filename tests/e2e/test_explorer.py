@@ -262,13 +262,13 @@ def test_a_person_starts_a_run_watches_it_grow_inspects_a_node_and_shares_it(ser
 DEFINE_SCRIPT = Path(__file__).with_name("define_task.mjs")
 
 
-def _browse(script: Path, base_url: str, server_log: Path) -> dict:
+def _browse(script: Path, base_url: str, server_log: Path, **extra_env: str) -> dict:
     """Run one browser half (a .mjs beside this file) against the server; what it saw."""
     SHOTS.mkdir(parents=True, exist_ok=True)
     finished = subprocess.run(
         ["node", str(script)], cwd=REPO, text=True, capture_output=True, timeout=SCRIPT_TIMEOUT_S,
         env={**os.environ, "BASE_URL": base_url, "E2E_USER": USER, "E2E_PASSWORD": PASSWORD,
-             "SHOTS_DIR": str(SHOTS), "CHROMIUM": str(CHROMIUM)},
+             "SHOTS_DIR": str(SHOTS), "CHROMIUM": str(CHROMIUM), **extra_env},
     )
     lines = [line for line in finished.stdout.splitlines() if line.startswith("RESULT ")]
     assert finished.returncode == 0 and lines, (
@@ -326,3 +326,54 @@ def test_a_person_has_the_llm_write_the_kernel_from_an_intent(llm_app_env, serve
     assert result["plan"]["launches"][0]["kernel"] == "relu_grid"
     assert result["page_errors"] == []
     assert "relu over 2^28 floats" in llm_app_env.prompts()[-1]
+
+
+SKILLS_SCRIPT = Path(__file__).with_name("skills.mjs")
+MEMBER, MEMBER_PASSWORD = "bob", "bobs-own-secret-1"
+# A card as the lineage app stores one, with a real step's diff (relu's float4 loads).
+STORED_CARD = """
+from django.contrib.auth.models import User
+from lineage.models import SkillCard
+User.objects.filter(username="ada").update(is_staff=True)
+User.objects.create_user("bob", password="bobs-own-secret-1")
+diff = ("--- before.cu\\n+++ after.cu\\n@@ -1,3 +1,4 @@\\n int i = blockIdx.x * blockDim.x + threadIdx.x;\\n"
+        "-if (i < n) y[i] = fmaxf(x[i], 0.0f);\\n+float4 v = reinterpret_cast<const float4*>(x)[i];\\n"
+        "+reinterpret_cast<float4*>(y)[i] = make_float4(fmaxf(v.x, 0.f), fmaxf(v.y, 0.f),\\n"
+        "+                                              fmaxf(v.z, 0.f), fmaxf(v.w, 0.f));\\n")
+SkillCard.objects.create(card_id="vec4-v1", intent="VEC4", status="verified", data={
+    "id": "vec4-v1", "intent": "VEC4", "sentence": "load and store four floats at a time",
+    "anchor": {"rewrites": [{"before": "float * ?0", "after": "float4 * ?0", "tasks": ["relu", "softmax"],
+                             "generalised": True}], "steps": []},
+    "vector": [{"task": "relu", "before": "", "after": "OPT_VEC4", "speedup": 1.52, "source_diff": diff}],
+    "preconditions": {"order": {"required": {"GRID_STRIDE": ["relu"]}}},
+    "effects": {"speedup": {"n": 90, "min": 0.69, "median": 1.16, "max": 2.62}},
+    "risks": [{"kind": "refused", "task": "relu", "message": "misaligned for N % 4 != 0"}],
+    "scope": {"tasks": ["relu", "softmax"], "arch": "sm_90"},
+    "evidence": {"lineages": 10, "transitions": 90, "helped": 84, "neutral": 2, "hurt": 4},
+    "roundtrip": {"status": "verified", "trials": [{"kind": "own"}]}})
+"""
+
+
+def test_a_reviewer_approves_a_card_with_a_comment_and_a_member_sees_it_with_its_history(server, app_env):
+    _manage(app_env, "shell", "-c", STORED_CARD)
+    result = _browse(SKILLS_SCRIPT, *server, E2E_MEMBER=MEMBER, E2E_MEMBER_PASSWORD=MEMBER_PASSWORD)
+
+    assert result["library_rows"] == ["VEC4"] and result["side_by_side"] is True, result
+    assert result["holes"] == ["?0", "?0"]
+    # The reviewer approved it with a comment; the status changed on the page.
+    assert result["status_after_review"] == "approved"
+    # The edit is a second version whose diff shows the new notes.
+    assert result["versions"] == 2 and "needs N % 4 == 0" in result["version_diff"]
+    # Another member, signed in apart, sees it approved, with the review and its comment,
+    # and is offered no review.
+    assert result["member_status"] == "approved"
+    assert "ada approved" in result["member_review"]
+    assert "float4 pays on row kernels" in result["member_review"]
+    assert result["member_can_review"] is False and result["page_errors"] == []
+    stored = _manage(app_env, "shell", "-c", (
+        "from lineage.models import SkillCard\n"
+        "card = SkillCard.objects.get(card_id='vec4-v1')\n"
+        "print(card.status, card.reviews.count(), card.versions.count(), card.data['notes'])"))
+    assert stored.splitlines()[-1] == "approved 1 2 needs N % 4 == 0"
+    for name in ("skills-library", "skill-card-approved", "skill-card-member"):
+        assert (SHOTS / f"{name}.png").stat().st_size > 10_000, name

@@ -15,7 +15,7 @@ def signed_in(client):
     return client
 
 
-@pytest.mark.parametrize("path", ["/runs/", "/runs/new/", "/runs/7/"])
+@pytest.mark.parametrize("path", ["/runs/", "/runs/new/", "/runs/7/", "/skills/", "/skills/vec4-v1/"])
 def test_a_signed_out_visitor_is_sent_to_sign_in(client, path):
     response = client.get(path)
     assert response.status_code == 302
@@ -23,7 +23,8 @@ def test_a_signed_out_visitor_is_sent_to_sign_in(client, path):
 
 
 @pytest.mark.parametrize(
-    ("path", "page"), [("/runs/", "runs"), ("/runs/new/", "new-run"), ("/runs/7/", "run")]
+    ("path", "page"), [("/runs/", "runs"), ("/runs/new/", "new-run"), ("/runs/7/", "run"),
+                       ("/skills/", "skills"), ("/skills/vec4-v1/", "skill")]
 )
 def test_each_page_names_itself_and_loads_the_bundle(signed_in, path, page):
     response = signed_in.get(path)
@@ -32,6 +33,11 @@ def test_each_page_names_itself_and_loads_the_bundle(signed_in, path, page):
     assert f'data-page="{page}"' in html
     assert "/static/assets/main.js" in html and "/static/assets/main.css" in html
     assert 'name="csrf-token"' in html and "csrftoken" in response.cookies
+
+
+def test_the_card_page_carries_its_card_id_and_takes_only_card_ids(signed_in):
+    assert 'data-card-id="vec4-v1"' in signed_in.get("/skills/vec4-v1/").content.decode()
+    assert signed_in.get("/skills/not a card/").status_code == 404
 
 
 def test_the_run_page_carries_its_run_id(signed_in):

@@ -278,6 +278,8 @@ def matrix(world: World, api) -> dict[str, dict[str, list[Probe]]]:
         "runs/new/": {"GET": [Probe("GET", "/runs/new/", PAGE)]},
         "runs/<id:run_id>/": {"GET": [Probe("GET", f"/runs/{world.private_run.pk}/", PAGE)]},
         "share/<token:token>/": {"GET": [Probe("GET", f"/share/{world.token}/", PUBLIC)]},
+        "skills/": {"GET": [Probe("GET", "/skills/", PAGE)]},
+        "skills/<card:card_id>/": {"GET": [Probe("GET", "/skills/vec4-v1/", PAGE)]},
     }
 
 

@@ -1,0 +1,66 @@
+// The skill library's pages: the query its filters make, and how a card's numbers read.
+
+export const SKILL_STATUSES = /** @type {const} */ (["induced", "verified", "failed", "approved", "rejected", "retired"]);
+export const SKILL_SORTS = /** @type {const} */ (["intent", "effect", "evidence"]);
+
+/**
+ * @param {{intent?: string, task?: string, status?: string, sort?: string}} filters
+ * @returns {string} "?task=softmax&sort=effect", or "" with no filter
+ */
+export function skillsQuery(filters) {
+  const params = new URLSearchParams();
+  if (filters.intent) params.set("intent", filters.intent);
+  if (filters.task) params.set("task", filters.task);
+  if (filters.status && SKILL_STATUSES.includes(/** @type {any} */ (filters.status))) params.set("status", filters.status);
+  if (filters.sort && filters.sort !== "intent" && SKILL_SORTS.includes(/** @type {any} */ (filters.sort))) params.set("sort", filters.sort);
+  const text = params.toString();
+  return text ? `?${text}` : "";
+}
+
+/** @param {URLSearchParams} params */
+export function skillFiltersFromQuery(params) {
+  const status = params.get("status") ?? "";
+  const sort = params.get("sort") ?? "intent";
+  return {
+    intent: params.get("intent") ?? "",
+    task: params.get("task") ?? "",
+    status: SKILL_STATUSES.includes(/** @type {any} */ (status)) ? status : "",
+    sort: SKILL_SORTS.includes(/** @type {any} */ (sort)) ? sort : "intent",
+  };
+}
+
+/**
+ * The measured speed-ups in words: "1.16x (0.69–2.62x, 90 steps)"; "not measured" when none.
+ * @param {{n?: number, min?: number|null, median?: number|null, max?: number|null}} effect
+ */
+export function effectText(effect) {
+  if (!effect || !effect.n || effect.median == null) return "not measured";
+  const x = (/** @type {number} */ v) => `${v.toFixed(2)}x`;
+  const range = effect.min != null && effect.max != null ? `${x(effect.min)}–${x(effect.max)}, ` : "";
+  return `${x(effect.median)} (${range}${effect.n} step${effect.n === 1 ? "" : "s"})`;
+}
+
+/**
+ * What a reviewer may do with a card in its state (the API decides; this only offers).
+ * @param {{status: string, can_review?: boolean}} card
+ * @returns {("approve"|"reject")[]}
+ */
+export function reviewActions(card) {
+  if (!card.can_review) return [];
+  const actions = [];
+  if (card.status === "verified" || card.status === "rejected") actions.push("approve");
+  if (!["rejected", "retired"].includes(card.status)) actions.push("reject");
+  return /** @type {("approve"|"reject")[]} */ (actions);
+}
+
+/**
+ * The vector's diffs as one unified diff text, each step's file named after its lineage
+ * and states, for the side-by-side renderer.
+ * @param {{task: string, before: string, after: string, source_diff?: string}[]} vector
+ */
+export function vectorDiff(vector) {
+  return (vector ?? []).filter((v) => v.source_diff).map((v) => {
+    const name = `${v.task}: {${v.before || "plain"}} -> {${v.after}}`;
+    return String(v.source_diff).replace(/^--- .*$/m, `--- a/${name}`).replace(/^\+\+\+ .*$/m, `+++ b/${name}`);
+  }).join("\n");
+}

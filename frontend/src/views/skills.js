@@ -1,0 +1,161 @@
+// The skill library (/skills/) and a card's page (/skills/<id>/): the team reads a card
+// against its evidence, approves or rejects it with a comment, edits its text as a new
+// version and discusses it. Everything comes from /api/skills/; the API decides who may.
+import { html as diffHtml } from "diff2html";
+import "diff2html/bundles/css/diff2html.min.css";
+import { api, ApiError } from "../api.js";
+import { effectText, reviewActions, SKILL_SORTS, SKILL_STATUSES, skillFiltersFromQuery, skillsQuery,
+  vectorDiff } from "../transforms/skills.js";
+import { facts, fill, h, table } from "./dom.js";
+
+/** @param {HTMLElement} root */
+export async function mountSkillLibrary(root) {
+  const filters = skillFiltersFromQuery(new URLSearchParams(window.location.search));
+  const tasks = await api("/api/tasks/");
+  const select = (/** @type {string} */ name, /** @type {string} */ any, /** @type {readonly string[]} */ values,
+    /** @type {string} */ current) => h("select", { name, id: `filter-${name}` }, any ? h("option", { value: "" }, any) : null,
+    values.map((v) => h("option", { value: v, selected: v === current }, v)));
+  const taskSelect = select("task", "all tasks", tasks.map((/** @type {any} */ t) => t.name), filters.task);
+  const statusSelect = select("status", "any status", SKILL_STATUSES, filters.status);
+  const sortSelect = select("sort", "", SKILL_SORTS, filters.sort);
+  const list = h("div", { class: "skills-table" });
+  const form = h("form", { class: "filters", onchange: () => load(), onsubmit: (/** @type {Event} */ e) => { e.preventDefault(); load(); } },
+    h("label", { for: "filter-task" }, "Task "), taskSelect, h("label", { for: "filter-status" }, "Status "), statusSelect,
+    h("label", { for: "filter-sort" }, "Sort by "), sortSelect,
+    h("a", { class: "button", href: "/api/skills/export/" }, "Export the library (.json)"));
+  fill(root, h("h1", null, "Skill library"),
+    h("p", { class: "lede" }, "Optimizations induced from expert kernels, each admitted by a roundtrip on the GPU and reviewed by the team."),
+    form, list);
+
+  async function load() {
+    const current = { task: /** @type {HTMLSelectElement} */ (taskSelect).value,
+      status: /** @type {HTMLSelectElement} */ (statusSelect).value, sort: /** @type {HTMLSelectElement} */ (sortSelect).value };
+    const query = skillsQuery(current);
+    window.history.replaceState(null, "", `/skills/${query}`);
+    const rows = await api(`/api/skills/${query}`);
+    fill(list, rows.length ? table(["intent", "effect (median, range)", "lineages", "steps", "status", "reviews", "comments"],
+      rows.map((/** @type {any} */ r) => [h("a", { href: `/skills/${r.card_id}/`, class: "skill-link" }, r.intent),
+        effectText(r.effect), String(r.lineages), String(r.steps), h("span", { class: `status status-${r.status}` }, r.status),
+        String(r.reviews), String(r.comments)]), { class: "skills" })
+      : h("p", { class: "empty" }, "No card matches."));
+  }
+  await load();
+}
+
+/** @param {HTMLElement} root @param {string} cardId */
+export async function mountSkillCard(root, cardId) {
+  const message = h("p", { class: "skill-message", role: "status" });
+  const say = (/** @type {string} */ text, error = false) => fill(message, error ? h("span", { class: "error" }, text) : text);
+
+  async function act(/** @type {() => Promise<any>} */ write, /** @type {string} */ done) {
+    try {
+      await write();
+      await render();
+      say(done);
+    } catch (error) {
+      say(error instanceof ApiError ? problem(error) : String(error), true);
+    }
+  }
+
+  async function render() {
+    const [card, versions, usage] = await Promise.all([api(`/api/skills/${cardId}/`),
+      api(`/api/skills/${cardId}/versions/`), api(`/api/skills/${cardId}/usage/`)]);
+    const data = card.card;
+    fill(root,
+      h("p", { class: "crumbs" }, h("a", { href: "/skills/" }, "Skill library"), ` / ${card.card_id}`),
+      h("h1", null, card.intent, " ", h("span", { id: "card-status", class: `status status-${card.status}` }, card.status)),
+      h("p", { class: "lede", id: "card-sentence" }, card.sentence),
+      data.notes ? h("p", { class: "notes", id: "card-notes" }, data.notes) : null,
+      facts([["effect", effectText(card.effect)], ["lineages", String(card.lineages)], ["steps", String(card.steps)],
+        ["tasks", card.tasks.join(", ")], ["architecture", data.scope?.arch ?? null]]),
+      message,
+      reviewBox(card), editBox(card),
+      section("The vector: the experts' steps", vectorView(data.vector)),
+      section("Generalised patterns", patterns(data.anchor?.rewrites ?? [])),
+      section("Preconditions", preconditions(data.preconditions ?? {})),
+      section("Risks", risks(data.risks ?? [])),
+      section("Roundtrip", data.roundtrip ? facts([["status", data.roundtrip.status], ["trials", String((data.roundtrip.trials ?? []).length)]]) : h("p", null, "not tried yet")),
+      section("Reviews", h("ol", { id: "review-history" }, card.review_history.map((/** @type {any} */ r) =>
+        h("li", null, h("strong", null, `${r.reviewer} ${r.decision === "approve" ? "approved" : "rejected"}`),
+          ` (${r.status_before} → ${r.status_after}, ${new Date(r.created_at).toLocaleString()}): `, h("span", { class: "review-comment" }, r.comment))))),
+      section("Versions of its text", h("ol", { id: "versions" }, versions.map((/** @type {any} */ v) =>
+        h("li", null, `v${v.number} by ${v.author ?? "induction"}, ${new Date(v.created_at).toLocaleString()}`,
+          v.number > 1 ? h("div", { class: "version-diff", html: diffHtml(v.diff, { outputFormat: "side-by-side", drawFileList: false }) }) : null)))),
+      section("Where it was applied", usage.length ? table(["run", "task", "node", "outcome", "vs its parent"],
+        usage.map((/** @type {any} */ u) => [h("a", { href: u.page }, `run ${u.run}`), u.task, String(u.node),
+          u.status || "pending", u.speedup_vs_parent ? `${u.speedup_vs_parent.toFixed(2)}x` : "—"]), { id: "usage" })
+        : h("p", null, "Not applied in any run you can see.")),
+      section("Comments", commentBox(card)));
+    root.dataset.cardStatus = card.status;
+  }
+
+  function reviewBox(/** @type {any} */ card) {
+    const actions = reviewActions(card);
+    if (!actions.length) return null;
+    const comment = /** @type {HTMLTextAreaElement} */ (h("textarea", { id: "review-comment", rows: 2, placeholder: "why (required)" }));
+    const button = (/** @type {"approve"|"reject"} */ decision) => h("button", { type: "button", id: `review-${decision}`,
+      class: decision === "approve" ? "button primary" : "button",
+      onclick: () => act(() => api(`/api/skills/${cardId}/review/`, { method: "POST", body: { decision, comment: comment.value } }),
+        decision === "approve" ? "Approved." : "Rejected.") }, decision === "approve" ? "Approve" : "Reject");
+    return h("div", { class: "review-box" }, h("label", { for: "review-comment" }, "Review "), comment, actions.map(button));
+  }
+
+  function editBox(/** @type {any} */ card) {
+    if (!card.can_review) return null;
+    const sentence = /** @type {HTMLInputElement} */ (h("input", { id: "edit-sentence", value: card.sentence, size: 80 }));
+    const notes = /** @type {HTMLTextAreaElement} */ (h("textarea", { id: "edit-notes", rows: 3 }, card.card.notes ?? ""));
+    return h("details", { class: "edit-box" }, h("summary", null, "Edit its text (a new version)"),
+      h("label", { for: "edit-sentence" }, "Sentence "), sentence, h("label", { for: "edit-notes" }, "Notes "), notes,
+      h("button", { type: "button", id: "edit-save", class: "button", onclick: () => act(() => api(`/api/skills/${cardId}/`,
+        { method: "PATCH", body: { sentence: sentence.value, notes: notes.value } }), "Saved as a new version.") }, "Save"));
+  }
+
+  function commentBox(/** @type {any} */ card) {
+    const text = /** @type {HTMLTextAreaElement} */ (h("textarea", { id: "comment-text", rows: 2 }));
+    return [h("ol", { id: "comments" }, card.comment_thread.map((/** @type {any} */ c) =>
+      h("li", null, h("strong", null, c.author), ` (${new Date(c.created_at).toLocaleString()}): `, c.text))),
+    h("label", { for: "comment-text" }, "Add a comment "), text,
+    h("button", { type: "button", id: "comment-post", class: "button", onclick: () => act(() =>
+      api(`/api/skills/${cardId}/comments/`, { method: "POST", body: { text: text.value } }), "Comment added.") }, "Comment")];
+  }
+
+  await render();
+}
+
+function section(/** @type {string} */ title, /** @type {any} */ body) {
+  return h("section", { class: "skill-section" }, h("h2", null, title), body);
+}
+
+function vectorView(/** @type {any[]} */ vector) {
+  const text = vectorDiff(vector);
+  if (!text) return h("p", null, "No diff recorded.");
+  return h("div", { class: "vector-diff", html: diffHtml(text, { outputFormat: "side-by-side", drawFileList: false }) });
+}
+
+function patterns(/** @type {any[]} */ rewrites) {
+  if (!rewrites.length) return h("p", null, "None: the card's steps are replayed whole.");
+  const holes = (/** @type {string} */ text) => text.split(/(\?\d+)/).map((part) => /^\?\d+$/.test(part) ? h("mark", { class: "hole" }, part) : part);
+  return h("ul", { class: "patterns" }, rewrites.map((r) => h("li", null, h("code", null, holes(r.before)), " → ",
+    h("code", null, holes(r.after)), ` (from ${(r.tasks ?? []).join(", ")}${r.generalised ? "" : "; one lineage's only"})`)));
+}
+
+function preconditions(/** @type {any} */ pre) {
+  const required = Object.entries(pre.order?.required ?? {});
+  return required.length ? h("ul", null, required.map(([intent, tasks]) => h("li", null, `after ${intent}, in ${(/** @type {string[]} */ (tasks)).join(", ")}`)))
+    : h("p", null, "No order the lineages showed to matter.");
+}
+
+function risks(/** @type {any[]} */ found) {
+  return found.length ? h("ul", { class: "risks" }, found.slice(0, 50).map((r) => h("li", null,
+    `${r.kind} in ${r.task}${r.without ? ` without ${r.without}` : ""}: ${r.message ?? ""}`)))
+    : h("p", null, "None seen.");
+}
+
+function problem(/** @type {ApiError} */ error) {
+  const body = error.body;
+  if (body && typeof body === "object") {
+    if (typeof body.detail === "string") return body.detail;
+    return Object.entries(body).map(([field, messages]) => `${field}: ${[].concat(messages).join(" ")}`).join("; ");
+  }
+  return error.message;
+}
