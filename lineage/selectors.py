@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import difflib
+import hashlib
+import json
 
 from django.db.models import Count, QuerySet
 
@@ -58,6 +60,17 @@ def skill_card_get(*, card_id: str) -> SkillCard | None:
     return SkillCard.objects.filter(card_id=card_id).first()
 
 
+def skill_card_versions(*, statuses: tuple[str, ...] = ("approved",)) -> dict[str, dict]:
+    """For each card a search may use: its text version (1 when never edited), its status
+    and the SHA-256 of its data, what a run records of the cards it used."""
+    from django.db.models import Max
+
+    rows = SkillCard.objects.filter(status__in=statuses).annotate(text_version=Max("versions__number"))
+    return {row.card_id: {"version": row.text_version or 1, "status": row.status,
+                          "sha256": hashlib.sha256(json.dumps(row.data, sort_keys=True).encode()).hexdigest()}
+            for row in rows}
+
+
 def skill_cards_data(*, statuses: tuple[str, ...] = ("approved",)) -> list[dict]:
     """The cards a search may use, as plain data (lineage/engine/skills.py reads them):
     the library, the approved cards (their roundtrip reproduced their effect and a
@@ -108,6 +121,7 @@ def skill_card_usage(*, card: SkillCard, user) -> list[dict]:
         rows.append({"run": node.run_id, "task": node.run.task.name, "intent": node.run.intent,
                      "node": node.node_id, "title": node.title, "status": node.status, "guard": node.guard,
                      "level": node.level, "time_ms": node.time_ms, "parent_time_ms": before,
+                     "card_version": (node.detail or {}).get("params", {}).get("card_version"),
                      "speedup_vs_parent": before / node.time_ms if before and node.time_ms else None,
                      "page": f"/runs/{node.run_id}/",
                      "api": f"/api/runs/{node.run_id}/nodes/{node.node_id}/"})

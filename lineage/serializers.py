@@ -145,6 +145,8 @@ class SkillUsageSerializer(serializers.Serializer):
     level = serializers.CharField(allow_blank=True)
     time_ms = serializers.FloatField(allow_null=True)
     parent_time_ms = serializers.FloatField(allow_null=True)
+    card_version = serializers.JSONField(allow_null=True, help_text="the card as the run used it: "
+                                         "{version, status, sha256}; null before runs recorded it")
     speedup_vs_parent = serializers.FloatField(allow_null=True)
     page = serializers.CharField()
     api = serializers.CharField()

@@ -4,10 +4,13 @@ source of truth; the engine's SkillSource (lineage/engine/skills.py) does the ma
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from django.conf import settings
 
 from lineage import selectors
 from lineage.engine.skills import SkillSource
+from search.engine.types import NodeContext, Proposal
 
 
 class StoredSkillSource(SkillSource):
@@ -18,10 +21,20 @@ class StoredSkillSource(SkillSource):
 
     def __init__(self) -> None:
         super().__init__(cards=None)
+        self._versions: dict[str, dict] = {}
 
     @property
     def cards(self) -> list[dict]:
         if self._cards is None:
             statuses = tuple(getattr(settings, "OPTIML_SKILL_STATUSES", ("approved",)))
+            self._versions = selectors.skill_card_versions(statuses=statuses)
             self._cards = selectors.skill_cards_data(statuses=statuses)
         return self._cards
+
+    def propose(self, context: NodeContext) -> list[Proposal]:
+        """As the engine's, each proposal of a card naming the card's version it used (its
+        text version and status then, and a digest of its data), so a run records what
+        it knew; the node's params keep it."""
+        proposals = super().propose(context)
+        return [replace(p, params={**p.params, "card_version": self._versions[p.params["card"]]})
+                if p.params.get("card") in self._versions else p for p in proposals]

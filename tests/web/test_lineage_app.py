@@ -227,7 +227,19 @@ def test_the_stored_cards_are_a_proposal_source_for_the_app():
     SkillCard.objects.filter(card_id="restrict-v1").update(status="verified")
     assert StoredSkillSource().propose(context) == []  # verified, not yet approved: by default, not used
     SkillCard.objects.filter(card_id="restrict-v1").update(status="approved")
-    assert "skill:restrict-v1" in {p.source for p in StoredSkillSource().propose(context)}
+    (used, *_) = [p for p in StoredSkillSource().propose(context) if p.source == "skill:restrict-v1"]
+    # The node will record the card as the run used it: its text version, status, digest.
+    version = used.params["card_version"]
+    assert version["version"] == 1 and version["status"] == "approved" and len(version["sha256"]) == 64
+    from django.contrib.auth import get_user_model
+
+    from lineage import services
+
+    editor = get_user_model().objects.create_user("rita", is_staff=True)
+    services.skill_card_edit(card_id="restrict-v1", author=editor, notes="inputs only")
+    (again, *_) = [p for p in StoredSkillSource().propose(context) if p.source == "skill:restrict-v1"]
+    assert again.params["card_version"]["version"] == 2
+    assert again.params["card_version"]["sha256"] != version["sha256"]
     SkillCard.objects.filter(card_id="restrict-v1").update(status="verified")
     with override_settings(OPTIML_SKILL_STATUSES=["approved", "verified"]):  # by the setting
         assert "skill:restrict-v1" in {p.source for p in StoredSkillSource().propose(context)}
