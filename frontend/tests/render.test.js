@@ -230,6 +230,15 @@ describe("renderInspector", () => {
     expect(container.querySelector(".inspector-header")?.textContent).toContain("450.0 µs ± 10.0 µs");
   });
 
+  it("links a node a skill card made to the card's page, and no other node", () => {
+    const made = document.createElement("div");
+    renderInspector(made, { ...DETAIL, proposer: "skill:vec4-v1", skill_card_url: "/api/skills/vec4-v1/" });
+    expect(made.querySelector("a.skill-card-link")?.getAttribute("href")).toBe("/skills/vec4-v1/");
+    const other = document.createElement("div");
+    renderInspector(other, { ...DETAIL, skill_card_url: null });
+    expect(other.querySelector("a.skill-card-link")).toBeNull();
+  });
+
   it("switches the code tab to the source and the deltas to the root", () => {
     const container = document.createElement("div");
     renderInspector(container, DETAIL);

@@ -16,7 +16,10 @@ export function renderInspector(container, detail, { row, onSelect = () => {} } 
   fill(container,
     header(m, onSelect),
     section("Proposal", [m.proposer ? h("p", { class: "proposer" }, "Proposed by ", h("code", null, m.proposer),
-      m.families.length ? h("span", { class: "muted" }, ` · ${m.families.join(", ")}`) : null) : null,
+      m.families.length ? h("span", { class: "muted" }, ` · ${m.families.join(", ")}`) : null,
+      // A node a skill card made links to the card's page (/api/skills/x/ -> /skills/x/).
+      typeof detail.skill_card_url === "string" ? [" · ", h("a", { class: "skill-card-link",
+        href: detail.skill_card_url.replace(/^\/api\//, "/") }, "its skill card")] : null) : null,
       m.rationale ? h("p", { class: "rationale" }, m.rationale) : h("p", { class: "muted" }, "No rationale given."),
       Object.keys(m.params).length ? h("p", { class: "params" }, Object.entries(m.params).map(([k, v]) => h("code", null, `${k}=${JSON.stringify(v)} `))) : null,
       m.reused ? h("p", { class: "muted" }, "Measured before in this run: reused, not evaluated again.") : null], "proposal"),
