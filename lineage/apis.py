@@ -18,6 +18,7 @@ from lineage import selectors, services
 from lineage.engine.library import LibraryError
 from lineage.models import SkillCard
 from lineage.serializers import (
+    LineageRowSerializer,
     SkillCardEditSerializer,
     SkillCardRowSerializer,
     SkillCardSerializer,
@@ -167,3 +168,25 @@ class SkillLibraryImportApi(APIView):
         except LibraryError as error:
             raise ValidationError({error.where: [error.message]}) from None
         return Response(result, status=status.HTTP_201_CREATED)
+
+
+class LineageListApi(APIView):
+    @extend_schema(responses=LineageRowSerializer(many=True))
+    def get(self, request: Request) -> Response:
+        """The stored lineages (walks of expert kernels), newest first."""
+        rows = selectors.lineage_list()
+        return Response([{"id": r.pk, "task": r.task.name, "gpu": r.gpu, "origin": r.origin,
+                          "complete": r.complete, "states": r.state_count,
+                          "page": f"/lineages/{r.pk}/"} for r in rows])
+
+
+class LineageGraphApi(APIView):
+    @extend_schema(responses=OpenApiTypes.OBJECT)
+    def get(self, request: Request, lineage_id: int) -> Response:
+        """A lineage as a graph: its states as nodes (time, status), the forward steps as
+        edges with their diff and metric deltas, rejected attempts marked, and the path
+        from the plain attempt to the expert."""
+        lineage = selectors.lineage_get(pk=lineage_id)
+        if lineage is None:
+            raise Http404("no such lineage")
+        return Response(selectors.lineage_graph(lineage=lineage))

@@ -139,3 +139,22 @@ def skill_library_export() -> dict:
     cards = [{"card_id": c.card_id, "intent": c.intent, "status": c.status, "data": c.data}
              for c in SkillCard.objects.order_by("card_id")]
     return library_dict(cards, timezone.now().isoformat(timespec="seconds"))
+
+
+def lineage_graph(*, lineage: Lineage) -> dict:
+    """A stored lineage as the tree view draws it (lineage/engine/graph.py), with every
+    gate seed in its messages hidden."""
+    from lineage.engine import experts
+    from lineage.engine.graph import lineage_rows
+    from lineage.engine.walker import Lineage as LineageData
+    from profiling.serialization import data_for_users
+
+    data = LineageData.from_dict(lineage.data)
+    try:
+        expert = ",".join(sorted(experts.load(lineage.task.name).all_on()))
+    except experts.ExpertError:  # an uploaded kernel's walk: its top state is its first
+        expert = data.order[0] if data.order else ""
+    graph = lineage_rows(data, expert)
+    return data_for_users({"id": lineage.pk, "task": lineage.task.name, "gpu": lineage.gpu,
+                           "origin": lineage.origin, "complete": lineage.complete, "stopped": lineage.stopped,
+                           "expert_state": expert, **graph})

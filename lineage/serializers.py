@@ -75,8 +75,14 @@ class SkillCardSerializer(SkillCardRowSerializer):
 
     card = serializers.SerializerMethodField()
     can_review = serializers.SerializerMethodField()
+    lineages_behind = serializers.SerializerMethodField()
     review_history = SkillReviewSerializer(source="reviews", many=True)
     comment_thread = SkillCommentSerializer(source="comments", many=True)
+
+    def get_lineages_behind(self, card: SkillCard) -> list[dict[str, Any]]:
+        """The stored lineages the card was induced from, each with its page."""
+        return [{"id": lineage.pk, "task": lineage.task.name, "page": f"/lineages/{lineage.pk}/"}
+                for lineage in card.lineages.select_related("task").order_by("task__name", "pk")]
 
     def get_can_review(self, card: SkillCard) -> bool:
         """Whether the one asking may approve, reject and edit it (the page offers it)."""
@@ -150,3 +156,13 @@ class SkillUsageSerializer(serializers.Serializer):
     speedup_vs_parent = serializers.FloatField(allow_null=True)
     page = serializers.CharField()
     api = serializers.CharField()
+
+
+class LineageRowSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    task = serializers.CharField()
+    gpu = serializers.CharField(allow_blank=True)
+    origin = serializers.CharField()
+    complete = serializers.BooleanField()
+    states = serializers.IntegerField()
+    page = serializers.CharField()

@@ -18,3 +18,9 @@ urlpatterns = [
     path("<card:card_id>/versions/", apis.SkillVersionsApi.as_view(), name="api-skill-versions"),
     path("<card:card_id>/usage/", apis.SkillUsageApi.as_view(), name="api-skill-usage"),
 ]
+
+# Mounted under /api/lineages/.
+lineage_patterns = [
+    path("", apis.LineageListApi.as_view(), name="api-lineages"),
+    path("<id:lineage_id>/", apis.LineageGraphApi.as_view(), name="api-lineage"),
+]

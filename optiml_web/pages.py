@@ -45,5 +45,11 @@ def skill_detail(request: HttpRequest, card_id: str) -> HttpResponse:
     return render(request, "skill.html", {"page": "skill", "card_id": card_id})
 
 
+@login_required
+@ensure_csrf_cookie
+def lineage_detail(request: HttpRequest, lineage_id: int) -> HttpResponse:
+    return render(request, "lineage.html", {"page": "lineage", "lineage_id": lineage_id})
+
+
 def shared_run(request: HttpRequest, token: str) -> HttpResponse:
     return render(request, "share.html", {"page": "share", "token": token})

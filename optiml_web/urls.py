@@ -4,6 +4,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from accounts.apis import MeApi
+from lineage import urls as lineage_urls
 from optiml_web import pages, params
 from profiling.apis import DeclaredTaskDetailApi, DeclaredTaskListApi, TaskListApi
 
@@ -21,6 +22,7 @@ api_urlpatterns = [
     path("tasks/declared/<task:name>/", DeclaredTaskDetailApi.as_view(), name="api-declared-task"),
     path("", include("search.urls")),
     path("skills/", include("lineage.urls")),
+    path("lineages/", include(lineage_urls.lineage_patterns)),
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
     # The split view serves Swagger UI's settings as a script file of its own, not an
     # inline <script>, which the Content-Security-Policy would refuse.
@@ -42,4 +44,5 @@ urlpatterns = [
     path("share/<token:token>/", pages.shared_run, name="share-page"),
     path("skills/", pages.skills, name="skills-page"),
     path("skills/<card:card_id>/", pages.skill_detail, name="skill-page"),
+    path("lineages/<id:lineage_id>/", pages.lineage_detail, name="lineage-page"),
 ]

@@ -5,6 +5,7 @@ import { h, fill } from "./views/dom.js";
 import { mountNewRun } from "./views/newRun.js";
 import { mountRuns } from "./views/runs.js";
 import { mountSession, runSource, sharedSource } from "./views/session.js";
+import { mountLineage } from "./views/lineage.js";
 import { mountSkillCard, mountSkillLibrary } from "./views/skills.js";
 
 const pages = {
@@ -14,6 +15,7 @@ const pages = {
   share: (root) => mountSession(root, sharedSource(String(root.dataset.shareToken))),
   skills: (root) => mountSkillLibrary(root),
   skill: (root) => mountSkillCard(root, String(root.dataset.cardId)),
+  lineage: (root) => mountLineage(root, Number(root.dataset.lineageId)),
 };
 
 async function start() {

@@ -47,6 +47,19 @@ try {
   result.member_review = await member.textContent("#review-history");
   result.member_can_review = (await member.locator("#review-approve, #review-reject, #edit-save").count()) > 0;
   await shot(member, "skill-card-member");
+
+  console.log("the card's lineage");
+  await Promise.all([member.waitForURL(/\/lineages\/\d+\/$/), member.click("a.lineage-link")]);
+  await member.locator("#app[data-ready=true]").waitFor({ timeout: WAIT_MS });
+  await member.locator("svg.tree g.node").first().waitFor({ timeout: WAIT_MS });
+  result.lineage_url = member.url();
+  result.lineage_nodes = await member.locator("svg.tree g.node").count();
+  result.lineage_path = (await member.getAttribute("#app", "data-path")).split(",").map(Number);
+  result.lineage_highlighted = (await member.locator("svg.tree g.node.on-best").evaluateAll(
+    (nodes) => nodes.map((n) => Number(n.getAttribute("data-id"))))).sort((a, b) => a - b);
+  await member.locator(`svg.tree g.node[data-id="${result.lineage_path[1]}"]`).click();
+  result.lineage_step_title = await member.textContent("#lineage-step dl dd");
+  await shot(member, "lineage");
   console.log(`RESULT ${JSON.stringify(result)}`);
 } finally {
   await browser.close();

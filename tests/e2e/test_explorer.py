@@ -351,11 +351,21 @@ SkillCard.objects.create(card_id="vec4-v1", intent="VEC4", status="verified", da
     "scope": {"tasks": ["relu", "softmax"], "arch": "sm_90"},
     "evidence": {"lineages": 10, "transitions": 90, "helped": 84, "neutral": 2, "hurt": 4},
     "roundtrip": {"status": "verified", "trials": [{"kind": "own"}]}})
+import json, pathlib
+from lineage import services
+from lineage.engine.walker import Lineage
+recorded = sorted(pathlib.Path("bench/results").glob("*-h200-lineages*/lineage-relu.json"))[-1]
+stored = services.lineage_store(lineage=Lineage.from_dict(json.loads(recorded.read_text())), origin="import")
+SkillCard.objects.get(card_id="vec4-v1").lineages.add(stored)
+print("LINEAGE", stored.pk, recorded)
 """
 
 
 def test_a_reviewer_approves_a_card_with_a_comment_and_a_member_sees_it_with_its_history(server, app_env):
-    _manage(app_env, "shell", "-c", STORED_CARD)
+    from lineage.engine.graph import lineage_rows
+    from lineage.engine.walker import Lineage
+
+    lineage_id, recorded = _manage(app_env, "shell", "-c", STORED_CARD).split("LINEAGE ")[-1].split()
     result = _browse(SKILLS_SCRIPT, *server, E2E_MEMBER=MEMBER, E2E_MEMBER_PASSWORD=MEMBER_PASSWORD)
 
     assert result["library_rows"] == ["VEC4"] and result["side_by_side"] is True, result
@@ -375,5 +385,14 @@ def test_a_reviewer_approves_a_card_with_a_comment_and_a_member_sees_it_with_its
         "card = SkillCard.objects.get(card_id='vec4-v1')\n"
         "print(card.status, card.reviews.count(), card.versions.count(), card.data['notes'])"))
     assert stored.splitlines()[-1] == "approved 1 2 needs N % 4 == 0"
-    for name in ("skills-library", "skill-card-approved", "skill-card-member"):
+    # The card's lineage page draws the walk, its highlighted path the recorded one, from
+    # the plain attempt to the expert (relu: every flag on).
+    walk = Lineage.from_dict(json.loads((REPO / recorded).read_text()))
+    expected = lineage_rows(walk, "OPT_GRID_STRIDE,OPT_LAUNCH_BOUNDS,OPT_RESTRICT,OPT_UNROLL,OPT_VEC4")
+    assert result["lineage_url"].endswith(f"/lineages/{lineage_id}/")
+    assert result["lineage_nodes"] == len(expected["rows"])
+    assert result["lineage_highlighted"] == expected["path"] == result["lineage_path"]
+    rows = {row["id"]: row for row in expected["rows"]}
+    assert result["lineage_step_title"] == rows[expected["path"][1]]["title"]  # the step into it
+    for name in ("skills-library", "skill-card-approved", "skill-card-member", "lineage"):
         assert (SHOTS / f"{name}.png").stat().st_size > 10_000, name

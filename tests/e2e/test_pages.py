@@ -24,7 +24,7 @@ def test_a_signed_out_visitor_is_sent_to_sign_in(client, path):
 
 @pytest.mark.parametrize(
     ("path", "page"), [("/runs/", "runs"), ("/runs/new/", "new-run"), ("/runs/7/", "run"),
-                       ("/skills/", "skills"), ("/skills/vec4-v1/", "skill")]
+                       ("/skills/", "skills"), ("/skills/vec4-v1/", "skill"), ("/lineages/3/", "lineage")]
 )
 def test_each_page_names_itself_and_loads_the_bundle(signed_in, path, page):
     response = signed_in.get(path)

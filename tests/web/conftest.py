@@ -189,3 +189,16 @@ def task_dir(tmp_path, settings, monkeypatch) -> Path:
     task_registry.add_directory(directory)
     yield directory
     task_registry._reset_for_tests()
+
+
+def store_recorded_lineage(task: str):
+    """The newest lineage of `task` recorded on the H200 (bench/results/), stored."""
+    import json
+
+    from lineage import services as lineage_services
+    from lineage.engine.walker import Lineage as LineageData
+
+    results = Path(__file__).parents[2] / "bench" / "results"
+    path = sorted(results.glob(f"*-h200-lineages*/lineage-{task}.json"))[-1]
+    return lineage_services.lineage_store(lineage=LineageData.from_dict(json.loads(path.read_text())),
+                                          origin="import")

@@ -68,6 +68,7 @@ def world(db, people, relu_run, api, task_dir, monkeypatch, settings, tmp_path):
         "outputs": [{"name": "y", "shape": ["n"]}], "reference": {"y": "np.maximum(x, 0)"}}, format="json")
     assert declared.status_code == 201, declared.json()
     from lineage.models import SkillCard
+    from tests.web.conftest import store_recorded_lineage
 
     SkillCard.objects.create(card_id="vec4-v1", intent="VEC4", status="verified", data={
         "sentence": "float4", "effects": {"speedup": {"n": 1, "median": 1.2, "min": 1.2, "max": 1.2}},
@@ -78,7 +79,8 @@ def world(db, people, relu_run, api, task_dir, monkeypatch, settings, tmp_path):
     csrf = _get_new_csrf_string()
     return {
         "ids": {"run_id": run.pk, "node_id": 0, "share_id": share["id"], "token": share["token"],
-                "name": declared.json()["name"], "card_id": "vec4-v1"},
+                "name": declared.json()["name"], "card_id": "vec4-v1",
+                "lineage_id": store_recorded_lineage("relu").pk},
         # As a browser sends them: the session and CSRF cookies, and the token as a header.
         "cookies": {"sessionid": client.cookies["sessionid"].value, "csrftoken": csrf},
         "headers": {"X-CSRFToken": csrf},

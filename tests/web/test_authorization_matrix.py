@@ -32,6 +32,7 @@ from lineage.models import SkillCard, SkillCardVersion, SkillComment, SkillRevie
 from profiling.harness import tasks as task_registry
 from profiling.models import DeclaredTask, Evaluation
 from search.models import Run, RunNode, ShareLink
+from tests.web.conftest import store_recorded_lineage
 
 pytestmark = pytest.mark.django_db
 
@@ -85,6 +86,7 @@ class World:
     team_id: int
     other_team_id: int
     export: dict
+    lineage_id: int
     users: dict[str, Any] = field(default_factory=dict)
     # marker -> the roles that may see it; a marker is text only that thing contains
     markers: dict[str, list[str]] = field(default_factory=dict)
@@ -131,7 +133,7 @@ def world(people, relu_run, api, task_dir, settings, tmp_path) -> World:
         team_run=team_run, private_run=private_run, token=team_share["token"],
         private_token=private_share["token"], team_share=team_share["id"], private_share=private_share["id"],
         team_task=names["mark-team-task"], private_task=names["mark-private-task"], team_id=team.pk,
-        other_team_id=other_team.pk, export=export, users=users,
+        other_team_id=other_team.pk, export=export, users=users, lineage_id=store_recorded_lineage("relu").pk,
         # The team run's link opens it (and only it) to whoever holds the link.
         markers={"MARK-TEAM-RUN": [*TEAM, "share_holder"], "MARK-PRIVATE-RUN": ["owner"],
                  names["mark-team-task"]: TEAM, names["mark-private-task"]: ["owner"],
@@ -248,6 +250,10 @@ def matrix(world: World, api) -> dict[str, dict[str, list[Probe]]]:
         # only by its reviewers (the project's admins; none of these roles is one).
         "api/skills/": {"GET": [Probe("GET", "/api/skills/", ANY_SIGNED_IN),
                                 Probe("GET", "/api/skills/?sort=effect&task=relu", ANY_SIGNED_IN)]},
+        "api/lineages/": {"GET": [Probe("GET", "/api/lineages/", ANY_SIGNED_IN)]},
+        "api/lineages/<id:lineage_id>/": {"GET": [
+            Probe("GET", f"/api/lineages/{world.lineage_id}/", ANY_SIGNED_IN),
+            Probe("GET", "/api/lineages/999999/", expect(404, anonymous=401, share_holder=401))]},
         "api/skills/export/": {"GET": [Probe("GET", "/api/skills/export/", ANY_SIGNED_IN)]},
         "api/skills/import/": {"POST": [  # reviewers only; none of these roles is one
             Probe("POST", "/api/skills/import/", expect(403, anonymous=401, share_holder=401),
@@ -279,6 +285,7 @@ def matrix(world: World, api) -> dict[str, dict[str, list[Probe]]]:
         "runs/<id:run_id>/": {"GET": [Probe("GET", f"/runs/{world.private_run.pk}/", PAGE)]},
         "share/<token:token>/": {"GET": [Probe("GET", f"/share/{world.token}/", PUBLIC)]},
         "skills/": {"GET": [Probe("GET", "/skills/", PAGE)]},
+        "lineages/<id:lineage_id>/": {"GET": [Probe("GET", f"/lineages/{world.lineage_id}/", PAGE)]},
         "skills/<card:card_id>/": {"GET": [Probe("GET", "/skills/vec4-v1/", PAGE)]},
     }
 

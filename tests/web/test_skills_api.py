@@ -7,6 +7,7 @@ import pytest
 
 from lineage import services
 from lineage.models import SkillCard, SkillComment, SkillReview
+from tests.web.conftest import store_recorded_lineage
 
 pytestmark = pytest.mark.django_db
 
@@ -266,3 +267,20 @@ def test_a_bad_library_file_is_one_clear_error_and_imports_nothing(library, revi
     response = api(reviewer).post("/api/skills/import/", body, format="json")
     assert response.status_code == 400 and where in response.json(), response.json()
     assert not SkillCard.objects.filter(card_id="good-v1").exists()  # whole or not at all
+
+
+def test_a_lineage_is_a_graph_whose_path_runs_from_the_plain_attempt_to_the_expert(library, people, api):
+    row = store_recorded_lineage("relu")
+    SkillCard.objects.get(card_id="vec4-v1").lineages.add(row)
+    listed = api(people["carol"]).get("/api/lineages/").json()
+    assert [(r["id"], r["task"], r["states"]) for r in listed] == [(row.pk, "relu", 16)]
+    graph = api(people["carol"]).get(f"/api/lineages/{row.pk}/").json()
+    rows = {r["id"]: r for r in graph["rows"]}
+    assert rows[graph["path"][0]]["flags_on"] == "(plain attempt)"
+    assert graph["expert_id"] == graph["path"][-1] and rows[graph["expert_id"]]["status"] == "passed"
+    assert all(rows[i]["parentId"] == j for j, i in zip(graph["path"], graph["path"][1:], strict=False))
+    assert "seed" not in str(graph).replace("seed (hidden)", "") or "(hidden)" in str(graph)
+    card = api(people["carol"]).get("/api/skills/vec4-v1/").json()
+    assert card["lineages_behind"] == [{"id": row.pk, "task": "relu", "page": f"/lineages/{row.pk}/"}]
+    assert api(people["carol"]).get("/api/lineages/999999/").status_code == 404
+    assert api().get(f"/api/lineages/{row.pk}/").status_code == 401

@@ -70,6 +70,8 @@ export async function mountSkillCard(root, cardId) {
         ["tasks", card.tasks.join(", ")], ["architecture", data.scope?.arch ?? null]]),
       message,
       reviewBox(card), editBox(card),
+      card.lineages_behind.length ? h("p", { class: "lineages-behind" }, "Induced from the lineages of ",
+        card.lineages_behind.map((/** @type {any} */ l, /** @type {number} */ i) => [i ? ", " : "", h("a", { href: l.page, class: "lineage-link" }, l.task)]), ".") : null,
       section("The vector: the experts' steps", vectorView(data.vector)),
       section("Generalised patterns", patterns(data.anchor?.rewrites ?? [])),
       section("Preconditions", preconditions(data.preconditions ?? {})),
