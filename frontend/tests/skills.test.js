@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { effectText, reviewActions, skillFiltersFromQuery, skillsQuery, vectorDiff } from "../src/transforms/skills.js";
+import { effectText, reviewActions, skillFiltersFromQuery, skillsQuery, stateLink, vectorDiff } from "../src/transforms/skills.js";
 
 describe("the skill library's query", () => {
   it("keeps only known filters and leaves the default sort out", () => {
@@ -28,5 +28,14 @@ describe("a card's numbers and actions", () => {
     const text = vectorDiff([{ task: "relu", before: "", after: "OPT_VEC4", source_diff: "--- before.cu\n+++ after.cu\n-a\n+b\n" },
       { task: "softmax", before: "OPT_X", after: "OPT_X,OPT_VEC4" }]);
     expect(text).toBe("--- a/relu: {plain} -> {OPT_VEC4}\n+++ b/relu: {plain} -> {OPT_VEC4}\n-a\n+b\n");
+  });
+});
+
+describe("a risk's link", () => {
+  it("opens the lineage at the state, the lineage page reading it back", () => {
+    const link = stateLink("/lineages/3/", "OPT_GRID_STRIDE,OPT_VEC4");
+    expect(link).toBe("/lineages/3/#state=OPT_GRID_STRIDE%2COPT_VEC4");
+    expect(new URLSearchParams(link.split("#")[1]).get("state")).toBe("OPT_GRID_STRIDE,OPT_VEC4");
+    expect(stateLink("/lineages/3/", "")).toBe("/lineages/3/#state=(plain%20attempt)");
   });
 });

@@ -29,11 +29,6 @@ from .walker import Lineage
 NOT_A_STATE = "not a state of the recorded lineage: nothing to replay"
 
 
-def tokens(source: str) -> tuple[str, ...]:
-    """The source's tokens, comments and layout left out."""
-    return tuple(antiunify.leaves(antiunify.term_of(antiunify.parse(source).root_node)))
-
-
 class LineageReplay:
     """types.Evaluator over one lineage's recorded states."""
 
@@ -45,12 +40,12 @@ class LineageReplay:
             flags = frozenset(f for f in name.split(",") if f)
             if expert.valid(flags) and expert.candidate(flags).content_hash() == record.candidate_hash:
                 written = expert.written_candidate(flags)
-                self._states.setdefault(tokens(written.source), []).append((name, written))
+                self._states.setdefault(antiunify.source_tokens(written.source), []).append((name, written))
         self._done: list[tuple[str, Measurement]] = []
         self.served: dict[str, str] = {}  # candidate hash -> the state it was
 
     def state_of(self, candidate: Candidate) -> str | None:
-        for name, written in self._states.get(tokens(candidate.source), []):
+        for name, written in self._states.get(antiunify.source_tokens(candidate.source), []):
             if same_launches(candidate.plan_dict(), written.plan_dict(), self.task):
                 return name
         return None

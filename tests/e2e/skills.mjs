@@ -60,6 +60,13 @@ try {
   await member.locator(`svg.tree g.node[data-id="${result.lineage_path[1]}"]`).click();
   result.lineage_step_title = await member.textContent("#lineage-step dl dd");
   await shot(member, "lineage");
+
+  console.log("a risk's link");
+  await member.goto(`${new URL(member.url()).origin}/skills/vec4-v1/`);
+  await member.locator("#app[data-ready=true]").waitFor({ timeout: WAIT_MS });
+  await Promise.all([member.waitForURL(/\/lineages\/\d+\/#state=/), member.click("a.risk-link")]);
+  await member.locator("#lineage-step h2").waitFor({ timeout: WAIT_MS });
+  result.risk_opened_state = await member.textContent("#lineage-step h2");
   console.log(`RESULT ${JSON.stringify(result)}`);
 } finally {
   await browser.close();

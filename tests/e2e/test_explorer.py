@@ -347,7 +347,8 @@ SkillCard.objects.create(card_id="vec4-v1", intent="VEC4", status="verified", da
     "vector": [{"task": "relu", "before": "", "after": "OPT_VEC4", "speedup": 1.52, "source_diff": diff}],
     "preconditions": {"order": {"required": {"GRID_STRIDE": ["relu"]}}},
     "effects": {"speedup": {"n": 90, "min": 0.69, "median": 1.16, "max": 2.62}},
-    "risks": [{"kind": "refused", "task": "relu", "message": "misaligned for N % 4 != 0"}],
+    "risks": [{"kind": "refused", "task": "relu", "message": "misaligned for N % 4 != 0",
+               "state": "OPT_GRID_STRIDE,OPT_VEC4"}],
     "scope": {"tasks": ["relu", "softmax"], "arch": "sm_90"},
     "evidence": {"lineages": 10, "transitions": 90, "helped": 84, "neutral": 2, "hurt": 4},
     "roundtrip": {"status": "verified", "trials": [{"kind": "own"}]}})
@@ -394,5 +395,7 @@ def test_a_reviewer_approves_a_card_with_a_comment_and_a_member_sees_it_with_its
     assert result["lineage_highlighted"] == expected["path"] == result["lineage_path"]
     rows = {row["id"]: row for row in expected["rows"]}
     assert result["lineage_step_title"] == rows[expected["path"][1]]["title"]  # the step into it
+    # The card's risk links to the state where its attempt was made: the page opens there.
+    assert result["risk_opened_state"] == "OPT_GRID_STRIDE,OPT_VEC4"
     for name in ("skills-library", "skill-card-approved", "skill-card-member", "lineage"):
         assert (SHOTS / f"{name}.png").stat().st_size > 10_000, name

@@ -19,10 +19,6 @@ LINEAGES = sorted(RESULTS.glob("*-h200-lineages*/lineage-*.json"))
 REBUILT = {"cross_entropy", "layernorm", "maxpool3d", "reduce_sum", "relu", "softmax", "topk"}
 
 
-def tokens(source: str) -> tuple[str, ...]:
-    return tuple(antiunify.leaves(antiunify.term_of(antiunify.parse(source).root_node)))
-
-
 def flags(state: str) -> frozenset[str]:
     return frozenset(f for f in state.split(",") if f)
 
@@ -40,8 +36,8 @@ def spines():
             card_step = next(s for s in found[step.intent]["anchor"]["steps"]
                              if (s["task"], s["before"], s["after"]) == edge)
             made = apply_step(card_step, expert.plain_source(flags(step.before)))
-            wanted = tokens(expert.plain_source(flags(step.after)))
-            outcomes.append(made is not None and tokens(made) == wanted)
+            wanted = antiunify.source_tokens(expert.plain_source(flags(step.after)))
+            outcomes.append(made is not None and antiunify.source_tokens(made) == wanted)
         result[lineage.task] = outcomes
     return result
 

@@ -64,3 +64,12 @@ export function vectorDiff(vector) {
     return String(v.source_diff).replace(/^--- .*$/m, `--- a/${name}`).replace(/^\+\+\+ .*$/m, `+++ b/${name}`);
   }).join("\n");
 }
+
+/**
+ * A lineage page opened at one of its states (its flags on; "" is the plain attempt),
+ * which the lineage page reads back from the hash.
+ * @param {string} page @param {string} state
+ */
+export function stateLink(page, state) {
+  return `${page}#state=${encodeURIComponent(state || "(plain attempt)")}`;
+}

@@ -27,6 +27,10 @@ export async function mountLineage(root, lineageId) {
   const draw = (/** @type {number|null} */ selectedId) => view.render({ root: tree.root, rows, run: { best_node: graph.expert_id },
     selectedId, collapseFailed: false });
   draw(null);
+  // Opened at a state (a card's risk links to where its attempt was made): show it.
+  const wanted = new URLSearchParams(window.location.hash.slice(1)).get("state");
+  const opened = wanted == null ? undefined : graph.rows.find((/** @type {any} */ r) => r.flags_on === wanted);
+  if (opened) show(opened.id);
 
   function show(/** @type {number} */ id) {
     const row = rows.get(id);

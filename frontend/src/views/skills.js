@@ -5,7 +5,7 @@ import { html as diffHtml } from "diff2html";
 import "diff2html/bundles/css/diff2html.min.css";
 import { api, ApiError } from "../api.js";
 import { effectText, reviewActions, SKILL_SORTS, SKILL_STATUSES, skillFiltersFromQuery, skillsQuery,
-  vectorDiff } from "../transforms/skills.js";
+  stateLink, vectorDiff } from "../transforms/skills.js";
 import { facts, fill, h, table } from "./dom.js";
 
 /** @param {HTMLElement} root */
@@ -75,7 +75,7 @@ export async function mountSkillCard(root, cardId) {
       section("The vector: the experts' steps", vectorView(data.vector)),
       section("Generalised patterns", patterns(data.anchor?.rewrites ?? [])),
       section("Preconditions", preconditions(data.preconditions ?? {})),
-      section("Risks", risks(data.risks ?? [])),
+      section("Risks", risks(data.risks ?? [], card.lineages_behind)),
       section("Roundtrip", data.roundtrip ? facts([["status", data.roundtrip.status], ["trials", String((data.roundtrip.trials ?? []).length)]]) : h("p", null, "not tried yet")),
       section("Reviews", h("ol", { id: "review-history" }, card.review_history.map((/** @type {any} */ r) =>
         h("li", null, h("strong", null, `${r.reviewer} ${r.decision === "approve" ? "approved" : "rejected"}`),
@@ -147,10 +147,14 @@ function preconditions(/** @type {any} */ pre) {
     : h("p", null, "No order the lineages showed to matter.");
 }
 
-function risks(/** @type {any[]} */ found) {
-  return found.length ? h("ul", { class: "risks" }, found.slice(0, 50).map((r) => h("li", null,
-    `${r.kind} in ${r.task}${r.without ? ` without ${r.without}` : ""}: ${r.message ?? ""}`)))
-    : h("p", null, "None seen.");
+/** Each risk, linked to the state of its lineage where the attempt that showed it was made. */
+function risks(/** @type {any[]} */ found, /** @type {{task: string, page: string}[]} */ lineages) {
+  const pages = new Map(lineages.map((l) => [l.task, l.page]));
+  return found.length ? h("ul", { class: "risks" }, found.slice(0, 50).map((r) => {
+    const text = `${r.kind} in ${r.task}${r.without ? ` without ${r.without}` : ""}: ${r.message ?? ""}`;
+    const page = pages.get(r.task);
+    return h("li", null, page && r.state != null ? h("a", { class: "risk-link", href: stateLink(page, r.state) }, text) : text);
+  })) : h("p", null, "None seen.");
 }
 
 function problem(/** @type {ApiError} */ error) {
