@@ -60,22 +60,19 @@ def skill_card_get(*, card_id: str) -> SkillCard | None:
     return SkillCard.objects.filter(card_id=card_id).first()
 
 
-def skill_card_versions(*, statuses: tuple[str, ...] = ("approved",)) -> dict[str, dict]:
-    """For each card a search may use: its text version (1 when never edited), its status
-    and the SHA-256 of its data, what a run records of the cards it used."""
+def skill_cards_for_search(*, statuses: tuple[str, ...] = ("approved",)
+                           ) -> tuple[list[dict], dict[str, dict]]:
+    """The cards a search may use, as plain data, and for each what a run records of it:
+    its text version (1 when never edited), its status and the SHA-256 of its data."""
     from django.db.models import Max
 
     rows = SkillCard.objects.filter(status__in=statuses).annotate(text_version=Max("versions__number"))
-    return {row.card_id: {"version": row.text_version or 1, "status": row.status,
-                          "sha256": hashlib.sha256(json.dumps(row.data, sort_keys=True).encode()).hexdigest()}
-            for row in rows}
-
-
-def skill_cards_data(*, statuses: tuple[str, ...] = ("approved",)) -> list[dict]:
-    """The cards a search may use, as plain data (lineage/engine/skills.py reads them):
-    the library, the approved cards (their roundtrip reproduced their effect and a
-    reviewer approved them), by default."""
-    return [row.data for row in SkillCard.objects.filter(status__in=statuses)]
+    cards, versions = [], {}
+    for row in rows:
+        cards.append(row.data)
+        digest = hashlib.sha256(json.dumps(row.data, sort_keys=True).encode()).hexdigest()
+        versions[row.card_id] = {"version": row.text_version or 1, "status": row.status, "sha256": digest}
+    return cards, versions
 
 
 def skill_card_history(*, card: SkillCard) -> list[dict]:

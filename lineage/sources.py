@@ -27,8 +27,7 @@ class StoredSkillSource(SkillSource):
     def cards(self) -> list[dict]:
         if self._cards is None:
             statuses = tuple(getattr(settings, "OPTIML_SKILL_STATUSES", ("approved",)))
-            self._versions = selectors.skill_card_versions(statuses=statuses)
-            self._cards = selectors.skill_cards_data(statuses=statuses)
+            self._cards, self._versions = selectors.skill_cards_for_search(statuses=statuses)
         return self._cards
 
     def propose(self, context: NodeContext) -> list[Proposal]:

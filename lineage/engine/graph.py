@@ -44,7 +44,8 @@ def lineage_rows(lineage: Lineage, expert: str) -> dict[str, Any]:
     into it); `path`, the row ids from the plain attempt to the expert."""
     by_depth = sorted(lineage.states, key=lambda s: (s.count(",") + bool(s), s))  # flags on, then name
     ids = {state: index for index, state in enumerate(by_depth)}
-    on_path = {t.after: t for t in path_to_expert(lineage, expert)}
+    steps = path_to_expert(lineage, expert)
+    on_path = {t.after: t for t in steps}
     into: dict[str, Transition] = {}
     for step in sorted(lineage.transitions, key=lambda t: -(t.speedup or 0.0)):
         if step.after in on_path:
@@ -76,5 +77,5 @@ def lineage_rows(lineage: Lineage, expert: str) -> dict[str, Any]:
                      "metric_deltas": {}, "diff": "", "plan_diff": "", "message": attempt.message,
                      "precondition": attempt.precondition})
         next_id += 1
-    path = [ids[""]] + [ids[t.after] for t in path_to_expert(lineage, expert)] if "" in ids else []
+    path = [ids[""]] + [ids[t.after] for t in steps] if "" in ids else []
     return {"rows": rows, "expert_id": ids.get(expert), "path": path}

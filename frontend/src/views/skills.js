@@ -4,6 +4,7 @@
 import { html as diffHtml } from "diff2html";
 import "diff2html/bundles/css/diff2html.min.css";
 import { api, ApiError } from "../api.js";
+import { fieldErrors } from "../transforms/forms.js";
 import { effectText, reviewActions, SKILL_SORTS, SKILL_STATUSES, skillFiltersFromQuery, skillsQuery,
   stateLink, vectorDiff } from "../transforms/skills.js";
 import { facts, fill, h, table } from "./dom.js";
@@ -53,7 +54,7 @@ export async function mountSkillCard(root, cardId) {
       await render();
       say(done);
     } catch (error) {
-      say(error instanceof ApiError ? problem(error) : String(error), true);
+      say(error instanceof ApiError ? fieldErrors(error.body, []).general.join("; ") : String(error), true);
     }
   }
 
@@ -157,11 +158,3 @@ function risks(/** @type {any[]} */ found, /** @type {{task: string, page: strin
   })) : h("p", null, "None seen.");
 }
 
-function problem(/** @type {ApiError} */ error) {
-  const body = error.body;
-  if (body && typeof body === "object") {
-    if (typeof body.detail === "string") return body.detail;
-    return Object.entries(body).map(([field, messages]) => `${field}: ${[].concat(messages).join(" ")}`).join("; ");
-  }
-  return error.message;
-}
