@@ -1,8 +1,9 @@
 """The Celery app "optiml": configured from Django settings (CELERY_*), tasks autodiscovered.
 
 Start a worker with `celery -A optiml_web worker -Q gpu,celery`. Evaluations go to the
-`gpu` queue, so a GPU host runs a worker on `gpu` alone, one process per GPU, and CPU
-hosts take the rest.
+`gpu` queue, so a GPU host runs a worker on `gpu` alone, one process per GPU
+(CUDA_VISIBLE_DEVICES, --concurrency 1), and CPU hosts take the rest: the runs' steps,
+which only ask and tell, on `celery`.
 
 A worker may die at any moment (SIGKILL, the OOM killer, a host lost). Messages are
 acknowledged late (settings: CELERY_TASK_ACKS_LATE), so the one it was running goes back
@@ -22,8 +23,9 @@ app = Celery("optiml")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.conf.task_routes = {
     "profiling.evaluate_candidate": {"queue": "gpu"},
-    # A run's search evaluates its candidates in-process, so it runs where the GPU is.
-    "search.drive_run": {"queue": "gpu"},
+    # A run's step only asks and tells (on a CPU worker, the default queue); each of its
+    # candidates is an evaluation message of its own, on the GPU workers.
+    "search.evaluate_node": {"queue": "gpu"},
     # A run's input caches are files on the GPU host that ran it.
     "search.sweep_input_caches": {"queue": "gpu"},
     # A lineage walk measures every state it visits through the gate.

@@ -142,3 +142,6 @@ def _bad_text(text: str) -> bool:
     except UnicodeEncodeError:
         return True
     return False
+
+# The most evaluations a run may have under way at once (Run.parallel): a GPU worker each.
+MAX_PARALLEL = 64

@@ -252,6 +252,9 @@ OPTIML_CLAIM_GRACE_S = env_int("OPTIML_CLAIM_GRACE_S", 300)
 # `search.restart_stalled_runs` starts a new chain. Longer than the longest step (the
 # gate's 600 s time limit plus the grace), so a step still under way is never doubled.
 OPTIML_RUN_STALL_S = env_int("OPTIML_RUN_STALL_S", 900)
+# Compile each asked candidate on a CPU worker before its evaluation (search.compile_node),
+# so that one whose binary another node of the run already runs is not measured again.
+OPTIML_COMPILE_AHEAD = env_bool("OPTIML_COMPILE_AHEAD", True)
 
 # Content-Security-Policy on every response (django-csp): scripts, styles and everything
 # else from this site only, no inline script or style, no framing. The front end builds

@@ -30,6 +30,7 @@ from typing import Any, Protocol
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
+from profiling.gputurn import gpu_turn
 from profiling.harness import gate
 from profiling.harness.candidate import Candidate, CandidateError
 from profiling.harness.gate import GateOptions
@@ -102,7 +103,8 @@ class GateEvaluator:
             folder = Path(self.workdir) / task_name / candidate.content_hash()[:16]
             options = dataclasses.replace(options, workdir=str(folder))
         try:
-            return gate.evaluate(task_name, candidate, options), self.source
+            with gpu_turn():  # one timing at a time on this GPU, whoever else runs here
+                return gate.evaluate(task_name, candidate, options), self.source
         except UnknownTask as error:
             raise EvaluatorError(error.args[0], permanent=True) from error
         except CandidateError as error:
@@ -120,7 +122,8 @@ class GateEvaluator:
                 # Its GPU process also leaves when ours does (it reads our pipe to EOF);
                 # this only ends it in order at a normal exit.
                 atexit.register(self.close)
-            return self._screener.screen(task_name, candidate, screen_options_for(options))
+            with gpu_turn():
+                return self._screener.screen(task_name, candidate, screen_options_for(options))
 
     def close(self) -> None:
         """Stop the screen's GPU process, if one was started."""

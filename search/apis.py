@@ -141,7 +141,8 @@ class RunListApi(APIView):
             run = services.run_launch(
                 task_name=data["task"], source=source, plan=plan, budget=data["budget"],
                 judge=data["judge"], seed=data["seed"], user=request.user, team=team,
-                intent=data.get("intent", ""), source_names=data.get("sources"), screen=data["screen"])
+                intent=data.get("intent", ""), source_names=data.get("sources"), screen=data["screen"],
+                parallel=data["parallel"])
         except task_registry.UnknownTask:
             raise _unknown_task(request, data["task"]) from None
         except CandidateError as error:
@@ -246,7 +247,7 @@ class RunControlApi(APIView):
     def post(self, request: Request, run_id: int) -> Response:
         run = _controlled_run(request, run_id)
         try:
-            run = services.run_control(run_id=run.pk, action=self.control)
+            run = services.run_control(run_id=run.pk, action=self.control, user=request.user)
         except services.RunError as error:
             return Response({"detail": str(error)}, status=status.HTTP_409_CONFLICT)
         run = selectors.run_visible(user=request.user, run_id=run.pk)

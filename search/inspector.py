@@ -62,6 +62,7 @@ def node_detail(*, run: Run, node: RunNode, url: str) -> dict[str, Any]:
         "params": detail.get("params", {}),
         "evaluation_index": detail.get("evaluation_index"),
         "reused": detail.get("reused", False),
+        "duplicate_of": detail.get("duplicate_of"),
         "level_label": LEVEL_LABELS.get(node.level, ""),
         "promoted_from_screen": measurement.get("screen"),
         "measurement": measurement or None,

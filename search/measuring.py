@@ -29,10 +29,14 @@ from profiling import selectors as gate_selectors
 from profiling import services as gate_services
 from profiling.evaluators import Evaluator, can_screen, options_from_dict
 from profiling.harness.candidate import Candidate as HarnessCandidate
+from profiling.harness.candidate import CandidateError
+from profiling.harness.compile import CompilerUnavailable, compile_candidate
+from profiling.harness.policy import PolicyViolation
 from profiling.harness.gate import GateOptions
 from profiling.harness.seeds import gate_seed
 from profiling.models import Candidate, Evaluation
 from profiling.serialization import text_for_users, verdict_for_users
+from search.engine.binaries import binary_key
 from search.engine.evaluators import measurement_from_verdict, promoted
 from search.engine.types import Measurement
 from search.models import Run
@@ -40,6 +44,23 @@ from search.models import Run
 logger = logging.getLogger(__name__)
 
 Measured = tuple[str, Measurement, Evaluation | None]  # (candidate hash, measurement, full gate's row)
+
+
+def candidate_binary(*, run: Run, candidate: HarnessCandidate) -> str:
+    """What the candidate compiles to, compiled here (a CPU is enough; nvcc's result is
+    cached by content, so the GPU worker's gate finds it compiled) with every launch
+    resolved at the task's sizes (search.engine.binaries). "" when it cannot be told: nvcc
+    refused it, the policy did, or this host cannot compile. The gate then says why."""
+    if not settings.OPTIML_COMPILE_AHEAD:
+        return ""
+    spec = gate_services.task_spec(name=run.task.name)
+    try:
+        report = compile_candidate(candidate)
+    except (PolicyViolation, CompilerUnavailable, CandidateError) as error:
+        logger.info("no binary for candidate %s: %s", candidate.content_hash()[:12], error)
+        return ""
+    cubin = report.cubin_sha256 if report.ok else None
+    return binary_key(candidate, cubin, [*spec.l0_sizes, spec.sizes]) or ""
 
 
 def screening_for(*, run: Run, evaluator: Evaluator) -> bool:

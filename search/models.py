@@ -1,9 +1,12 @@
 """Optimisation runs: the search's state, its nodes as rows, and an append-only event log.
 
-The database is the truth. `Run.state` holds the engine's whole serialised state (so a
-run resumes after a restart); `RunNode` mirrors each tree node as a flat row
-({id, parentId}, what the browser draws); `RunEvent` is the log a live view replays from
-its last sequence number. Writes go through search.services, reads through selectors.
+The database is the truth. A run's search state is in two parts: `Run.state` holds the
+engine's state without the tree's nodes (Search.header(): the RNG, the counters, the
+config), and each `RunNode` holds its node's whole engine state in `engine`, beside the
+flat columns the browser draws ({id, parentId}, time, status). A step rewrites only the
+nodes it changed (search.state), so its cost does not grow with the tree, and the run
+resumes from the rows alone after a restart. `RunEvent` is the log a live view replays
+from its last sequence number. Writes go through search.services, reads through selectors.
 """
 
 from __future__ import annotations
@@ -34,7 +37,13 @@ class Run(models.Model):
     screen = models.BooleanField(default=True)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.RUNNING)
     message = models.TextField(blank=True)
-    state = models.JSONField()  # search.engine Search.to_dict()
+    state = models.JSONField()  # search.engine Search.header(): the nodes are in RunNode.engine
+    # A new random value at each save of the state (search.state): a worker that holds the
+    # search in memory uses it only while the row still carries the token it saved.
+    state_token = models.CharField(max_length=32, blank=True)
+    # How many of the run's candidates may be evaluated at once (each is its own message on
+    # the `gpu` queue, search.tasks.evaluate_node): up to one per GPU worker.
+    parallel = models.PositiveSmallIntegerField(default=1)
     evaluated = models.PositiveIntegerField(default=0)
     root_ms = models.FloatField(null=True, blank=True)
     best_ms = models.FloatField(null=True, blank=True)
@@ -112,11 +121,26 @@ class RunNode(models.Model):
     reward = models.FloatField(null=True, blank=True)
     visits = models.PositiveIntegerField(default=0)
     value = models.FloatField(default=0.0)
+    value_sum = models.FloatField(default=0.0)  # the engine's; value = value_sum / visits
     prior = models.FloatField(default=0.0)
     detail = models.JSONField(default=dict)  # measurement, diagnosis, deltas, reward terms
+    engine = models.JSONField(default=dict)  # the engine's Node.to_dict(): the run's state
+    # While pending: when its evaluation was last handed to a GPU worker (None: not yet),
+    # and what that evaluation measured (a Measurement's to_dict()) until the search is
+    # told it (search.services): a repeated evaluation message finds it set and changes nothing.
+    issued_at = models.DateTimeField(null=True, blank=True)
+    result = models.JSONField(null=True, blank=True)
+    # What it compiled to, ahead of its evaluation (search.engine.binaries: the cubin and
+    # every launch resolved): None until compiled, "" when it could not be told. A node
+    # whose binary a smaller node runs is not evaluated: it is that node's duplicate.
+    binary = models.CharField(max_length=64, null=True, blank=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["run", "node_id"], name="run_node_once")]
+        # A step reads a run's pending nodes (what arrived, what is in flight): its cost must
+        # not grow with the done ones.
+        indexes = [models.Index(fields=["run", "state"], name="run_node_state"),
+                   models.Index(fields=["run", "binary"], name="run_node_binary")]
         ordering = ["run", "node_id"]
 
 

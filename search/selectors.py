@@ -10,6 +10,7 @@ from profiling import selectors as gate_selectors
 from profiling.harness import declared
 from search.engine.explain import why_faster
 from search.engine.tree import Tree
+from search.state import state_of
 from search.models import Run, RunEvent, RunNode, ShareLink
 
 
@@ -99,9 +100,18 @@ def run_last_seq(*, run_id: int) -> int:
     return (next_seq or 1) - 1
 
 
+def run_outcome(*, run: Run) -> str:
+    """improved | no_gain | nothing_passed for a finished run, from its columns; "" otherwise."""
+    if run.status != Run.Status.FINISHED:
+        return ""
+    if run.best_node is None:
+        return "nothing_passed"
+    return "no_gain" if run.best_node == 0 else "improved"
+
+
 def run_why(*, run: Run) -> list[dict]:
     """search.engine.explain.why_faster over the stored tree: the steps root -> best."""
-    tree_data = (run.state or {}).get("tree")
+    tree_data = state_of(run).get("tree")
     return why_faster(Tree.from_dict(tree_data)) if tree_data else []
 
 
@@ -136,5 +146,5 @@ def run_trajectory(*, run: Run) -> dict:
         ],
         "events": [{"seq": e.seq, "kind": e.kind, "data": e.data}
                    for e in run_events_after(run=run, seq=0)],
-        "state": run.state,
+        "state": state_of(run),
     }

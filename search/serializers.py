@@ -12,6 +12,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from optiml_web.limits import (
+    MAX_PARALLEL,
     MAX_INTENT_CHARS,
     MAX_NAME_CHARS,
     MAX_SOURCE_BYTES,
@@ -37,11 +38,18 @@ class RunSerializer(serializers.ModelSerializer):
         fields = ["id", "task", "status", "judge", "budget", "evaluated", "root_ms", "best_ms",
                   "speedup", "gpu_seconds", "created", "created_by", "team", "sources", "seed",
                   "intent", "imported", "message", "best_node", "best_found_at", "vendor_ms", "updated",
-                  "screen"]
+                  "screen", "parallel", "outcome"]
         read_only_fields = fields
+
+    outcome = serializers.SerializerMethodField(
+        help_text="how a finished run came out: improved, no_gain (nothing beat the starting kernel) "
+        "or nothing_passed (no kernel passed the gate: `message` says why); blank otherwise")
 
     def get_created_by(self, run: Run) -> str | None:
         return run.created_by.username if run.created_by else None
+
+    def get_outcome(self, run: Run) -> str:
+        return selectors.run_outcome(run=run)
 
 
 class QueueSerializer(serializers.Serializer):
@@ -106,6 +114,10 @@ class RunCreateSerializer(serializers.Serializer):
                                     help_text="proposal source names (GET /api/sources/); default all")
     team = serializers.IntegerField(required=False, allow_null=True, min_value=0, max_value=MAX_DB_INT,
                                     help_text="share with this team")
+    parallel = serializers.IntegerField(
+        min_value=1, max_value=MAX_PARALLEL, default=1,
+        help_text="candidates evaluated at once, each on a GPU worker of its own (at most one "
+        "per GPU worker serves the run; more only wait in the queue)")
     screen = serializers.BooleanField(
         default=True, help_text="screen candidates first; only those faster than the best get the "
         "full gate (README, 'The screen'); the server's OPTIML_SCREEN can turn it off for all runs")

@@ -28,17 +28,23 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from optiml_web.limits import MAX_PARALLEL
 from profiling import services as gate_services
-from profiling.evaluators import Evaluator, get_evaluator, options_to_dict
+from profiling.evaluators import Evaluator, get_evaluator, options_from_dict, options_to_dict
 from profiling.harness.candidate import Candidate as HarnessCandidate
 from profiling.harness.gate import GateOptions
 from profiling.serialization import json_safe
 from search import broadcast
+from search.engine.explain import why_it_ended
 from search.engine.search import Search, SearchConfig
 from search.engine.sources import fast_math_allowed
 from search.importing import ParsedTrajectory
-from search.measuring import candidate_measure, run_gate_options, screening_for
+from search.measuring import candidate_binary, candidate_measure, run_gate_options, screening_for
+from search.engine.types import Measurement
+from search.measuring import Measured
 from search.models import Run, RunEvent, RunNode, ShareLink
+from search.state import node_rows_create, search_load, search_save, search_state_header
+
 
 EventSink = Callable[[RunEvent], None]
 
@@ -104,30 +110,58 @@ def configured_sources(names: list[str] | None = None) -> list:
     return [source for source in sources if source.name in names]
 
 
-def _search_for(run: Run) -> Search:
+def _parts_for(run: Run):
+    """(judge, fallback, sources) for rebuilding the run's search: the sources the run was
+    made with, as long as they are still configured."""
     judge, fallback = judges_for(run.judge.split(":")[0])
-    # The sources the run was made with, as long as they are still configured.
-    sources = [source for source in configured_sources() if source.name in run.sources]
-    return Search.from_dict(run.state, judge, sources, fallback_judge=fallback)
+    return judge, fallback, [source for source in configured_sources() if source.name in run.sources]
+
+
+def _search_for(run: Run) -> Search:
+    """The run's search (under the run's row lock when it is to be changed and saved):
+    the one this process saved last, while nobody else saved the run since, else rebuilt
+    from the rows (search.state). Pending nodes handed out for evaluation less than a
+    gate's time limit ago (RunNode.issued_at) are not handed out again; the others are."""
+    in_flight = set(_in_flight(run))
+    search = search_load(run, parts=lambda: _parts_for(run), issued=in_flight)
+    search.release([node_id for node_id in search.in_flight() if node_id not in in_flight])
+    return search
+
+
+def _in_flight(run: Run) -> list[int]:
+    cutoff = timezone.now() - timedelta(seconds=evaluation_time_limit_s(run))
+    return list(RunNode.objects.filter(run=run, state="pending", issued_at__gte=cutoff)
+                .values_list("node_id", flat=True))
+
+
+def evaluation_time_limit_s(run: Run) -> float:
+    """How long a handed-out evaluation may take before its message counts as lost and the
+    node is handed out again: the gate's time limit, the screen's, and a claim's grace."""
+    limit = options_from_dict(run.gate_options).time_limit_s
+    return 2 * limit + settings.OPTIML_CLAIM_GRACE_S
 
 
 @transaction.atomic
 def run_create(*, task_name: str, source: str, plan: dict, budget: int, judge: str = "rules",
                seed: int = 0, gate_options: GateOptions | None = None, user=None,
                team=None, intent: str = "", source_names: list[str] | None = None,
-               screen: bool = True, written=None) -> Run:
+               screen: bool = True, written=None, parallel: int = 1) -> Run:
     """`written`: the Proposal kernel_write returned, when the run starts from it (its
-    candidate is `source` and `plan`): the root node then names the model that wrote it."""
+    candidate is `source` and `plan`): the root node then names the model that wrote it.
+    `parallel`: how many candidates may be evaluated at once (one per GPU worker)."""
     spec = gate_services.task_spec(name=task_name)  # UnknownTask names the known ones
     if budget < 1:
         raise RunError("the budget must be at least one evaluation", field="budget")
+    if not 1 <= parallel <= MAX_PARALLEL:
+        raise RunError(f"parallel must be from 1 to {MAX_PARALLEL}", field="parallel")
     root = HarnessCandidate.from_source_and_plan(source, plan)  # CandidateError says which field
     judge_obj, fallback = judges_for(judge)
     if written is not None and written.candidate != root:
         raise RunError("the written kernel is not the run's starting kernel", field="source")
     search = Search(task_name, root, judge=judge_obj, sources=configured_sources(source_names),
                     fallback_judge=fallback, config=SearchConfig(budget=budget, seed=seed),
-                    tolerance_allows_fast_math=fast_math_allowed(spec), root_proposal=written)
+                    tolerance_allows_fast_math=fast_math_allowed(spec), root_proposal=written,
+                    binary_sizes=[*spec.l0_sizes, spec.sizes])  # a binary is refined once
     # `seed` steers the search only. The gate's seed is the run's secret one, derived at
     # each step (search.measuring.run_gate_seed) and never stored here or chosen by a user:
     # whoever knew it would know the inputs every candidate of the run is checked on.
@@ -136,90 +170,117 @@ def run_create(*, task_name: str, source: str, plan: dict, budget: int, judge: s
         task=gate_services.task_get_or_sync(name=task_name),
         root_candidate=gate_services.candidate_get_or_create(source=source, plan=plan),
         judge=judge_obj.name, sources=[s.name for s in search.sources], budget=budget, seed=seed,
-        gate_options=options_to_dict(options), state=json_safe(search.to_dict()), created_by=user,
-        team=team, intent=intent, screen=screen)
-    _append(run, "run_created", {"task": task_name, "budget": budget, "judge": judge_obj.name})
-    run.save()
+        gate_options=options_to_dict(options), state=json_safe(search.header()), created_by=user,
+        team=team, intent=intent, screen=screen, parallel=parallel)
+    _append(run, "run_created", {"task": task_name, "budget": budget, "judge": judge_obj.name,
+                                 "parallel": parallel})
+    search_save(run, search)  # the root's row
     return run
 
 
-def run_step(*, run_id: int, evaluator: Evaluator | None = None, parallel: int = 1,
+def run_step(*, run_id: int, evaluator: Evaluator | None = None, parallel: int | None = None,
              on_event: EventSink | None = None) -> Run:
-    """One round of ask -> evaluate -> tell. Returns the run as it stands after it."""
+    """One round of ask -> evaluate -> tell in this process (the `optimize` command, tests,
+    benchmarks): up to `parallel` candidates (default: the run's), measured one after
+    another here. Returns the run as it stands after it. A worker steps a run through
+    run_advance instead, which hands each evaluation to the `gpu` queue."""
     evaluator = evaluator or get_evaluator()
     with transaction.atomic():
         run = Run.objects.select_for_update().get(pk=run_id)
         if run.status != Run.Status.RUNNING:
             return run
-        search = _search_for(run)
-        best = search.tree.best  # always a full-gate node: what the screen has to beat
-        asked = search.ask(max(1, min(parallel, run.budget - search.evaluations)))
-        new_events = _record_nodes(run, search, [node_id for node_id, _ in asked])
-        if not asked and not search.tree.pending():  # every proposal tried: nothing left
-            run.status = Run.Status.FINISHED
-            new_events.append(_append(run, "run_finished", {**search.summary(), "exhausted": True}))
-        _save(run, search)
-    screening = screening_for(run=run, evaluator=evaluator)
-    options = run_gate_options(run=run, screening=screening)
-    best_full_ms = best.measurement.time_ms if screening and best is not None else None
-    # A kernel another worker is still evaluating is told on a later step, not now.
-    measured = [m for m in (candidate_measure(run=run, candidate=c, options=options, evaluator=evaluator,
-                                              best_full_ms=best_full_ms) for _, c in asked)
-                if m is not None]
+        asked, best_full_ms, new_events = _step_ask(run, parallel or run.parallel, evaluator)
+    options = run_gate_options(run=run, screening=best_full_ms is not None)
+    unmeasured = []
+    for node_id, candidate in asked:
+        binary = node_binary_ensure(run_id=run_id, node_id=node_id) if settings.OPTIML_COMPILE_AHEAD else ""
+        if binary and RunNode.objects.filter(run_id=run_id, binary=binary, node_id__lt=node_id).exists():
+            continue  # a duplicate: told from its twin's measurement below, not measured
+        measured = candidate_measure(run=run, candidate=candidate, options=options,
+                                     evaluator=evaluator, best_full_ms=best_full_ms)
+        if measured is None:  # another worker holds its full gate: told on a later step
+            unmeasured.append(node_id)
+        else:
+            node_result_store(run_id=run_id, node_id=node_id, measured=measured)
     with transaction.atomic():
         run = Run.objects.select_for_update().get(pk=run_id)
         search = _search_for(run)
-        touched = []
-        for candidate_hash, measurement, evaluation in measured:
-            node_id = search.tell(candidate_hash, measurement)
-            if node_id is not None:  # None: told before (a repeated step), nothing changes
-                touched.append(node_id)
-                # None for a node only the screen measured: its verdict is in the node's detail.
-                RunNode.objects.filter(run=run, node_id=node_id).update(evaluation=evaluation)
-                run.gpu_seconds += measurement.seconds  # the screen's and the full gate's
-        new_events += _record_nodes(run, search, _with_ancestors(search, touched))
+        search.release(unmeasured)
+        new_events += _step_tell(run, search)
         if run.status == Run.Status.RUNNING and search.evaluations >= run.budget:
-            run.status = Run.Status.FINISHED
-            new_events.append(_append(run, "run_finished", search.summary()))
-        _save(run, search)
+            new_events.append(_finish(run, search))
+        search_save(run, search)
     for event in new_events if on_event else ():
         on_event(event)
     return run
 
 
-def _with_ancestors(search: Search, node_ids: list[int]) -> list[int]:
-    """Backpropagation changed every node on each path to the root."""
-    return sorted({node.id for node_id in node_ids for node in search.tree.path(node_id)})
+def _step_ask(run: Run, parallel: int, evaluator: Evaluator) -> tuple[list, float | None, list[RunEvent]]:
+    """Under the run's lock: tell what arrived, ask for up to `parallel` candidates in
+    flight in all, and save. Returns the asked (node id, candidate) pairs, the best
+    full-gate time the screen has to beat (None: no screen for these), and the events."""
+    search = _search_for(run)
+    new_events = _step_tell(run, search)
+    if run.status == Run.Status.RUNNING and search.evaluations >= run.budget:
+        new_events.append(_finish(run, search))
+    in_flight = len(search.in_flight())
+    asked = []
+    if run.status == Run.Status.RUNNING and search.evaluations < run.budget:
+        room = min(parallel - in_flight, run.budget - search.evaluations - in_flight)
+        asked = search.ask(room) if room > 0 else []
+        if not asked and not search.tree.pending():  # every proposal tried: nothing left
+            new_events += _events(run, search)
+            new_events.append(_finish(run, search, exhausted=True))
+    new_events += _events(run, search)
+    search_save(run, search)
+    if asked:
+        RunNode.objects.filter(run=run, node_id__in=[node_id for node_id, _ in asked]).update(
+            issued_at=timezone.now())
+    best = search.tree.best  # always a full-gate node: what the screen has to beat
+    screening = screening_for(run=run, evaluator=evaluator)
+    best_full_ms = best.measurement.time_ms if screening and best is not None else None
+    return asked, best_full_ms, new_events
 
 
-def _record_nodes(run: Run, search: Search, node_ids: list[int]) -> list[RunEvent]:
-    for node_id in node_ids:
-        _upsert_node(run, search.tree[node_id])
+def _step_tell(run: Run, search: Search) -> list[RunEvent]:
+    """Tell the search every result that arrived for its pending nodes (node_result_store);
+    returns the events. The caller saves."""
+    arrived = (RunNode.objects.filter(run=run, state="pending", result__isnull=False)
+               .order_by("node_id").values_list("node_id", "result"))
+    for node_id, result in arrived:
+        node = search.tree[node_id]
+        measurement = Measurement.from_dict(result)
+        if search.tell(node.candidate_hash, measurement) is not None:  # None: told before
+            run.gpu_seconds += measurement.seconds  # the screen's and the full gate's
+    # Then the binaries compiled ahead: a duplicate whose twin is measured is done now.
+    compiled = (RunNode.objects.filter(run=run, state="pending", result__isnull=True)
+                .exclude(binary__isnull=True).exclude(binary="")
+                .order_by("node_id").values_list("node_id", "binary"))
+    for node_id, binary in compiled:
+        search.tell_binary(search.tree[node_id].candidate_hash, binary)
+    return _events(run, search)
+
+
+def _finish(run: Run, search: Search, *, exhausted: bool = False) -> RunEvent:
+    """The run is done: its status, and in its message how it ended (explain.why_it_ended)."""
+    run.status = Run.Status.FINISHED
+    run.message = why_it_ended(search.tree, evaluations=search.evaluations, budget=run.budget,
+                               exhausted=exhausted)
+    return _append(run, "run_finished", {**search.summary(), "exhausted": exhausted, "message": run.message})
+
+
+def node_result_store(*, run_id: int, node_id: int, measured: Measured) -> bool:
+    """Keep what an evaluation measured on the node's row until the run's next step tells
+    the search. A repeated result (a message delivered twice) changes nothing: the first
+    one stays. Returns whether this one was stored."""
+    _hash, measurement, evaluation = measured
+    return bool(RunNode.objects.filter(run_id=run_id, node_id=node_id, state="pending",
+                                       result__isnull=True)
+                .update(result=json_safe(measurement.to_dict()), evaluation=evaluation))
+
+
+def _events(run: Run, search: Search) -> list[RunEvent]:
     return [_append(run, kind, data) for kind, data in search.pop_events()]
-
-
-def _upsert_node(run: Run, node) -> None:
-    m = node.measurement
-    proposal = node.proposal
-    candidate = gate_services.candidate_get_or_create(
-        source=proposal.candidate.source, plan=proposal.candidate.plan_dict())
-    detail = json_safe({
-        "measurement": m.to_dict() if m else None,
-        "diagnosis": node.diagnosis.to_dict() if node.diagnosis else None,
-        "judge_error": node.judge_error, "reward_terms": node.reward_terms,
-        "deltas_vs_parent": node.deltas_vs_parent, "deltas_vs_root": node.deltas_vs_root,
-        "families": list(proposal.families), "params": proposal.params,
-        "evaluation_index": node.evaluation, "reused": node.reused,
-    })
-    RunNode.objects.update_or_create(run=run, node_id=node.id, defaults={
-        "parent_id": node.parent, "candidate": candidate, "state": node.state,
-        "source": proposal.source, "title": proposal.title[:300], "rationale": proposal.rationale,
-        "diff": proposal.diff, "status": m.status if m else "", "guard": (m.guard or "") if m else "",
-        "level": m.level if m else "",
-        "time_ms": m.time_ms if m else None, "spread_ms": m.spread_ms if m else None,
-        "reward": node.reward if node.done else None, "visits": node.visits, "value": node.value,
-        "prior": node.prior, "detail": detail,
-    })
 
 
 def _append(run: Run, kind: str, data: dict) -> RunEvent:
@@ -229,15 +290,6 @@ def _append(run: Run, kind: str, data: dict) -> RunEvent:
     run.next_seq += 1
     broadcast.event_after_commit(run_id=run.pk, seq=event.seq, kind=kind, data=event.data)
     return event
-
-
-def _save(run: Run, search: Search) -> None:
-    summary = search.summary()
-    run.state = json_safe(search.to_dict())
-    run.evaluated = search.evaluations
-    run.root_ms, run.best_ms = summary["root_time_ms"], summary["best_time_ms"]
-    run.best_node, run.best_found_at = summary["best_id"], summary["best_found_at_evaluation"]
-    run.save()
 
 
 def run_drive(*, run_id: int, evaluator: Evaluator | None = None, parallel: int = 1,
@@ -250,32 +302,122 @@ def run_drive(*, run_id: int, evaluator: Evaluator | None = None, parallel: int 
     return run
 
 
-# A step whose candidates are all being evaluated by other workers changes nothing; the
-# next message waits this long rather than spinning through the queue. An H200 candidate
-# takes about 18 s (README, 2026-11-29 suite): a few idle messages per such wait.
+# How long a run's driver chain waits before looking again while its evaluations are out
+# on the GPU workers. Each evaluation's result wakes the run at once (node_evaluate), so
+# this is only the bound on how long a lost wake-up can delay the run; an H200 candidate
+# takes about 18 s (README, 2026-11-29 suite).
 IDLE_STEP_DELAY_S = 5.0
 
 
 def run_advance(*, run_id: int, token: int, evaluator: Evaluator | None = None) -> Run | None:
-    """One link of a run's driver chain (the Celery task `search.drive_run`): one step,
-    then the next message, queued after commit, while the run runs and has budget left.
+    """One link of a run's driver chain (the Celery task `search.drive_run`, on a CPU
+    worker): tell the search what arrived, hand up to the run's `parallel` evaluations out
+    to the `gpu` queue (search.tasks.evaluate_node, after commit), then queue the chain's
+    next message while the run runs and has budget left.
 
     The message carries the run's `drive_token`. A message whose token is no longer the
     run's (a redelivery of a step already handed on, a message queued before a pause,
-    stop or resume) does nothing and returns None. A worker killed mid-step leaves the
-    token as it was, so the broker's redelivery takes the step up again. Only the step
-    that moves the token queues a successor, so even a twin running at the same time
-    cannot fork the chain."""
-    before = (Run.objects.filter(pk=run_id, drive_token=token, status=Run.Status.RUNNING)
-              .values_list("evaluated", flat=True).first())
-    if before is None:
+    stop or resume, the wake-up of a result the chain has already seen) does nothing and
+    returns None. A worker killed mid-step leaves the token as it was, so the broker's
+    redelivery takes the step up again. Only the step that moves the token queues a
+    successor, so even a twin running at the same time cannot fork the chain."""
+    if not Run.objects.filter(pk=run_id, drive_token=token, status=Run.Status.RUNNING).exists():
         return None
-    run = run_step(run_id=run_id, evaluator=evaluator)
-    return _run_hand_on(run_id=run_id, token=token, idle=run.evaluated == before)
+    run_dispatch(run_id=run_id, evaluator=evaluator)
+    return _run_hand_on(run_id=run_id, token=token)
 
 
 @transaction.atomic
-def _run_hand_on(*, run_id: int, token: int, idle: bool) -> Run | None:
+def run_dispatch(*, run_id: int, evaluator: Evaluator | None = None) -> Run:
+    """Under the run's lock: tell what arrived, ask for candidates up to `parallel` in
+    flight, and queue one message per asked node once this commits: its compile on a CPU
+    worker (search.compile_node, which then queues its evaluation), or with
+    OPTIML_COMPILE_AHEAD off its evaluation on the `gpu` queue."""
+    from search.tasks import compile_node_enqueue, evaluate_node_enqueue  # tasks import services
+
+    run = Run.objects.select_for_update().get(pk=run_id)
+    if run.status != Run.Status.RUNNING:
+        return run
+    asked, best_full_ms, _ = _step_ask(run, run.parallel, evaluator or get_evaluator())
+    for node_id, _candidate in asked:
+        if settings.OPTIML_COMPILE_AHEAD:
+            compile_node_enqueue(run=run, node_id=node_id, best_full_ms=best_full_ms)
+        else:
+            evaluate_node_enqueue(run=run, node_id=node_id, best_full_ms=best_full_ms)
+    return run
+
+
+def node_compile(*, run_id: int, node_id: int, best_full_ms: float | None) -> str:
+    """Compile one asked node of a run (the Celery task `search.compile_node`, on a CPU
+    worker) and keep its binary on its row; then queue its evaluation, unless a node with
+    a smaller id runs the same binary: then it is that node's duplicate, which the run's
+    next step (woken now) completes from that node's measurement without an evaluation.
+    Returns "evaluate", "duplicate", or "known" (nothing to do: a repeated message)."""
+    from search.tasks import drive_run_enqueue, evaluate_node_enqueue
+
+    binary = node_binary_ensure(run_id=run_id, node_id=node_id)
+    if binary is None:
+        return "known"
+    if binary and RunNode.objects.filter(run_id=run_id, binary=binary, node_id__lt=node_id).exists():
+        token = Run.objects.filter(pk=run_id).values_list("drive_token", flat=True).first()
+        if token is not None:
+            drive_run_enqueue(run_id=run_id, token=token)
+        return "duplicate"
+    run = Run.objects.get(pk=run_id)
+    evaluate_node_enqueue(run=run, node_id=node_id, best_full_ms=best_full_ms)
+    return "evaluate"
+
+
+def node_binary_ensure(*, run_id: int, node_id: int) -> str | None:
+    """The binary of a pending node without a result, compiled now if it was not yet
+    (measuring.candidate_binary; "" when it cannot be told); None when the node is done or
+    measured already, or its run is not running."""
+    row = (RunNode.objects.select_related("run__task", "candidate")
+           .filter(run_id=run_id, node_id=node_id, state="pending", result__isnull=True).first())
+    if row is None or row.run.status != Run.Status.RUNNING:
+        return None
+    if row.binary is None:
+        binary = candidate_binary(run=row.run, candidate=row.candidate.to_harness())
+        RunNode.objects.filter(pk=row.pk, binary__isnull=True).update(binary=binary)
+        row.binary = RunNode.objects.filter(pk=row.pk).values_list("binary", flat=True).first()
+    return row.binary
+
+
+def node_evaluate(*, run_id: int, node_id: int, best_full_ms: float | None,
+                  evaluator: Evaluator | None = None) -> str:
+    """Measure one asked node of a run (the Celery task `search.evaluate_node`, on a GPU
+    worker) and keep the result on its row for the run's next step, which it then wakes.
+    Returns what happened: "stored", "known" (a result or the node's measurement was there
+    already: a repeated message), "idle" (the run is not running: a resume hands the node
+    out again), "held" (another worker holds this kernel's full gate: look again later)."""
+    from search.tasks import drive_run_enqueue
+
+    row = (RunNode.objects.select_related("run__task", "candidate")
+           .filter(run_id=run_id, node_id=node_id).first())
+    if row is None or row.state != "pending" or row.result is not None:
+        return "known"
+    run = row.run
+    if run.status != Run.Status.RUNNING:
+        return "idle"
+    evaluator = evaluator or get_evaluator()
+    screening = best_full_ms is not None and screening_for(run=run, evaluator=evaluator)
+    options = run_gate_options(run=run, screening=screening)
+    measured = candidate_measure(run=run, candidate=row.candidate.to_harness(), options=options,
+                                 evaluator=evaluator, best_full_ms=best_full_ms if screening else None)
+    if measured is None:
+        return "held"
+    if not node_result_store(run_id=run_id, node_id=node_id, measured=measured):
+        return "known"
+    # Wake the run: a twin of the chain's waiting message (same token), so whichever
+    # comes first steps and the other does nothing.
+    token = Run.objects.filter(pk=run_id).values_list("drive_token", flat=True).first()
+    if token is not None:
+        drive_run_enqueue(run_id=run_id, token=token)
+    return "stored"
+
+
+@transaction.atomic
+def _run_hand_on(*, run_id: int, token: int) -> Run | None:
     from search.tasks import drive_run_enqueue  # tasks import services: import here
 
     # Conditional update: of two holders of one token, one moves it; the other stops here.
@@ -283,36 +425,50 @@ def _run_hand_on(*, run_id: int, token: int, idle: bool) -> Run | None:
         return None
     run = Run.objects.get(pk=run_id)  # locked by the update until this commits
     if run.status == Run.Status.RUNNING and run.evaluated < run.budget:
-        drive_run_enqueue(run_id=run.pk, token=run.drive_token,
-                          countdown_s=IDLE_STEP_DELAY_S if idle else 0.0)
+        drive_run_enqueue(run_id=run.pk, token=run.drive_token, countdown_s=IDLE_STEP_DELAY_S)
     return run
 
 
 @transaction.atomic
-def run_set_status(*, run_id: int, status: str) -> Run:
-    """Pause, resume or stop. A finished or failed run stays as it is."""
+def run_set_status(*, run_id: int, status: str, by=None) -> Run:
+    """Pause, resume or stop (`by`: the user who asked, named in the run's message). A
+    finished or failed run stays as it is."""
     allowed = {Run.Status.PAUSED: {Run.Status.RUNNING}, Run.Status.RUNNING: {Run.Status.PAUSED},
                Run.Status.STOPPED: {Run.Status.RUNNING, Run.Status.PAUSED}}
     run = Run.objects.select_for_update().get(pk=run_id)
     if status not in allowed or run.status not in allowed[status]:
         raise RunError(f"a {run.status} run cannot become {status}")
+    if status == Run.Status.RUNNING:
+        # Evaluations handed out before the pause and not measured (a GPU worker skips the
+        # node of a run that is not running) are handed out again.
+        RunNode.objects.filter(run=run, state="pending", result__isnull=True).update(issued_at=None)
     run.status = status
+    run.message = _status_message(run, status, by)
     run.drive_token += 1  # whatever message is queued or running now cannot go on
-    _append(run, "run_status", {"status": status})
+    _append(run, "run_status", {"status": status, "message": run.message})
     run.save()
     return run
+
+
+def _status_message(run: Run, status: str, by) -> str:
+    who = f" by {by.username}" if getattr(by, "username", None) else ""
+    if status == Run.Status.PAUSED:
+        return f"paused{who} after {run.evaluated} of {run.budget} evaluations"
+    if status == Run.Status.STOPPED:
+        return f"stopped{who} after {run.evaluated} of {run.budget} evaluations"
+    return ""
 
 
 @transaction.atomic
 def run_launch(*, task_name: str, source: str, plan: dict, budget: int, judge: str = "rules",
                seed: int = 0, user=None, team=None, intent: str = "",
-               source_names: list[str] | None = None, screen: bool = True) -> Run:
-    """Create a run and queue its search on the GPU worker once the run is committed."""
+               source_names: list[str] | None = None, screen: bool = True, parallel: int = 1) -> Run:
+    """Create a run and queue its first step once the run is committed."""
     from search.tasks import drive_run_enqueue  # tasks import services: import here
 
     run = run_create(task_name=task_name, source=source, plan=plan, budget=budget, judge=judge,
                      seed=seed, user=user, team=team, intent=intent, source_names=source_names,
-                     screen=screen)
+                     screen=screen, parallel=parallel)
     drive_run_enqueue(run_id=run.pk, token=run.drive_token)
     return run
 
@@ -321,14 +477,14 @@ CONTROLS = {"pause": Run.Status.PAUSED, "resume": Run.Status.RUNNING, "stop": Ru
 
 
 @transaction.atomic
-def run_control(*, run_id: int, action: str) -> Run:
+def run_control(*, run_id: int, action: str, user=None) -> Run:
     """pause, resume or stop. A resumed run starts one new driver chain on the GPU queue;
     the status change moved the drive token, so a step still under way ends its old one."""
     from search.tasks import drive_run_enqueue
 
     if action not in CONTROLS:
         raise RunError(f"unknown action {action!r}: use pause, resume or stop")
-    run = run_set_status(run_id=run_id, status=CONTROLS[action])
+    run = run_set_status(run_id=run_id, status=CONTROLS[action], by=user)
     if run.status == Run.Status.RUNNING:
         drive_run_enqueue(run_id=run.pk, token=run.drive_token)
     return run
@@ -407,15 +563,16 @@ def run_import(*, trajectory: ParsedTrajectory, user=None, team=None) -> Run:
         judge=trajectory.judge, sources=trajectory.sources, budget=search.config.budget,
         seed=search.config.seed, gate_options={}, status=Run.Status.FINISHED,
         message=f"imported from run {trajectory.original_id}" if trajectory.original_id else "imported",
-        state=trajectory.state, gpu_seconds=trajectory.gpu_seconds, created_by=user, team=team,
-        imported=True, intent=trajectory.intent)
-    for node_id in sorted(search.tree.nodes):
-        _upsert_node(run, search.tree[node_id])
+        state=search_state_header(trajectory.state), gpu_seconds=trajectory.gpu_seconds,
+        created_by=user, team=team, imported=True, intent=trajectory.intent)
+    # The state is kept as given (search_save would re-serialise it, with this server's judge).
+    given = {node["id"]: node for node in trajectory.state["tree"]["nodes"]}
+    node_rows_create(run, [(search.tree[node_id], given[node_id]) for node_id in sorted(search.tree.nodes)])
     RunEvent.objects.bulk_create(RunEvent(run=run, seq=seq, kind=kind, data=data)
                                  for seq, (kind, data) in enumerate(trajectory.events, start=1))
     run.next_seq = len(trajectory.events) + 1
     _append(run, "run_imported", {"from_run": trajectory.original_id})
-    summary = search.summary()  # the state is kept as given: _save would re-serialise it
+    summary = search.summary()
     run.evaluated = search.evaluations
     run.root_ms, run.best_ms = summary["root_time_ms"], summary["best_time_ms"]
     run.best_node, run.best_found_at = summary["best_id"], summary["best_found_at_evaluation"]

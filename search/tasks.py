@@ -18,9 +18,9 @@ logger = logging.getLogger(__name__)
 @shared_task(name="search.drive_run")
 def drive_run(run_id: int, token: int) -> str | None:
     """One step of a run, which queues the next while the run runs and has budget left
-    (services.run_advance). Routed to the `gpu` queue (optiml_web/celery.py): its
-    evaluations run where the GPU is. A message whose token the run no longer holds (a
-    duplicate, a redelivery, one queued before a pause) does nothing and returns None."""
+    (services.run_advance). On a CPU worker: the step hands its evaluations to the `gpu`
+    queue (evaluate_node). A message whose token the run no longer holds (a duplicate, a
+    redelivery, one queued before a pause) does nothing and returns None."""
     if not Run.objects.filter(pk=run_id).exists():
         logger.warning("run %s no longer exists; nothing to drive", run_id)
         return None
@@ -32,6 +32,52 @@ def drive_run(run_id: int, token: int) -> str | None:
         services.run_fail(run_id=run_id, message=f"{type(error).__name__}: {error}")
         return Run.Status.FAILED
     return run.status if run is not None else None
+
+
+# How long an evaluation whose kernel another worker is measuring (for another run, say)
+# waits before it looks again: by then that one has usually finished and this costs nothing.
+HELD_RETRY_S = 10
+HELD_RETRIES = 200
+
+
+@shared_task(name="search.evaluate_node", bind=True, max_retries=HELD_RETRIES)
+def evaluate_node(self, run_id: int, node_id: int, best_full_ms: float | None) -> str:
+    """Measure one asked node of a run on this GPU worker (services.node_evaluate), keep
+    the result on the node's row and wake the run. A repeated or late message does nothing."""
+    try:
+        outcome = services.node_evaluate(run_id=run_id, node_id=node_id, best_full_ms=best_full_ms)
+    except Exception as error:
+        logger.exception("evaluating node %s of run %s failed", node_id, run_id)
+        services.run_fail(run_id=run_id, message=f"{type(error).__name__}: {error}")
+        return "failed"
+    if outcome == "held":
+        raise self.retry(countdown=HELD_RETRY_S)
+    return outcome
+
+
+@shared_task(name="search.compile_node")
+def compile_node(run_id: int, node_id: int, best_full_ms: float | None) -> str:
+    """Compile one asked node on this CPU worker ahead of its evaluation, and queue that
+    evaluation unless the node turns out to run another node's binary (services.node_compile)."""
+    try:
+        return services.node_compile(run_id=run_id, node_id=node_id, best_full_ms=best_full_ms)
+    except Exception as error:
+        logger.exception("compiling node %s of run %s failed", node_id, run_id)
+        services.run_fail(run_id=run_id, message=f"{type(error).__name__}: {error}")
+        return "failed"
+
+
+def compile_node_enqueue(*, run, node_id: int, best_full_ms: float | None) -> None:
+    """Queue a node's compile (default queue: a CPU worker) once the current transaction commits."""
+    transaction.on_commit(lambda: compile_node.apply_async(args=[run.pk, node_id, best_full_ms]))
+
+
+def evaluate_node_enqueue(*, run, node_id: int, best_full_ms: float | None) -> None:
+    """Queue a node's evaluation on the `gpu` queue once the current transaction commits.
+    The worker's hard limit: the gate's own, the screen's and a claim's grace."""
+    limit = services.evaluation_time_limit_s(run)
+    transaction.on_commit(lambda: evaluate_node.apply_async(
+        args=[run.pk, node_id, best_full_ms], time_limit=limit))
 
 
 @shared_task(name="search.restart_stalled_runs")

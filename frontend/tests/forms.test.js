@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { fieldErrors, prefillFor, runPayload } from "../src/transforms/forms.js";
-import { filtersFromQuery, format, runsQuery, runsSummary } from "../src/transforms/runs.js";
+import { filtersFromQuery, format, runOutcome, runsQuery, runsSummary, statusLabel } from "../src/transforms/runs.js";
 
 const good = { task: "relu", source: "__global__ void k() {}", plan: '{"launches": []}', budget: "12", judge: "rules", seed: "0" };
 
@@ -23,6 +23,13 @@ describe("runPayload", () => {
   it("turns the screen off only when asked: the server screens by default", () => {
     expect(runPayload({ ...good, screen: false }).payload).toMatchObject({ screen: false });
     expect(runPayload({ ...good, screen: true }).payload).not.toHaveProperty("screen");
+  });
+  it("sends how many evaluations may run at once only when more than one, and checks it", () => {
+    expect(runPayload({ ...good, parallel: "4" }).payload).toMatchObject({ parallel: 4 });
+    expect(runPayload({ ...good, parallel: "1" }).payload).not.toHaveProperty("parallel");
+    for (const bad of ["0", "2.5", "65", "many"]) {
+      expect(runPayload({ ...good, parallel: bad }).errors.parallel).toEqual(["Evaluations at once is a whole number from 1 to 64."]);
+    }
   });
   it("wants the plan to be an object", () => {
     expect(runPayload({ ...good, plan: "[1]" }).errors.plan).toEqual(["The plan must be a JSON object."]);
@@ -69,5 +76,20 @@ describe("runs list", () => {
     expect(format.speedup(2)).toBe("2.00×");
     expect(format.bytes(2048)).toBe("2.0 KiB");
     expect(format.rate(4.8e12, "B/s")).toBe("4.8 TB/s");
+  });
+});
+
+describe("statusLabel", () => {
+  it("says when a finished run found nothing, and marks imports", () => {
+    expect(statusLabel({ status: "finished", outcome: "improved" })).toBe("finished");
+    expect(statusLabel({ status: "finished", outcome: "nothing_passed" })).toBe("finished: nothing passed");
+    expect(statusLabel({ status: "finished", outcome: "no_gain", imported: true })).toBe("finished: no gain (imported)");
+    expect(statusLabel({ status: "running", outcome: "" })).toBe("running");
+  });
+  it("reads the outcome from the best node as the server does", () => {
+    expect(runOutcome({ status: "finished", best_node: null })).toBe("nothing_passed");
+    expect(runOutcome({ status: "finished", best_node: 0 })).toBe("no_gain");
+    expect(runOutcome({ status: "finished", best_node: 4 })).toBe("improved");
+    expect(runOutcome({ status: "stopped", best_node: 4 })).toBe("");
   });
 });

@@ -7,6 +7,7 @@ numbers is allowed: no attribute access, no calls but a fixed few, no subscripts
 from __future__ import annotations
 
 import ast
+import functools
 import math
 import operator
 from collections.abc import Mapping
@@ -80,19 +81,25 @@ def evaluate_int(expression: str | Number, names: Mapping[str, Number]) -> int:
     return value
 
 
-def names_in(expression: str | Number) -> set[str]:
-    """The free names an expression uses (empty for a number)."""
+def names_in(expression: str | Number) -> frozenset[str]:
+    """The free names an expression uses (empty for a number). Remembered per expression:
+    a search checks the same few launch expressions in thousands of candidates."""
     if not isinstance(expression, str):
-        return set()
+        return frozenset()
+    return _names_in(expression)
+
+
+@functools.lru_cache(maxsize=4096)
+def _names_in(expression: str) -> frozenset[str]:
     try:
         tree = ast.parse(expression.strip(), mode="eval")
     except SyntaxError as error:
         raise ExpressionError(f"cannot parse {expression!r}: {error.msg}") from None
-    return {
+    return frozenset(
         node.id
         for node in ast.walk(tree)
         if isinstance(node, ast.Name) and node.id not in _FUNCTIONS
-    }
+    )
 
 
 def _eval(node: ast.AST, names: Mapping[str, Number], source: str) -> Number:

@@ -114,3 +114,26 @@ def _number(value: float | None) -> str:
     if value is None:
         return "?"
     return f"{value:.4g}" if abs(value) < 1e5 else f"{value:.3e}"
+
+
+def why_it_ended(tree: Tree, *, evaluations: int, budget: int, exhausted: bool) -> str:
+    """One sentence on how a search ended, for the run's header and list: what it found,
+    or why it found nothing (the reason a person would otherwise dig out of node #0)."""
+    done = [node for node in tree.nodes.values() if node.done and node.measurement is not None]
+    how = "every proposal was tried" if exhausted else f"budget spent ({evaluations} of {budget} evaluations)"
+    if not any(node.passed for node in done):
+        root = tree.root.measurement
+        if root is not None and (root.verdict or {}).get("status") == "incomplete":
+            return ("no GPU host: the kernels compiled, but no GPU here could run them "
+                    f"(see node #0: {root.message})").strip()
+        guards = {node.measurement.guard for node in done}
+        if guards == {"compile"}:
+            return f"every candidate failed to compile (see node #{tree.root_id}); {how}"
+        first = f"{root.status}: {root.message}" if root is not None else "not measured"
+        return f"no candidate passed the gate (see node #{tree.root_id}, {first}); {how}"
+    best = tree.best
+    if best is None or best.id == tree.root_id:
+        return f"no candidate beat the starting kernel; {how}"
+    speedup = tree.root.measurement.time_ms / best.measurement.time_ms if tree.root.passed else None
+    faster = f" ({speedup:.2f}x the starting kernel)" if speedup else ""
+    return f"best: node #{best.id}{faster}; {how}"

@@ -15,7 +15,9 @@ explicit, seeded `rng`.
 
 from __future__ import annotations
 
+import bisect
 import math
+from collections import Counter
 
 import numpy as np
 
@@ -38,9 +40,10 @@ def widening_limit(visits: float, *, widening_c: float, widening_alpha: float) -
     return max(1, math.ceil(widening_c * max(visits, 1.0) ** widening_alpha))
 
 
-def pending_below(tree: Tree) -> dict[int, int]:
-    """For each node, how many pending nodes it or its descendants hold (evaluations in flight)."""
-    counts = dict.fromkeys(tree.nodes, 0)
+def pending_below(tree: Tree) -> Counter[int]:
+    """For each node, how many pending nodes it or its descendants hold (evaluations in
+    flight); a node holding none is missing (counts 0)."""
+    counts: Counter[int] = Counter()
     for node in tree.pending():
         for ancestor in tree.path(node.id):
             counts[ancestor.id] += 1
@@ -88,7 +91,8 @@ def can_widen(tree: Tree, node: Node, inflight: dict[int, int], *, widening_c: f
 
 
 def puct_scores(tree: Tree, parent: Node, children: list[Node], inflight: dict[int, int], *,
-                c_puct: float, c_puct_base: float, virtual_loss: float) -> list[float]:
+                c_puct: float, c_puct_base: float, virtual_loss: float,
+                bounds: tuple[float, float] | None = None) -> list[float]:
     """PUCT (Silver et al. 2017, AlphaZero; with MuZero's visit-dependent c):
 
         score = Q(s,a) + c(s) * P(s,a) * sqrt(N(s)) / (1 + N(s,a))
@@ -96,9 +100,10 @@ def puct_scores(tree: Tree, parent: Node, children: list[Node], inflight: dict[i
 
     Q is the child's mean return normalised to [0, 1] by the tree's min and max; a
     pending evaluation below a node counts `virtual_loss` visits of value 0 (the worst
-    seen). P is the judge's score normalised over the siblings.
+    seen). P is the judge's score normalised over the siblings. `bounds`: value_bounds(tree),
+    when the caller has it.
     """
-    bounds = value_bounds(tree)
+    bounds = value_bounds(tree) if bounds is None else bounds
     n_parent = parent.visits + virtual_loss * inflight.get(parent.id, 0)
     c = c_puct + math.log((n_parent + c_puct_base + 1) / c_puct_base)
     total_prior = sum(max(child.prior, 0.0) for child in children)
@@ -109,6 +114,64 @@ def puct_scores(tree: Tree, parent: Node, children: list[Node], inflight: dict[i
         p = max(child.prior, 0.0) / total_prior if total_prior > 0 else 1.0 / len(children)
         scores.append(q + c * p * math.sqrt(n_parent) / (1 + n_child))
     return scores
+
+
+class SelectMemo:
+    """What select needs of the whole tree, kept on the tree from one call to the next: the
+    values of the visited nodes (sorted: their min and max normalise Q) and the open nodes
+    (open_nodes). Each call brings it up to date from the nodes the tree noted as touched
+    since (Tree.take_noted) and their ancestors, the only nodes whose openness can have
+    changed, instead of reading every node: select then costs what a step changed, not
+    the size of the tree. It gives exactly what value_bounds and open_nodes would."""
+
+    def __init__(self, tree: Tree, widening: dict[str, float], inflight: dict[int, int]) -> None:
+        self.widening = widening
+        self.values: dict[int, float] = {}
+        self.sorted: list[float] = []
+        self.open: set[int] = set()
+        tree.take_noted()
+        for node in tree.nodes.values():
+            self._value(node)
+        self._reopen(tree, sorted(tree.nodes, key=lambda i: -tree[i].depth), inflight)
+
+    @classmethod
+    def of(cls, tree: Tree, widening: dict[str, float], inflight: dict[int, int]) -> SelectMemo:
+        memo = tree.memo
+        if not isinstance(memo, cls) or memo.widening != widening:
+            tree.memo = memo = cls(tree, widening, inflight)
+        else:
+            memo.refresh(tree, inflight)
+        return memo
+
+    def bounds(self) -> tuple[float, float]:
+        return (self.sorted[0], self.sorted[-1]) if self.sorted else (0.0, 0.0)
+
+    def refresh(self, tree: Tree, inflight: dict[int, int]) -> None:
+        affected: set[int] = set()
+        for node_id in tree.take_noted():
+            self._value(tree[node_id])
+            current: int | None = node_id
+            while current is not None and current not in affected:  # it and its ancestors
+                affected.add(current)
+                current = tree[current].parent
+        self._reopen(tree, sorted(affected, key=lambda i: -tree[i].depth), inflight)
+
+    def _value(self, node: Node) -> None:
+        old = self.values.pop(node.id, None)
+        if old is not None:
+            del self.sorted[bisect.bisect_left(self.sorted, old)]
+        if node.visits and node.parent is not None:
+            self.values[node.id] = node.value
+            bisect.insort(self.sorted, node.value)
+
+    def _reopen(self, tree: Tree, deepest_first: list[int], inflight: dict[int, int]) -> None:
+        for node_id in deepest_first:
+            node = tree[node_id]
+            if node.done and (can_widen(tree, node, inflight, **self.widening)
+                              or any(c in self.open for c in node.children)):
+                self.open.add(node_id)
+            else:
+                self.open.discard(node_id)
 
 
 def select(tree: Tree, rng: np.random.Generator, *, c_puct: float = 1.25,
@@ -125,14 +188,16 @@ def select(tree: Tree, rng: np.random.Generator, *, c_puct: float = 1.25,
     inflight = pending_below(tree)
     widening = {"widening_c": widening_c, "widening_alpha": widening_alpha,
                 "virtual_loss": virtual_loss}
-    reachable = open_nodes(tree, inflight, **widening)
+    memo = SelectMemo.of(tree, widening, inflight)
+    reachable, bounds = memo.open, memo.bounds()
     if tree.root_id not in reachable:
         return None
     node = tree.root
     while not can_widen(tree, node, inflight, **widening):
         children = [tree[c] for c in node.children if c in reachable]
         scores = np.asarray(puct_scores(tree, node, children, inflight, c_puct=c_puct,
-                                        c_puct_base=c_puct_base, virtual_loss=virtual_loss))
+                                        c_puct_base=c_puct_base, virtual_loss=virtual_loss,
+                                        bounds=bounds))
         scores = scores + TIE_NOISE * rng.random(len(scores))
         node = children[int(np.argmax(scores))]
     return node.id
@@ -151,6 +216,7 @@ def expand(tree: Tree, node_id: int, *, widening_c: float = 2.0, widening_alpha:
     if not can_widen(tree, node, inflight, widening_c=widening_c, widening_alpha=widening_alpha,
                      virtual_loss=virtual_loss):
         return None
+    tree.touch(node_id)
     while node.untried:
         item: Untried = node.untried.pop(0)
         if tree.find(item.candidate_hash) is not None:
@@ -171,6 +237,7 @@ def backpropagate(tree: Tree, node_id: int, value: float, *, discount: float = 1
     node = tree[node_id]
     ret = value
     while True:
+        tree.touch_counts(node.id)
         node.visits += 1
         node.value_sum += ret
         if node.parent is None:

@@ -11,6 +11,9 @@ The search owns the tree, the seeded RNG and the bookkeeping; the domain enters 
 the Judge and ProposalSource protocols (types.py). A failed candidate is a node whose
 measurement says so, with a fixed negative reward, never an exception. `to_dict()` holds
 the whole state (RNG included) as JSON-safe data; `Search.from_dict` resumes it exactly.
+The same state comes in two parts for a store that keeps nodes as rows: `header()` (all
+but the nodes) and each node's to_dict(), of which `tree.take_changed()` names the ones
+that changed; `Search.from_parts(header, nodes)` resumes from them.
 `run_search` is the loop for one process (the CLI and tests); the web layer drives
 ask/tell itself from stored results.
 """
@@ -19,7 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +31,7 @@ import numpy as np
 from profiling.harness.candidate import Candidate
 
 from . import mcts
+from .binaries import measured_binary
 from .reward import PROXY_WEIGHTS, Guardrails, ratios, reward
 from .tree import DONE, Node, Tree, Untried
 from .types import (
@@ -80,7 +84,8 @@ class Search:
                  fallback_judge: Judge | None = None, root_title: str = "starting kernel",
                  tolerance_allows_fast_math: bool = False,
                  known: dict[str, Measurement] | None = None,
-                 root_proposal: Proposal | None = None) -> None:
+                 root_proposal: Proposal | None = None,
+                 binary_sizes: Sequence[dict[str, int]] | None = None) -> None:
         self.task = task
         self.config = config or SearchConfig()
         self.judge = judge
@@ -101,6 +106,10 @@ class Search:
         self.known: dict[str, Measurement] = dict(known or {})
         self._issued: set[int] = set()  # pending nodes handed out since this object was made
         self._events: list[tuple[str, dict[str, Any]]] = []
+        # The sizes the gate runs kernels at (the task's L0 and L1), for telling which nodes
+        # run the same binary (binaries.py); None: every node is refined as its own kernel.
+        self.binary_sizes = [dict(s) for s in binary_sizes] if binary_sizes else None
+        self.binaries: dict[str, int] = {}  # binary -> the smallest node id that runs it
 
     # -- ask / tell ------------------------------------------------------------------
 
@@ -138,6 +147,15 @@ class Search:
         self._complete(self.tree[node_id], measurement, reused=False)
         return node_id
 
+    def in_flight(self) -> list[int]:
+        """Pending nodes handed out for evaluation and not yet told."""
+        return sorted(node_id for node_id in self._issued if not self.tree[node_id].done)
+
+    def release(self, node_ids: Iterable[int]) -> None:
+        """Hand these pending nodes out again at the next ask (their evaluation was lost,
+        or could not be made yet)."""
+        self._issued.difference_update(node_ids)
+
     def pop_events(self) -> list[tuple[str, dict[str, Any]]]:
         """Events since the last call: ("node_added" | "node_evaluated" | "best_improved", data)."""
         events, self._events = self._events, []
@@ -146,10 +164,14 @@ class Search:
     # -- what happens when a node is done -----------------------------------------------
 
     def _complete(self, node: Node, measurement: Measurement, *, reused: bool) -> None:
+        self.tree.touch(node.id)
         node.state, node.measurement, node.reused = DONE, measurement, reused
         node.evaluation = None if reused else self.evaluations
+        self._note_binary(node)
         self._score(node)
-        if node.passed and node.depth < self.config.max_depth:
+        if node.duplicate_of is not None:
+            node.diagnosis = _duplicate_diagnosis(node.duplicate_of)
+        elif node.passed and node.depth < self.config.max_depth:
             node.diagnosis, items = self._consult(node)
             node.add_untried(items)
         elif not node.passed:
@@ -157,6 +179,46 @@ class Search:
         mcts.backpropagate(self.tree, node.id, node.reward, discount=self.config.discount)
         self._emit("node_evaluated", {**node.row(), "reward_terms": dict(node.reward_terms)})
         self._update_best(node)
+
+    def tell_binary(self, candidate_hash: str, binary: str) -> int | None:
+        """Before its evaluation, the binary a pending node compiled to (binaries.binary_key,
+        compiled ahead on a CPU). When a node with a smaller id runs the same binary,
+        returns that node's id, and once it is measured this node is done as its
+        duplicate: its measurement reused (no evaluation spent), never refined,
+        `duplicate_of` naming it; until then it waits (evaluating it would measure the same
+        program twice). None: no smaller node runs it, and the node is evaluated as any
+        other. The smallest id is the rule, not the first told, so that workers that
+        compile in any order agree without asking the search (search.services)."""
+        node_id = self.tree.find(candidate_hash)
+        if node_id is None or self.tree[node_id].done:
+            return None
+        node = self.tree[node_id]
+        if node.binary != binary:
+            node.binary = binary
+            self.tree.touch(node_id)
+        first = min(self.binaries.get(binary, node_id), node_id)
+        self.binaries[binary] = first
+        if first == node_id:
+            return None
+        twin = self.tree[first]
+        if twin.done and twin.measurement is not None:
+            node.duplicate_of = first
+            self._complete(node, twin.measurement, reused=True)
+        return first
+
+    def _note_binary(self, node: Node) -> None:
+        """Note the measured node's binary. When a node with a smaller id runs it, this one
+        is its duplicate and is not refined."""
+        if self.binary_sizes is None or node.measurement is None:
+            return
+        if node.binary is None:
+            node.binary = measured_binary(node.proposal.candidate, node.measurement, self.binary_sizes)
+        if node.binary is None:
+            return
+        first = min(self.binaries.get(node.binary, node.id), node.id)
+        self.binaries[node.binary] = first
+        if first != node.id:
+            node.duplicate_of = first
 
     def _score(self, node: Node) -> None:
         root = self.tree.root
@@ -266,20 +328,37 @@ class Search:
         }
 
     def to_dict(self) -> dict[str, Any]:
+        header = self.header()
+        return {**header, "tree": {**header["tree"], "nodes": [
+            self.tree[node_id].to_dict() for node_id in sorted(self.tree.nodes)]}}
+
+    def header(self) -> dict[str, Any]:
+        """The state without the tree's nodes (to_dict() is this plus every node's to_dict())."""
         return {
             "version": STATE_VERSION, "task": self.task, "config": self.config.to_dict(),
             "judge": self.judge.name, "fallback_judge": getattr(self.fallback_judge, "name", None),
             "sources": [source.name for source in self.sources],
             "tolerance_allows_fast_math": self.tolerance_allows_fast_math,
             "rng": self.rng.bit_generator.state, "evaluations": self.evaluations,
+            "binary_sizes": self.binary_sizes,
             "known": {h: m.to_dict() for h, m in self.known.items()
                       if self.tree.find(h) is None},  # the tree's own are in its nodes
-            "tree": self.tree.to_dict(),
+            "tree": self.tree.header(),
         }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], judge: Judge, sources: Sequence[ProposalSource] = (),
                   *, fallback_judge: Judge | None = None) -> Search:
+        return cls.from_parts(data, data["tree"]["nodes"], judge, sources, fallback_judge=fallback_judge)
+
+    @classmethod
+    def from_parts(cls, header: dict[str, Any], nodes: Sequence[dict[str, Any]], judge: Judge,
+                   sources: Sequence[ProposalSource] = (), *,
+                   fallback_judge: Judge | None = None, issued: Iterable[int] = ()) -> Search:
+        """Resume from header() and the nodes' to_dict()s (in any order); any "nodes" the
+        header's tree holds are ignored. `issued`: pending nodes already handed out for
+        evaluation (by an earlier object), which ask() then does not hand out again."""
+        data = header
         if data.get("version") != STATE_VERSION:
             raise ValueError(f"search state version {data.get('version')!r}; expected {STATE_VERSION}")
         search = cls.__new__(cls)
@@ -290,11 +369,17 @@ class Search:
         search.rng = np.random.default_rng()
         search.rng.bit_generator.state = data["rng"]
         search.evaluations = data["evaluations"]
-        search.tree = Tree.from_dict(data["tree"])
+        search.tree = Tree.from_dict({**data["tree"], "nodes": nodes})
         search.known = {h: Measurement.from_dict(m) for h, m in data["known"].items()}
         search.known.update({n.candidate_hash: n.measurement for n in search.tree.nodes.values()
                              if n.measurement is not None})
-        search._issued, search._events = set(), []
+        search._issued, search._events = set(issued), []
+        search.binary_sizes = data.get("binary_sizes")
+        search.binaries = {}
+        for node_id in sorted(search.tree.nodes):  # the smallest id that runs each binary
+            node = search.tree[node_id]
+            if node.binary is not None:
+                search.binaries.setdefault(node.binary, node_id)
         return search
 
 
@@ -330,6 +415,13 @@ def _deliver(search: Search, on_event: EventSink | None) -> None:
     for kind, data in search.pop_events():
         if on_event is not None:
             on_event(kind, data)
+
+
+def _duplicate_diagnosis(first: int) -> Diagnosis:
+    return Diagnosis(bottleneck="duplicate",
+                     summary=f"the same binary as node #{first} (the cubin and every launch at every "
+                     f"size): not refined further, since its children would repeat node #{first}'s",
+                     source="search")
 
 
 def _failure_diagnosis(measurement: Measurement) -> Diagnosis:

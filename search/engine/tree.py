@@ -6,6 +6,13 @@ selection, widening and backup are the named functions in mcts.py, and the Searc
 (search.py) fills in diagnoses, proposals and rewards. The whole tree round-trips
 through JSON exactly (`Tree.from_dict(tree.to_dict()).to_dict() == tree.to_dict()`), so a
 run can be stored, resumed and replayed.
+
+A tree remembers which nodes changed since it was last asked (`touch`, `take_changed`):
+the web layer stores a run's nodes as rows and rewrites only those, so a step costs the
+same at 5,000 nodes as at 50. Whatever changes a node calls `touch` (add_child here,
+expand in mcts.py, the search when it completes a node), or `touch_counts` when only its
+visits and value_sum changed (backpropagate, which passes every ancestor): a store can
+then write two numbers instead of the whole node.
 """
 
 from __future__ import annotations
@@ -69,6 +76,8 @@ class Node:
     deltas_vs_root: dict[str, float] = field(default_factory=dict)
     evaluation: int | None = None  # 1-based index of the evaluation that completed it
     reused: bool = False  # completed from a stored measurement, not evaluated again
+    binary: str | None = None  # what the GPU ran (binaries.binary_key), once measured
+    duplicate_of: int | None = None  # an earlier node with the same binary: this one is not refined
 
     @property
     def value(self) -> float:
@@ -97,7 +106,7 @@ class Node:
             "replayed": m.replayed if m else False, "level": m.level if m else None,
             "prior": self.prior,
             "reward": self.reward, "visits": self.visits, "value": self.value,
-            "evaluation": self.evaluation,
+            "evaluation": self.evaluation, "duplicate_of": self.duplicate_of,
         }
 
     def to_dict(self) -> dict[str, Any]:
@@ -115,6 +124,7 @@ class Node:
             "deltas_vs_parent": dict(self.deltas_vs_parent),
             "deltas_vs_root": dict(self.deltas_vs_root),
             "evaluation": self.evaluation, "reused": self.reused,
+            "binary": self.binary, "duplicate_of": self.duplicate_of,
         }
 
     @classmethod
@@ -137,16 +147,49 @@ class Tree:
     root_id: int = 0
     best_id: int | None = None
     _by_hash: dict[str, int] = field(default_factory=dict, repr=False, compare=False)
+    _changed: set[int] = field(default_factory=set, repr=False, compare=False)
+    _counted: set[int] = field(default_factory=set, repr=False, compare=False)
+    # For mcts.select's memo: every node touched since it last looked.
+    _noted: set[int] = field(default_factory=set, repr=False, compare=False)
+    # Nodes that were pending when last seen (a node never goes back from done to pending).
+    _pending: set[int] = field(default_factory=set, repr=False, compare=False)
+    memo: Any = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self._by_hash = {node.candidate_hash: node.id for node in self.nodes.values()}
+        self._pending = {node.id for node in self.nodes.values() if not node.done}
+
+    def touch(self, *node_ids: int) -> None:
+        """Note that these nodes changed (see the module docstring)."""
+        self._changed.update(node_ids)
+        self._noted.update(node_ids)
+
+    def touch_counts(self, node_id: int) -> None:
+        """Note that only this node's visits and value_sum changed."""
+        self._counted.add(node_id)
+        self._noted.add(node_id)
+
+    def take_noted(self) -> set[int]:
+        """The nodes touched since the last call (for mcts.select's memo); forgets them."""
+        noted, self._noted = self._noted, set()
+        return noted
+
+    def take_changed(self) -> tuple[list[int], list[int]]:
+        """(nodes changed, nodes whose visits and value_sum alone changed) since the last
+        call, each in id order; forgets them."""
+        changed = sorted(self._changed)
+        counted = sorted(self._counted - self._changed)
+        self._changed, self._counted = set(), set()
+        return changed, counted
 
     @classmethod
     def with_root(cls, proposal: Proposal) -> Tree:
         """A tree holding only the starting kernel, pending its first evaluation."""
         root = Node(id=0, parent=None, depth=0, proposal=proposal,
                     candidate_hash=proposal.candidate.content_hash(), created=0)
-        return cls(nodes={0: root})
+        tree = cls(nodes={0: root})
+        tree.touch(0)
+        return tree
 
     @property
     def root(self) -> Node:
@@ -176,7 +219,9 @@ class Tree:
                     candidate_hash=item.candidate_hash, created=node_id, prior=item.prior)
         self.nodes[node_id] = node
         self._by_hash[item.candidate_hash] = node_id
+        self._pending.add(node_id)
         parent.children.append(node_id)
+        self.touch(parent_id, node_id)
         return node
 
     def path(self, node_id: int) -> list[Node]:
@@ -189,14 +234,19 @@ class Tree:
         return path[::-1]
 
     def pending(self) -> list[Node]:
-        return [node for node in self.nodes.values() if not node.done]
+        """The nodes not yet done, in id order; costs what is pending, not the tree."""
+        self._pending = {node_id for node_id in self._pending if not self.nodes[node_id].done}
+        return [self.nodes[node_id] for node_id in sorted(self._pending)]
 
     def rows(self) -> list[dict[str, Any]]:
         return [self.nodes[node_id].row() for node_id in sorted(self.nodes)]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"root_id": self.root_id, "best_id": self.best_id,
-                "nodes": [self.nodes[node_id].to_dict() for node_id in sorted(self.nodes)]}
+        return {**self.header(), "nodes": [self.nodes[node_id].to_dict() for node_id in sorted(self.nodes)]}
+
+    def header(self) -> dict[str, Any]:
+        """The tree without its nodes: with each node's to_dict(), all of it."""
+        return {"root_id": self.root_id, "best_id": self.best_id}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Tree:

@@ -6,7 +6,7 @@ can be stored, resumed after a restart, and replayed.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Protocol
 
 from profiling.harness.candidate import Candidate
@@ -33,7 +33,9 @@ class Proposal:
     expected_speedup: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
+        # Field by field, not dataclasses.asdict: that deep-copies the candidate only for it
+        # to be replaced. The dict shares `params` with the proposal: copy it to change it.
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
         data["candidate"] = self.candidate.to_dict()
         data["families"] = list(self.families)
         return data
@@ -98,7 +100,10 @@ class Measurement:
         return self.status == "passed"
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """Field by field: the dict shares the verdict, metrics and screen dicts with the
+        measurement (a step serialises thousands; dataclasses.asdict deep-copies each
+        verdict). Copy them before changing them."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Measurement:

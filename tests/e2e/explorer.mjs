@@ -66,6 +66,7 @@ try {
 
   log("start the run");
   await page.fill("#id_budget", "6");
+  await page.fill("#id_parallel", "2"); // two evaluations at a time
   await Promise.all([page.waitForURL(/\/runs\/\d+\/$/, { timeout: WAIT_MS }), page.click("main form button[type=submit]")]);
   const runId = Number(/\/runs\/(\d+)\/$/.exec(page.url())[1]);
   await ready(page);
@@ -95,6 +96,11 @@ try {
   result.final_status = await page.getAttribute("[data-run-status]", "data-run-status");
   result.evaluated = Number(await page.getAttribute(".progress-text", "data-evaluated"));
   result.final_node_count = await page.locator("svg.tree g.node").count();
+  result.header_message = await page.locator("[data-run-message]").textContent({ timeout: WAIT_MS });
+  result.header_badge = await page.locator("[data-run-status]").textContent();
+  result.header_outcome = await page.getAttribute("[data-run-status]", "data-outcome");
+  const api = await page.request.get(`${BASE}/api/runs/${runId}/`);
+  result.run_parallel = (await api.json()).parallel;
   await page.click(".toolbar button:has-text('Fit')");
   await shot(page, "run-finished");
 
@@ -145,6 +151,7 @@ try {
   await page.goto(`${BASE}/runs/`);
   await ready(page);
   result.runs_listed = await page.locator("table.runs tbody tr").count();
+  result.listed_message = await page.locator(`table.runs tr[data-run-id="${runId}"] td.run-message`).textContent();
   await Promise.all([page.waitForURL((url) => /\/runs\/\d+\/$/.test(url.pathname) && !url.pathname.endsWith(`/${runId}/`), { timeout: WAIT_MS }),
     page.setInputFiles("#import-run", { name: "run.json", mimeType: "application/json", buffer: await exported.body() })]);
   await ready(page);

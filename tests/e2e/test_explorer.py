@@ -228,6 +228,12 @@ def test_a_person_starts_a_run_watches_it_grow_inspects_a_node_and_shares_it(ser
     assert result["paused_badge"] == "paused" and result["grew_while_paused"] is False
     assert result["resumed_badge"] in {"running", "finished"}
     assert result["evaluated"] >= 2
+    # The run asked for two evaluations at a time, and says how it ended, in the header and
+    # in the runs list: what it found and that the budget was spent.
+    assert result["run_parallel"] == 2
+    assert result["header_outcome"] == "improved" and result["header_badge"] == "finished"
+    assert result["header_message"].startswith("best: node #") and "budget spent" in result["header_message"]
+    assert result["listed_message"] == result["header_message"]
     # The inspector: a child's diff against its parent, deltas, and the root's evidence.
     assert result["child_diff_added"] > 0 and result["child_diff_removed"] > 0
     assert "relu" in result["child_diff_text"]

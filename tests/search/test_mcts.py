@@ -199,3 +199,35 @@ def test_children_the_gate_failed_do_not_hold_a_node_at_its_widening_limit():
         finish(tree, child, -2.0)  # rejected
     assert mcts.select(tree, np.random.default_rng(0)) == 0
     assert mcts.expand(tree, 0) is not None and not tree.root.untried
+
+
+def test_selects_memo_agrees_with_reading_the_whole_tree_at_every_step():
+    """SelectMemo keeps the values and open nodes up to date from the touched nodes only;
+    through a search with evaluations in flight and failures, it must equal a fresh read."""
+    from bench.step_cost import ScaledVerdicts, Variants
+    from profiling.harness import tasks as task_registry
+    from profiling.harness.candidate import Candidate
+    from search.engine.evaluators import measurement_from_verdict
+    from search.engine.judges import RuleJudge
+
+    relu = task_registry.get("relu")
+    root = Candidate.from_source_and_plan(relu.naive_source, relu.naive_plan)
+    search = Search("relu", root, judge=RuleJudge(), sources=[Variants()], config=SearchConfig(budget=400))
+    verdicts, rng = ScaledVerdicts(), np.random.default_rng(3)
+    in_flight: list = []
+    for _ in range(150):
+        in_flight += search.ask(int(rng.integers(1, 4)))
+        rng.shuffle(in_flight)
+        for _, candidate in in_flight[: int(rng.integers(0, len(in_flight) + 1))]:
+            verdict, _ = verdicts.evaluate("relu", candidate, None)
+            measurement = measurement_from_verdict(verdict, replayed=True)
+            if rng.random() < 0.15:  # now and then a kernel the gate rejects
+                measurement = Measurement(status="rejected", guard="correctness", message="wrong")
+            search.tell(candidate.content_hash(), measurement)
+        in_flight = [(i, c) for i, c in in_flight if not search.tree[i].done]
+        memo, widening = search.tree.memo, search.config.widening()
+        inflight = mcts.pending_below(search.tree)
+        memo.refresh(search.tree, inflight)
+        assert memo.open == mcts.open_nodes(search.tree, inflight, **widening)
+        assert memo.bounds() == mcts.value_bounds(search.tree)
+    assert len(search.tree) > 150

@@ -125,6 +125,7 @@ def world(people, relu_run, api, task_dir, settings, tmp_path) -> World:
     for run in (team_run, private_run):  # a node the card made in each run
         root = RunNode.objects.get(run=run, node_id=0)
         RunNode.objects.create(run=run, node_id=99, parent_id=0, candidate=root.candidate, state="done",
+                               engine={**root.engine, "id": 99, "parent": 0, "depth": 1, "created": 99},
                                source="skill:vec4-v1", title="VEC4: relu's step", status="passed",
                                level="screen", time_ms=0.5)
     users = {"owner": alice, "member": people["bob"], "admin": people["dana"], "other_team": erin,

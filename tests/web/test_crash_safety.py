@@ -380,6 +380,7 @@ def _stuck(runs) -> str:
 def _assert_nothing_lost(runs, kills: list[Kill]) -> None:
     from profiling.models import Evaluation
     from search.models import Run, RunEvent, RunNode
+    from search.state import state_of
 
     evaluations = Evaluation.objects.all()
     assert not evaluations.filter(status=Evaluation.Status.RUNNING).exists(), "a claim was left running"
@@ -389,7 +390,7 @@ def _assert_nothing_lost(runs, kills: list[Kill]) -> None:
     for run in Run.objects.filter(pk__in=[run.pk for run in runs]):
         assert (run.status, run.evaluated) == (Run.Status.FINISHED, run.budget), run.message
         nodes = list(RunNode.objects.filter(run=run))
-        assert len(nodes) == len(run.state["tree"]["nodes"]), "a node is missing from the rows"
+        assert len(nodes) == len(state_of(run)["tree"]["nodes"]), "a node is missing from the rows"
         assert all(node.state == "done" for node in nodes), "an asked candidate was never told"
         measured = [node for node in nodes if not node.detail["reused"]]
         assert sorted(node.detail["evaluation_index"] for node in measured) == list(range(1, run.budget + 1))

@@ -114,7 +114,7 @@ def test_creating_a_run_answers_201_and_queues_its_search_after_commit(
     assert response.status_code == 201, response.json()
     body = response.json()
     assert body["status"] == "running" and body["team"] == people["team"].pk and body["notice"] is None
-    assert body["queue"] == {"pending": 0, "evaluated": 0, "budget": 3, "ahead": 0}
+    assert body["queue"] == {"pending": 1, "evaluated": 0, "budget": 3, "ahead": 0}  # the root
     assert body["last_seq"] == 1 and body["can_control"] is True
     assert queued == []  # nothing is queued before the run is committed
     for callback in callbacks:
@@ -136,20 +136,21 @@ def test_a_run_driven_by_its_celery_task_is_finished_with_the_recorded_times(
         app.conf.task_always_eager = False
     run = Run.objects.get(pk=response.json()["id"])
     assert run.status == Run.Status.FINISHED and run.evaluated == 3
-    assert run.drive_token == 3  # one message per step, each handing the token on
+    assert not RunNode.objects.filter(run=run, state="pending").exists()
 
 
-def test_the_drive_task_goes_to_the_gpu_queue_and_records_a_failure_on_the_run(relu_run, monkeypatch):
+def test_evaluations_go_to_the_gpu_queue_and_a_broken_step_is_recorded_on_the_run(relu_run, monkeypatch):
     from optiml_web.celery import app
     from search import services, tasks
 
-    assert app.amqp.router.route({}, "search.drive_run")["queue"].name == "gpu"
+    assert app.amqp.router.route({}, "search.evaluate_node")["queue"].name == "gpu"
+    assert app.amqp.router.route({}, "search.drive_run")["queue"].name == "celery"  # a CPU worker's
     run = relu_run(drive=False)
 
     def broken(**kwargs):
         raise RuntimeError("the GPU fell off the bus")
 
-    monkeypatch.setattr(services, "run_step", broken)
+    monkeypatch.setattr(services, "run_dispatch", broken)
     assert tasks.drive_run.apply(args=[run.pk, run.drive_token]).get() == "failed"
     run.refresh_from_db()
     assert run.status == "failed" and "fell off the bus" in run.message

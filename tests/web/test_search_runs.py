@@ -16,6 +16,7 @@ from profiling.harness import tasks as task_registry
 from profiling.models import Evaluation
 from search import selectors, services
 from search.models import Run, RunEvent, RunNode
+from search.state import state_of
 
 pytestmark = pytest.mark.django_db
 
@@ -33,7 +34,7 @@ def test_a_run_over_recordings_stores_every_node_and_a_gap_free_event_log():
 
     assert run.status == Run.Status.FINISHED and run.evaluated == 4
     nodes = selectors.run_nodes(run=run)
-    assert [n.node_id for n in nodes] == sorted(n["id"] for n in run.state["tree"]["nodes"])
+    assert [n.node_id for n in nodes] == sorted(n["id"] for n in state_of(run)["tree"]["nodes"])
     root = nodes[0]
     assert root.parent_id is None and root.source == "root" and root.status == "passed"
     assert root.time_ms == pytest.approx(0.8061, abs=1e-3)  # the real H200 time

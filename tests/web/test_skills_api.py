@@ -212,6 +212,7 @@ def test_a_card_lists_where_it_was_applied_in_runs_you_may_see_and_the_node_link
         root = RunNode.objects.get(run=run, node_id=0)
         RunNode.objects.filter(pk=root.pk).update(time_ms=0.8)
         RunNode.objects.create(run=run, node_id=99, parent_id=0, candidate=root.candidate, state="done",
+                               engine={**root.engine, "id": 99, "parent": 0, "depth": 1, "created": 99},
                                source="skill:vec4-v1", title="VEC4: relu's step", status="passed",
                                level="screen", time_ms=time_ms)
     seen_by_bob = api(people["bob"]).get("/api/skills/vec4-v1/usage/").json()

@@ -80,15 +80,15 @@ def test_a_malformed_trajectory_is_refused_saying_where_and_writes_nothing(
 
 
 def test_an_import_that_fails_while_writing_leaves_nothing_half_written(api, people, exported, monkeypatch):
-    from search import services
+    from search import state
 
-    def broken_node(run, node):
+    def broken_node(node):
         if node.id == 2:
             raise RuntimeError("disk full")
-        return original(run, node)
+        return original(node)
 
-    original = services._upsert_node
-    monkeypatch.setattr(services, "_upsert_node", broken_node)
+    original = state._columns
+    monkeypatch.setattr(state, "_columns", broken_node)
     before = (Run.objects.count(), RunNode.objects.count(), RunEvent.objects.count())
     client = api(people["alice"])
     client.raise_request_exception = False

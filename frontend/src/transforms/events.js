@@ -2,6 +2,7 @@
 // no gaps (seq 1, 2, 3...), so a client can tell what it missed: duplicates (a replay
 // after a reconnect) are skipped, and a jump past lastSeq + 1 stops the batch and reports
 // the gap, for the caller to fetch /events/?after=lastSeq and apply again.
+import { runOutcome } from "./runs.js";
 import { mergeRow, normalizeRow } from "./rows.js";
 
 /**
@@ -81,6 +82,7 @@ function applyOne(state, { kind, data }) {
       break;
     case "run_status":
       run.status = data.status;
+      if (data.message != null) run.message = data.message;
       break;
     case "run_finished":
       // A run stopped by a person stays "stopped"; otherwise the budget was spent.
@@ -91,6 +93,8 @@ function applyOne(state, { kind, data }) {
       if (data.best_time_ms != null) run.best_ms = data.best_time_ms;
       if (data.root_time_ms != null) run.root_ms = data.root_time_ms;
       if (data.speedup_vs_root != null) run.speedup = data.speedup_vs_root;
+      if (data.message != null) run.message = data.message;
+      if (run.status === "finished") run.outcome = runOutcome(run);
       break;
     default:
       // A newer server may send kinds this client does not know: note them, go on.

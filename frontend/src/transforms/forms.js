@@ -1,10 +1,13 @@
 // The new-session form's data: what is sent, and what the server's 400 says per field.
 
 export const JUDGES = /** @type {const} */ (["rules", "llm"]);
+// The API's largest `parallel` (optiml_web/limits.py MAX_PARALLEL).
+export const MAX_PARALLEL = 64;
 
 /**
  * @typedef {{task: string, source: string, plan: string, budget: string, judge: string,
- *   seed: string, team?: string, intent?: string, sources?: string[]|null, screen?: boolean}} RunFormValues
+ *   seed: string, team?: string, intent?: string, sources?: string[]|null, screen?: boolean,
+ *   parallel?: string}} RunFormValues
  */
 
 /**
@@ -32,6 +35,10 @@ export function runPayload(values) {
   const seed = wholeNumber(values.seed);
   if (seed == null) add("seed", "The seed is a whole number.");
   if (!JUDGES.includes(/** @type {any} */ (values.judge))) add("judge", `The judge is one of ${JUDGES.join(", ")}.`);
+  const parallel = values.parallel == null || values.parallel === "" ? 1 : wholeNumber(values.parallel);
+  if (parallel == null || parallel < 1 || parallel > MAX_PARALLEL) {
+    add("parallel", `Evaluations at once is a whole number from 1 to ${MAX_PARALLEL}.`);
+  }
   if (Object.keys(errors).length) return { payload: null, errors };
   /** @type {Record<string, any>} */
   const payload = { task: values.task, source: values.source, plan, budget, judge: values.judge, seed };
@@ -39,6 +46,7 @@ export function runPayload(values) {
   if (values.intent?.trim()) payload.intent = values.intent.trim();
   if (values.sources != null) payload.sources = values.sources; // null: every configured source
   if (values.screen === false) payload.screen = false; // the server screens by default
+  if (parallel !== 1) payload.parallel = parallel;
   return { payload, errors };
 }
 

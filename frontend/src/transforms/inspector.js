@@ -61,6 +61,7 @@ export function inspectorModel(detail, row = undefined) {
     params: detail.params && typeof detail.params === "object" ? detail.params : {},
     evaluationIndex: detail.evaluation_index ?? null,
     reused: Boolean(detail.reused),
+    duplicateOf: typeof detail.duplicate_of === "number" ? detail.duplicate_of : null,
     judgeError: detail.judge_error ?? null,
     correctness: Array.isArray(detail.correctness) ? detail.correctness : [],
     roofline,

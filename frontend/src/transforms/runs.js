@@ -64,3 +64,25 @@ export const format = {
     return `${v.toFixed(1)} ${unit}`;
   },
 };
+
+/**
+ * How a finished run came out, as the API's `outcome` says it (search.selectors.run_outcome):
+ * from its best node, which is only ever a kernel the full gate passed.
+ * @param {{status?: string, best_node?: number|null}} run
+ */
+export function runOutcome(run) {
+  if (run.status !== "finished") return "";
+  if (run.best_node == null) return "nothing_passed";
+  return run.best_node === 0 ? "no_gain" : "improved";
+}
+
+/**
+ * The status badge's words: a finished run says when it found nothing, so a run whose
+ * every kernel failed is not shown as a plain green "finished".
+ * @param {{status?: string, outcome?: string, imported?: boolean}} run
+ */
+export function statusLabel(run) {
+  const words = { nothing_passed: "finished: nothing passed", no_gain: "finished: no gain" };
+  const label = (run.status === "finished" && words[run.outcome ?? ""]) || (run.status ?? "");
+  return run.imported ? `${label} (imported)` : label;
+}

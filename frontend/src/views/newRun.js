@@ -3,13 +3,13 @@
 // as JSON, budget, judge and seed. Errors, ours or the server's, show next to their
 // fields; nothing typed is lost.
 import { api, ApiError } from "../api.js";
-import { fieldErrors, JUDGES, prefillFor, runPayload } from "../transforms/forms.js";
+import { fieldErrors, JUDGES, MAX_PARALLEL, prefillFor, runPayload } from "../transforms/forms.js";
 import { format } from "../transforms/runs.js";
 import { codeEditor } from "./code.js";
 import { defineTaskSection } from "./defineTask.js";
 import { fill, h } from "./dom.js";
 
-const FIELDS = /** @type {const} */ (["task", "intent", "source", "plan", "budget", "judge", "seed", "sources", "team"]);
+const FIELDS = /** @type {const} */ (["task", "intent", "source", "plan", "budget", "parallel", "judge", "seed", "sources", "team"]);
 
 /** @param {HTMLElement} root */
 export async function mountNewRun(root) {
@@ -27,6 +27,7 @@ export async function mountNewRun(root) {
   const upload = /** @type {HTMLInputElement} */ (h("input", { type: "file", id: "id_upload", accept: ".cu,.cuh,.h,.cpp,.txt,text/plain" }));
   const plan = /** @type {HTMLTextAreaElement} */ (h("textarea", { name: "plan", id: "id_plan", rows: 12, spellcheck: "false", class: "mono" }));
   const budget = /** @type {HTMLInputElement} */ (h("input", { type: "number", name: "budget", id: "id_budget", min: 1, value: 30, required: true }));
+  const parallel = /** @type {HTMLInputElement} */ (h("input", { type: "number", name: "parallel", id: "id_parallel", min: 1, max: MAX_PARALLEL, value: 1, required: true }));
   const judge = /** @type {HTMLSelectElement} */ (h("select", { name: "judge", id: "id_judge" },
     JUDGES.map((j) => h("option", { value: j }, j === "rules" ? "rules (profile-driven, no LLM)" : "LLM (OpenAI-compatible endpoint)"))));
   const seed = /** @type {HTMLInputElement} */ (h("input", { type: "number", name: "seed", id: "id_seed", value: 0, required: true }));
@@ -85,7 +86,9 @@ export async function mountNewRun(root) {
       h("p", { class: "upload" }, h("label", { for: "id_upload" }, "…or upload a .cu file: "), upload))),
     field("plan", "Launch plan (JSON)", plan, "Grid, block and shared memory as expressions over the task's sizes and tunables."),
     h("div", { class: "field-row" },
-      field("budget", "Budget (evaluations)", budget), field("judge", "Judge", judge), field("seed", "Seed", seed),
+      field("budget", "Budget (evaluations)", budget),
+      field("parallel", "Evaluations at once", parallel, "Up to one per GPU worker: each candidate is its own job on the GPU queue."),
+      field("judge", "Judge", judge), field("seed", "Seed", seed),
       (me.teams ?? []).length ? field("team", "Team", team) : null),
     sourcesField,
     h("div", { class: "field field-screen" }, h("label", { class: "checkbox" }, screen, " Screen candidates first"),
@@ -121,7 +124,7 @@ export async function mountNewRun(root) {
     event.preventDefault();
     showErrors({}, []);
     const { payload, errors: local } = runPayload({ task: task.value, source: editor.textarea.value, plan: plan.value,
-      budget: budget.value, judge: judge.value, seed: seed.value, team: team.value, intent: intent.value,
+      budget: budget.value, parallel: parallel.value, judge: judge.value, seed: seed.value, team: team.value, intent: intent.value,
       sources: sourceBoxes.every((b) => b.checked) ? null : sourceBoxes.filter((b) => b.checked).map((b) => b.value),
       screen: screen.checked });
     if (!payload) return showErrors(local, ["Please fix the fields marked below."]);

@@ -1,7 +1,7 @@
 // The runs list: filters (task, status, mine) kept in the URL, a summary, a table.
 import { api, ApiError } from "../api.js";
 import { fieldErrors } from "../transforms/forms.js";
-import { filtersFromQuery, format, RUN_STATUSES, runsQuery, runsSummary } from "../transforms/runs.js";
+import { filtersFromQuery, format, RUN_STATUSES, runsQuery, runsSummary, statusLabel } from "../transforms/runs.js";
 import { cards, fill, h } from "./dom.js";
 
 const REFRESH_MS = 5000; // while any listed run is running
@@ -71,12 +71,13 @@ export async function mountRuns(root) {
   function drawTable(runs) {
     if (!runs.length) return fill(list, h("p", { class: "muted" }, "No runs match. ", h("a", { href: "/runs/new/" }, "Start one.")));
     fill(list, h("table", { class: "runs" },
-      h("thead", null, h("tr", null, ["run", "task", "status", "judge", "progress", "root", "best", "speedup", "GPU time", "created", "by"]
+      h("thead", null, h("tr", null, ["run", "task", "status", "why", "judge", "progress", "root", "best", "speedup", "GPU time", "created", "by"]
         .map((c) => h("th", { scope: "col" }, c)))),
       h("tbody", null, runs.map((r) => h("tr", { "data-run-id": r.id },
         h("td", null, h("a", { href: `/runs/${r.id}/` }, `#${r.id}`)),
         h("td", null, r.task),
-        h("td", null, h("span", { class: `badge status-${r.status}` }, r.status)),
+        h("td", null, h("span", { class: `badge status-${r.status} outcome-${r.outcome || "none"}` }, statusLabel(r))),
+        h("td", { class: "run-message muted" }, r.message ?? ""),
         h("td", null, r.judge),
         h("td", null, h("progress", { max: r.budget || 1, value: r.evaluated ?? 0 }), ` ${r.evaluated ?? 0}/${r.budget}`),
         h("td", { class: "num" }, format.ms(r.root_ms)),

@@ -6,7 +6,7 @@ import { applyEvents, initialState, mergeSnapshot, progress } from "../transform
 import { rowChanges } from "../transforms/rows.js";
 import { stratifyRows } from "../transforms/stratify.js";
 import { bestSoFar } from "../transforms/timeline.js";
-import { format } from "../transforms/runs.js";
+import { format, statusLabel } from "../transforms/runs.js";
 import { formatPercent, metricDeltas } from "../transforms/deltas.js";
 import { TimelineView } from "./charts.js";
 import { facts, fill, h } from "./dom.js";
@@ -169,10 +169,12 @@ export async function mountSession(root, source) {
   function renderHeader() {
     const run = state.run;
     if (!changedSince(el.header, JSON.stringify([run.id, run.task, run.status, run.judge, run.root_ms, run.best_ms,
-      run.speedup, run.gpu_seconds, run.created_by]))) return;
+      run.speedup, run.gpu_seconds, run.created_by, run.message, run.outcome]))) return;
     fill(el.header,
       h("h1", null, `Run #${run.id} `, h("span", { class: "task" }, run.task ?? ""), " ",
-        h("span", { class: `badge status-${run.status}`, "data-run-status": run.status }, run.status ?? "")),
+        h("span", { class: `badge status-${run.status} outcome-${run.outcome || "none"}`, "data-run-status": run.status,
+          "data-outcome": run.outcome ?? "" }, statusLabel(run))),
+      run.message ? h("p", { class: "run-message", "data-run-message": "" }, run.message) : null,
       facts([["judge", run.judge], ["root", format.ms(run.root_ms)], ["best", format.ms(run.best_ms)],
         ["speedup", format.speedup(run.speedup ?? (run.root_ms && run.best_ms ? run.root_ms / run.best_ms : null))],
         ["GPU time", format.seconds(run.gpu_seconds)], ["by", run.created_by ?? null]], "facts inline"));
@@ -334,5 +336,7 @@ function allowed(action, status) {
 function legend() {
   const items = [["passed, faster", "better"], ["passed, slower", "worse"], ["failed", "failed"], ["pending", "pending"]];
   return h("span", { class: "legend" }, items.map(([label, cls]) => h("span", { class: `legend-item ${cls}` }, h("i"), label)),
+    h("span", { class: "legend-item screened", title: "measured by the screen only (fewer seeds and timed runs, no profile): never a run's best" },
+      h("i"), "hollow: screened only"),
     h("span", { class: "legend-item best-path" }, h("i"), "best path"));
 }

@@ -61,6 +61,7 @@ export function paintNode(drawn, d, cx, cy, { rows, colour, radius, bestId, onPa
   const tip = stub ? `${d.hiddenCount} failed node(s) folded: click to show`
     : `#${row.id} ${row.title ?? ""}\n${row.source ?? ""} · ${status}${row.guard ? ` (${row.guard})` : ""}` +
       (screened ? " · screened, not profiled" : "") +
+      (row.duplicate_of != null ? ` · the same binary as #${row.duplicate_of}` : "") +
       `\n${format.ms(row.time_ms)} · reward ${format.number(row.reward)} · visits ${row.visits ?? 0}`;
   if (moved) {
     drawn.circle.setAttribute("cx", String(cx));

@@ -56,7 +56,7 @@ class Command(BaseCommand):
             run = services.run_create(
                 task_name=spec.name, source=source, plan=plan, budget=opts["budget"],
                 judge=opts["judge"], seed=opts["seed"], intent=opts["intent"], written=written,
-                gate_options=GateOptions(profile=not opts["no_profile"]))
+                gate_options=GateOptions(profile=not opts["no_profile"]), parallel=opts["parallel"])
         except (services.RunError, CandidateError) as error:
             raise CommandError(str(error)) from None
         self.stdout.write(f"Run {run.pk}: {spec.name}, budget {run.budget}, judge {run.judge}")
