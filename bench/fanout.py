@@ -5,11 +5,13 @@
         [--budget 40] [--delay 3]
 
 Everything is real but the GPU: PostgreSQL, Redis as the broker, `celery -A optiml_web
-worker` processes as a deployment runs them: one CPU worker (`--queues celery
---concurrency 1`, the runs' steps) and N GPU workers (`--queues gpu --concurrency 1`,
+worker` processes as a deployment runs them: CPU workers (`--queues celery
+--concurrency 1`, the runs' steps and the compiles ahead; one per two GPU workers) and N
+GPU workers (`--queues gpu --concurrency 1`,
 each with its own CUDA_VISIBLE_DEVICES, the evaluations). The evaluator is the recorded
 one (`OPTIML_EVALUATOR=recorded:<file>?sleep=<delay>`): real H200 verdicts of relu
-kernels, each evaluation taking `--delay` seconds first as the gate would on a GPU (an
+kernels, each candidate compiled ahead on the CPU worker with real nvcc (a cold cubin
+cache per round), each evaluation taking `--delay` seconds first as the gate would on a GPU (an
 H200 candidate takes ~18 s; shorter here so that the benchmark takes minutes; the step's
 own cost is then a larger share than it would be). A kernel without a recording is a
 failed evaluation after the same delay, as a kernel the gate rejects would be.
@@ -39,11 +41,15 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 RECORDINGS = [REPO / "tests" / "fixtures" / "recorded" / "h200-relu-search.json",
               REPO / "tests" / "fixtures" / "recorded" / "schema-h200.json"]
+# The suite's H200 search recordings (the engine's format, screen and full gate), per task.
+SUITE = REPO / "bench" / "results" / "2026-11-29-h200-search"
 REDIS_DB = 14
 TARGET_SHARE_AT_4 = 0.8  # of the ideal speed-up, the issue's
 
 
-def _merged(folder: Path) -> Path:
+def _merged(folder: Path, task: str) -> Path:
+    if task != "relu":
+        return SUITE / f"rec-{task}.json"
     merged = {"gpu": "NVIDIA H200", "recorded": []}
     for path in RECORDINGS:
         merged["recorded"] += json.loads(path.read_text())["recorded"]
@@ -76,7 +82,8 @@ def _stop(processes: list[subprocess.Popen]) -> None:
             process.kill()
 
 
-def one_round(workers: int, *, budget: int, delay: float, folder: Path, env: dict) -> dict:
+def one_round(workers: int, *, task: str, budget: int, delay: float, screen: bool, folder: Path,
+              env: dict) -> dict:
     from django.db import transaction
 
     from optiml_web.celery import app
@@ -93,15 +100,19 @@ def one_round(workers: int, *, budget: int, delay: float, folder: Path, env: dic
     Evaluation.objects.all().delete()  # each round measures its kernels afresh
     logs = folder / f"workers-{workers}"
     logs.mkdir(exist_ok=True)
-    processes = [_worker(env, "celery", "cpu", logs / "cpu.log")]
+    # Each round compiles its kernels afresh (a cold cubin cache of its own), as a new
+    # search's kernels are: the CPU worker's compiles run ahead of the GPU workers.
+    env = {**env, "OPTIML_CACHE_DIR": str(folder / f"cache-{workers}")}
+    cpus = cpu_workers_for(workers)
+    processes = [_worker(env, "celery", f"cpu{i}", logs / f"cpu{i}.log") for i in range(cpus)]
     processes += [_worker(env, "gpu", f"gpu{i}", logs / f"gpu{i}.log", device=str(i)) for i in range(workers)]
     try:
-        _wait_for_workers(app, 1 + workers)
-        relu = task_registry.get("relu")
+        _wait_for_workers(app, cpus + workers)
+        spec = task_registry.get(task)
         began = time.time()
         with transaction.atomic():
-            run = services.run_create(task_name="relu", source=relu.naive_source, plan=relu.naive_plan,
-                                      budget=budget, parallel=workers, screen=False,
+            run = services.run_create(task_name=task, source=spec.naive_source, plan=spec.naive_plan,
+                                      budget=budget, parallel=workers, screen=screen,
                                       gate_options=GateOptions(seeds=2, profile=False))
             drive_run_enqueue(run_id=run.pk, token=run.drive_token)
         while Run.objects.filter(pk=run.pk, status=Run.Status.RUNNING).exists():
@@ -113,9 +124,16 @@ def one_round(workers: int, *, budget: int, delay: float, folder: Path, env: dic
         _stop(processes)
     run.refresh_from_db()
     spans = list(Evaluation.objects.filter(finished_at__isnull=False).values_list("claimed_at", "finished_at"))
-    return {"workers": workers, "parallel": workers, "status": run.status, "evaluations": run.evaluated,
+    return {"workers": workers, "cpu_workers": cpus, "parallel": workers, "status": run.status, "evaluations": run.evaluated,
             "wall_s": round(took, 2), "candidates_per_minute": round(run.evaluated / took * 60, 2),
             "most_at_once": _most_at_once(spans), "best_ms": run.best_ms, "message": run.message}
+
+
+def cpu_workers_for(gpu_workers: int) -> int:
+    """CPU worker processes beside N GPU workers: one per two GPUs. Each candidate is
+    compiled on a CPU worker first (about a second of nvcc here), so one CPU process
+    cannot keep four GPU workers busy at a few seconds per evaluation."""
+    return max(1, gpu_workers // 2)
 
 
 def _most_at_once(spans) -> int:
@@ -142,6 +160,10 @@ def main() -> int:
     parser.add_argument("--workers", default="1,2,4")
     parser.add_argument("--budget", type=int, default=40)
     parser.add_argument("--delay", type=float, default=3.0)
+    parser.add_argument("--task", default="relu", help="relu (the fixtures' recordings) or a suite "
+                        "task (bench/results/2026-11-29-h200-search/rec-<task>.json)")
+    parser.add_argument("--screen", action="store_true", help="screen candidates first, as the "
+                        "suite's recordings were made (each screen takes the delay too)")
     args = parser.parse_args()
     if not os.environ.get("DATABASE_URL", "").startswith(("postgres://", "postgresql://")) or \
             not os.environ.get("REDIS_URL", "").startswith("redis://"):
@@ -151,8 +173,8 @@ def main() -> int:
     folder = Path(tempfile.mkdtemp(prefix="fanout-"))
     env = {key: value for key, value in os.environ.items() if not key.startswith("OPTIML_")}
     env.update({"OPTIML_VAR_DIR": str(folder / "var"),
-                "OPTIML_EVALUATOR": f"recorded:{_merged(folder)}?sleep={args.delay}",
-                "OPTIML_SCREEN": "false"})
+                "OPTIML_EVALUATOR": f"recorded:{_merged(folder, args.task)}?sleep={args.delay}",
+                "OPTIML_SCREEN": "true" if args.screen else "false"})
     os.environ.update(env)
     import django
 
@@ -160,8 +182,8 @@ def main() -> int:
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
-    rounds = [one_round(int(n), budget=args.budget, delay=args.delay, folder=folder, env=env)
-              for n in args.workers.split(",")]
+    rounds = [one_round(int(n), task=args.task, budget=args.budget, delay=args.delay, screen=args.screen,
+                        folder=folder, env=env) for n in args.workers.split(",")]
     base = rounds[0]["candidates_per_minute"] / rounds[0]["workers"]
     for item in rounds:
         item["speedup"] = round(item["candidates_per_minute"] / base, 2)
@@ -173,8 +195,9 @@ def main() -> int:
         "command": " ".join(["python", *sys.argv]),
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "host": platform.node()},
-        "setup": {"task": "relu", "root": "naive", "budget": args.budget, "delay_s": args.delay,
-                  "seed": 0, "screen": False, "cpu_workers": 1, "evaluator": "recorded (h200-relu-search, schema-h200)"},
+        "setup": {"task": args.task, "root": "naive", "budget": args.budget, "delay_s": args.delay,
+                  "seed": 0, "screen": args.screen, "cpu_workers": "one per two GPU workers",
+                  "evaluator": f"recorded ({_merged(folder, args.task).name})"},
         "rounds": rounds,
         "target": {"share_of_ideal_at_4": TARGET_SHARE_AT_4, "measured": at_4,
                    "met": at_4 is not None and at_4 >= TARGET_SHARE_AT_4},

@@ -1,7 +1,8 @@
 """What a run's step costs the server as its tree grows (issue 12), on PostgreSQL.
 
-    DATABASE_URL=postgres://postgres@127.0.0.1:5432/bench python bench/step_cost.py \\
-        --out bench/results/$(date +%F)-step-cost.json [--sizes 100,1000,5000] [--steps 60]
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/bench REDIS_URL=redis://127.0.0.1:6379/13 \\
+        python bench/step_cost.py --out bench/results/$(date +%F)-step-cost.json \\
+        [--sizes 100,1000,5000] [--steps 60]
 
 One relu run, driven through the web path's services (search.services), with the rule
 judge, the real tunable and rewrite sources and one stand-in source, `Variants`, that
@@ -15,8 +16,9 @@ a tree.
 The tree is grown with steps of 16 evaluations; at each size in `--sizes`, `--steps`
 steps of one evaluation are timed, each in two parts: the dispatch (services.run_dispatch,
 the Celery path's whole step: tell what arrived, ask, save, under the run's lock, with
-the search kept in this process's memory) and the result's storing plus the next
-dispatch's tell. Also timed at each size: a step after this process forgot the search
+the search kept in this process's memory, and its evaluation messages published to
+Redis, which nobody consumes here: the bench measures each one itself, in line) and the
+result's storing. The compile ahead is a CPU worker's task, not the step's: it is off. Also timed at each size: a step after this process forgot the search
 (a worker that did not drive the run's last step rebuilds it from the rows).
 """
 
@@ -64,7 +66,8 @@ class Variants:
 
 class ScaledVerdicts:
     """Bench only: the naive relu kernel's H200 verdict for every candidate, its time
-    scaled by 0.6-1.4 from the kernel's hash."""
+    scaled by 0.6-1.4 from the kernel's hash, and its cubin's hash made the kernel's own
+    (each variant stands for a different program here, so that none is a duplicate)."""
 
     source = "recorded"
 
@@ -82,6 +85,7 @@ class ScaledVerdicts:
         factor = 0.6 + 0.8 * int(digest[:8], 16) / 0xFFFFFFFF
         verdict = json.loads(json.dumps(self._verdict))
         verdict["candidate_hash"] = digest
+        verdict["compile"]["cubin_sha256"] = hashlib.sha256(f"cubin of {digest}".encode()).hexdigest()
         for key in ("median_ms", "mean_ms", "min_ms", "max_ms", "p10_ms", "p90_ms"):
             verdict["timing"][key] *= factor
         return Verdict.from_dict(verdict), self.source
@@ -104,8 +108,10 @@ def main() -> int:
     parser.add_argument("--sizes", default="100,1000,5000")
     parser.add_argument("--steps", type=int, default=60)
     args = parser.parse_args()
-    if not os.environ.get("DATABASE_URL", "").startswith(("postgres://", "postgresql://")):
-        parser.error("set DATABASE_URL to a PostgreSQL database (it is migrated, and a run is added)")
+    if not os.environ.get("DATABASE_URL", "").startswith(("postgres://", "postgresql://")) or \
+            not os.environ.get("REDIS_URL", "").startswith("redis://"):
+        parser.error("set DATABASE_URL to a PostgreSQL database (it is migrated, and a run is added) "
+                     "and REDIS_URL to a Redis database the step's messages may go to (emptied after)")
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "optiml_web.settings")
     os.environ["OPTIML_PROPOSAL_SOURCES"] = ",".join([
         "search.engine.sources.TunableSource", "search.engine.rewrites.RewriteSource",
@@ -121,6 +127,7 @@ def main() -> int:
     from search.models import Run, RunNode
 
     settings.OPTIML_SCREEN = False  # every candidate the full gate: one look each
+    settings.OPTIML_COMPILE_AHEAD = False  # a CPU worker's task, not the step's
     call_command("migrate", verbosity=0)
     evaluator = ScaledVerdicts()
     relu = task_registry.get("relu")
@@ -129,7 +136,10 @@ def main() -> int:
                               budget=max(sizes) * 2 + args.steps * (len(sizes) + 2), parallel=1)
 
     def nodes() -> int:
-        return RunNode.objects.filter(run=run).count()
+        count = RunNode.objects.filter(run=run).count()
+        if Run.objects.get(pk=run.pk).status != Run.Status.RUNNING:
+            raise RuntimeError(f"the run ended at {count} nodes: {Run.objects.get(pk=run.pk).message}")
+        return count
 
     def one_step() -> tuple[float, float]:
         """A timed dispatch (tell + ask + save) and the inline measuring + storing after it."""
@@ -187,6 +197,9 @@ def main() -> int:
                    "met": at_most <= TARGET_P95_MS},
     }
     Path(args.out).write_text(json.dumps(report, indent=1) + "\n")
+    import redis
+
+    redis.Redis.from_url(os.environ["REDIS_URL"]).flushdb()  # the messages nobody consumed
     return 0
 
 

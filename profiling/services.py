@@ -175,6 +175,18 @@ def candidate_get_or_create(*, source: str, plan: dict, label: str = "") -> Cand
     return candidate
 
 
+def candidates_get_or_create(*, candidates: list[HarnessCandidate]) -> dict[str, Candidate]:
+    """The stored rows of these (parsed) candidates by content hash, made where missing:
+    two queries however many (a search step stores its new nodes' kernels this way)."""
+    if not candidates:
+        return {}
+    Candidate.objects.bulk_create(
+        [Candidate(content_hash=c.content_hash(), source=c.source, plan=c.plan_dict()) for c in candidates],
+        ignore_conflicts=True)  # another worker may have stored some meanwhile: theirs stay
+    hashes = {c.content_hash() for c in candidates}
+    return {row.content_hash: row for row in Candidate.objects.filter(content_hash__in=hashes)}
+
+
 @transaction.atomic
 def evaluation_claim(
     *, candidate: Candidate, task: Task, gpu: str, gate_settings: dict, stale_after: timedelta | None = None

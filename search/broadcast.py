@@ -45,6 +45,14 @@ def event_committed(*, run_id: int, seq: int, kind: str, data: dict[str, Any]) -
     _send(run_id, {"type": MESSAGE_TYPE, "seq": seq, "kind": kind, "data": data})
 
 
+def events_after_commit(*, run_id: int, events: list[tuple[int, str, dict[str, Any]]]) -> None:
+    """Announce several events of one transaction once it commits, in one trip to the
+    channel layer (a run's step writes several; each trip costs milliseconds)."""
+    if events:
+        transaction.on_commit(partial(_send_all, run_id, [
+            {"type": MESSAGE_TYPE, "seq": seq, "kind": kind, "data": data} for seq, kind, data in events]))
+
+
 def share_revoked_after_commit(*, run_id: int, share_id: int) -> None:
     """Viewers who came in by this link are closed once its revocation commits."""
     transaction.on_commit(partial(_send, run_id, {"type": "share.revoked", "share_id": share_id}))
@@ -58,6 +66,21 @@ def _send(run_id: int, message: dict[str, Any]) -> None:
         async_to_sync(layer.group_send)(run_group(run_id), message)
     except Exception:
         logger.exception("run %s: %s not broadcast", run_id, message["type"])
+
+
+def _send_all(run_id: int, messages: list[dict[str, Any]]) -> None:
+    layer = get_channel_layer()
+    if layer is None:
+        return
+
+    async def send() -> None:
+        for message in messages:
+            await layer.group_send(run_group(run_id), message)
+
+    try:
+        async_to_sync(send)()
+    except Exception:
+        logger.exception("run %s: %d events not broadcast", run_id, len(messages))
 
 
 async def news(*, run_id: int, seq: int) -> None:

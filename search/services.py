@@ -117,21 +117,33 @@ def _parts_for(run: Run):
     return judge, fallback, [source for source in configured_sources() if source.name in run.sources]
 
 
-def _search_for(run: Run) -> Search:
+def _search_for(run: Run, pending: list[PendingRow] | None = None) -> Search:
     """The run's search (under the run's row lock when it is to be changed and saved):
     the one this process saved last, while nobody else saved the run since, else rebuilt
     from the rows (search.state). Pending nodes handed out for evaluation less than a
-    gate's time limit ago (RunNode.issued_at) are not handed out again; the others are."""
-    in_flight = set(_in_flight(run))
+    gate's time limit ago (RunNode.issued_at) are not handed out again; the others are.
+    `pending`: the run's pending rows, when the caller has read them (_pending_rows)."""
+    cutoff = timezone.now() - timedelta(seconds=evaluation_time_limit_s(run))
+    rows = _pending_rows(run) if pending is None else pending
+    in_flight = {row.node_id for row in rows if row.issued_at is not None and row.issued_at >= cutoff}
     search = search_load(run, parts=lambda: _parts_for(run), issued=in_flight)
     search.release([node_id for node_id in search.in_flight() if node_id not in in_flight])
     return search
 
 
-def _in_flight(run: Run) -> list[int]:
-    cutoff = timezone.now() - timedelta(seconds=evaluation_time_limit_s(run))
-    return list(RunNode.objects.filter(run=run, state="pending", issued_at__gte=cutoff)
-                .values_list("node_id", flat=True))
+@dataclasses.dataclass(frozen=True)
+class PendingRow:
+    node_id: int
+    issued_at: object
+    result: dict | None
+    binary: str | None
+
+
+def _pending_rows(run: Run) -> list[PendingRow]:
+    """What a step reads of the run's pending nodes, in one query (a few rows: at most the
+    evaluations in flight and the nodes waiting for their twin)."""
+    return [PendingRow(*row) for row in RunNode.objects.filter(run=run, state="pending").order_by("node_id")
+            .values_list("node_id", "issued_at", "result", "binary")]
 
 
 def evaluation_time_limit_s(run: Run) -> float:
@@ -190,6 +202,7 @@ def run_step(*, run_id: int, evaluator: Evaluator | None = None, parallel: int |
         if run.status != Run.Status.RUNNING:
             return run
         asked, best_full_ms, new_events = _step_ask(run, parallel or run.parallel, evaluator)
+        _announce(run, new_events)
     options = run_gate_options(run=run, screening=best_full_ms is not None)
     unmeasured = []
     for node_id, candidate in asked:
@@ -204,12 +217,15 @@ def run_step(*, run_id: int, evaluator: Evaluator | None = None, parallel: int |
             node_result_store(run_id=run_id, node_id=node_id, measured=measured)
     with transaction.atomic():
         run = Run.objects.select_for_update().get(pk=run_id)
-        search = _search_for(run)
+        pending = _pending_rows(run)
+        search = _search_for(run, pending)
         search.release(unmeasured)
-        new_events += _step_tell(run, search)
+        told = _step_tell(run, search, pending)
         if run.status == Run.Status.RUNNING and search.evaluations >= run.budget:
-            new_events.append(_finish(run, search))
+            told.append(_finish(run, search))
         search_save(run, search)
+        _announce(run, told)
+        new_events += told
     for event in new_events if on_event else ():
         on_event(event)
     return run
@@ -219,8 +235,9 @@ def _step_ask(run: Run, parallel: int, evaluator: Evaluator) -> tuple[list, floa
     """Under the run's lock: tell what arrived, ask for up to `parallel` candidates in
     flight in all, and save. Returns the asked (node id, candidate) pairs, the best
     full-gate time the screen has to beat (None: no screen for these), and the events."""
-    search = _search_for(run)
-    new_events = _step_tell(run, search)
+    pending = _pending_rows(run)
+    search = _search_for(run, pending)
+    new_events = _step_tell(run, search, pending)
     if run.status == Run.Status.RUNNING and search.evaluations >= run.budget:
         new_events.append(_finish(run, search))
     in_flight = len(search.in_flight())
@@ -242,22 +259,19 @@ def _step_ask(run: Run, parallel: int, evaluator: Evaluator) -> tuple[list, floa
     return asked, best_full_ms, new_events
 
 
-def _step_tell(run: Run, search: Search) -> list[RunEvent]:
-    """Tell the search every result that arrived for its pending nodes (node_result_store);
-    returns the events. The caller saves."""
-    arrived = (RunNode.objects.filter(run=run, state="pending", result__isnull=False)
-               .order_by("node_id").values_list("node_id", "result"))
-    for node_id, result in arrived:
-        node = search.tree[node_id]
-        measurement = Measurement.from_dict(result)
-        if search.tell(node.candidate_hash, measurement) is not None:  # None: told before
-            run.gpu_seconds += measurement.seconds  # the screen's and the full gate's
-    # Then the binaries compiled ahead: a duplicate whose twin is measured is done now.
-    compiled = (RunNode.objects.filter(run=run, state="pending", result__isnull=True)
-                .exclude(binary__isnull=True).exclude(binary="")
-                .order_by("node_id").values_list("node_id", "binary"))
-    for node_id, binary in compiled:
-        search.tell_binary(search.tree[node_id].candidate_hash, binary)
+def _step_tell(run: Run, search: Search, pending: list[PendingRow] | None = None) -> list[RunEvent]:
+    """Tell the search every result that arrived for its pending nodes (node_result_store),
+    then the binaries compiled ahead (a duplicate whose twin is measured is done now);
+    returns the events. The caller saves. `pending`: as _pending_rows read them."""
+    rows = _pending_rows(run) if pending is None else pending
+    for row in rows:
+        if row.result is not None:
+            measurement = Measurement.from_dict(row.result)
+            if search.tell(search.tree[row.node_id].candidate_hash, measurement) is not None:
+                run.gpu_seconds += measurement.seconds  # the screen's and the full gate's
+    for row in rows:
+        if row.result is None and row.binary:
+            search.tell_binary(search.tree[row.node_id].candidate_hash, row.binary)
     return _events(run, search)
 
 
@@ -266,7 +280,8 @@ def _finish(run: Run, search: Search, *, exhausted: bool = False) -> RunEvent:
     run.status = Run.Status.FINISHED
     run.message = why_it_ended(search.tree, evaluations=search.evaluations, budget=run.budget,
                                exhausted=exhausted)
-    return _append(run, "run_finished", {**search.summary(), "exhausted": exhausted, "message": run.message})
+    return _append(run, "run_finished", {**search.summary(), "exhausted": exhausted, "message": run.message},
+                   announce=False)
 
 
 def node_result_store(*, run_id: int, node_id: int, measured: Measured) -> bool:
@@ -280,16 +295,23 @@ def node_result_store(*, run_id: int, node_id: int, measured: Measured) -> bool:
 
 
 def _events(run: Run, search: Search) -> list[RunEvent]:
-    return [_append(run, kind, data) for kind, data in search.pop_events()]
+    """The search's new events as rows; the step announces them together (_announce)."""
+    return [_append(run, kind, data, announce=False) for kind, data in search.pop_events()]
 
 
-def _append(run: Run, kind: str, data: dict) -> RunEvent:
+def _append(run: Run, kind: str, data: dict, *, announce: bool = True) -> RunEvent:
     """Append under the run's row lock (held by the caller): seq has no gaps or repeats.
-    Viewers hear of it once it commits."""
+    Viewers hear of it once it commits (announce=False: the caller announces it with the
+    rest of its transaction's events, _announce)."""
     event = RunEvent.objects.create(run=run, seq=run.next_seq, kind=kind, data=json_safe(data))
     run.next_seq += 1
-    broadcast.event_after_commit(run_id=run.pk, seq=event.seq, kind=kind, data=event.data)
+    if announce:
+        broadcast.event_after_commit(run_id=run.pk, seq=event.seq, kind=kind, data=event.data)
     return event
+
+
+def _announce(run: Run, events: list[RunEvent]) -> None:
+    broadcast.events_after_commit(run_id=run.pk, events=[(e.seq, e.kind, e.data) for e in events])
 
 
 def run_drive(*, run_id: int, evaluator: Evaluator | None = None, parallel: int = 1,
@@ -338,7 +360,8 @@ def run_dispatch(*, run_id: int, evaluator: Evaluator | None = None) -> Run:
     run = Run.objects.select_for_update().get(pk=run_id)
     if run.status != Run.Status.RUNNING:
         return run
-    asked, best_full_ms, _ = _step_ask(run, run.parallel, evaluator or get_evaluator())
+    asked, best_full_ms, events = _step_ask(run, run.parallel, evaluator or get_evaluator())
+    _announce(run, events)
     for node_id, _candidate in asked:
         if settings.OPTIML_COMPILE_AHEAD:
             compile_node_enqueue(run=run, node_id=node_id, best_full_ms=best_full_ms)

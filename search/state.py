@@ -87,14 +87,13 @@ def search_save(run: Run, search: Search) -> list[int]:
 
 def node_rows_create(run: Run, nodes: list[tuple[Node, dict | None]]) -> None:
     """New rows for these nodes; each with its engine state as given, or (None) as the node's."""
+    stored = gate_services.candidates_get_or_create(candidates=[node.proposal.candidate for node, _ in nodes])
     rows = []
     for node, engine in nodes:
-        candidate = node.proposal.candidate
-        row = gate_services.candidate_get_or_create(source=candidate.source, plan=candidate.plan_dict())
         columns = _columns(node)
         if engine is not None:
             columns["engine"] = engine
-        rows.append(RunNode(run=run, node_id=node.id, candidate=row, **columns))
+        rows.append(RunNode(run=run, node_id=node.id, candidate=stored[node.candidate_hash], **columns))
     RunNode.objects.bulk_create(rows)
 
 

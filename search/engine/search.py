@@ -104,6 +104,7 @@ class Search:
         # Measurements of kernels by content hash, from this run and any given as `known`
         # (measured earlier for the same task and GPU): a kernel is never measured twice.
         self.known: dict[str, Measurement] = dict(known or {})
+        self._given = set(self.known)  # measured elsewhere: the state keeps these itself
         self._issued: set[int] = set()  # pending nodes handed out since this object was made
         self._events: list[tuple[str, dict[str, Any]]] = []
         # The sizes the gate runs kernels at (the task's L0 and L1), for telling which nodes
@@ -341,7 +342,7 @@ class Search:
             "tolerance_allows_fast_math": self.tolerance_allows_fast_math,
             "rng": self.rng.bit_generator.state, "evaluations": self.evaluations,
             "binary_sizes": self.binary_sizes,
-            "known": {h: m.to_dict() for h, m in self.known.items()
+            "known": {h: self.known[h].to_dict() for h in sorted(self._given)
                       if self.tree.find(h) is None},  # the tree's own are in its nodes
             "tree": self.tree.header(),
         }
@@ -371,6 +372,7 @@ class Search:
         search.evaluations = data["evaluations"]
         search.tree = Tree.from_dict({**data["tree"], "nodes": nodes})
         search.known = {h: Measurement.from_dict(m) for h, m in data["known"].items()}
+        search._given = set(search.known)
         search.known.update({n.candidate_hash: n.measurement for n in search.tree.nodes.values()
                              if n.measurement is not None})
         search._issued, search._events = set(issued), []

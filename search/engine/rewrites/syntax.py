@@ -154,7 +154,26 @@ class Kernel:
         return [p for p in self.params if p.pointer is not None]
 
 
+# find_kernels of the last few trees: every rewrite of a node asks it of the same parsed
+# tree, and each answer walks the whole tree. The tree is kept with its answer, so that
+# its id cannot be reused while it is remembered.
+_KERNELS: dict[int, tuple[Tree, list[Kernel]]] = {}
+_KERNELS_KEPT = 4
+
+
 def find_kernels(tree: Tree) -> list[Kernel]:
+    """The extern "C" kernels defined in the tree (a fresh list; its kernels are shared)."""
+    kept = _KERNELS.get(id(tree))
+    if kept is not None and kept[0] is tree:
+        return list(kept[1])
+    kernels = _find_kernels(tree)
+    if len(_KERNELS) >= _KERNELS_KEPT:
+        _KERNELS.pop(next(iter(_KERNELS)))
+    _KERNELS[id(tree)] = (tree, kernels)
+    return list(kernels)
+
+
+def _find_kernels(tree: Tree) -> list[Kernel]:
     kernels = []
     for linkage in (n for n in walk(tree.root_node) if n.type == "linkage_specification"):
         value = linkage.child_by_field_name("value")
