@@ -33,8 +33,8 @@ sys.path.insert(0, str(REPO))
 
 from profiling.harness import tasks  # noqa: E402
 from profiling.harness.candidate import Candidate  # noqa: E402
-from search.engine.__main__ import fast_math_allowed  # noqa: E402
 from profiling.harness.compile import compile_candidate  # noqa: E402
+from search.engine.__main__ import fast_math_allowed  # noqa: E402
 from search.engine.binaries import binary_key, measured_binary  # noqa: E402
 from search.engine.evaluators import ReplayEvaluator  # noqa: E402
 from search.engine.judges import RuleJudge  # noqa: E402
@@ -128,11 +128,13 @@ def compiled_ahead(task_name: str, recordings: Path, budget: int) -> dict:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", required=True)
     parser.add_argument("--recordings", type=Path, default=RECORDINGS)
     args = parser.parse_args()
-    names = sorted(p.name.removeprefix("rec-").removesuffix(".json") for p in args.recordings.glob("rec-*.json"))
+    names = sorted(p.name.removeprefix("rec-").removesuffix(".json")
+                   for p in args.recordings.glob("rec-*.json"))
     rows = []
     for name in names:
         rows.append(one_task(name, args.recordings))
@@ -141,7 +143,7 @@ def main() -> int:
         "what": "binary dedupe over the committed H200 suite searches, replayed (issue 12): evaluations "
                 "that repeated another node's binary, and those spent below such repeats",
         "command": " ".join(["python", *sys.argv]),
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "recordings": str(args.recordings.relative_to(REPO) if args.recordings.is_relative_to(REPO)
                           else args.recordings),
         "gpu": "NVIDIA H200 (the recordings'; this replay needs none)",

@@ -84,6 +84,7 @@ def _stop(processes: list[subprocess.Popen]) -> None:
 
 def one_round(workers: int, *, task: str, budget: int, delay: float, screen: bool, folder: Path,
               env: dict) -> dict:
+    import redis
     from django.db import transaction
 
     from optiml_web.celery import app
@@ -93,8 +94,6 @@ def one_round(workers: int, *, task: str, budget: int, delay: float, screen: boo
     from search import services
     from search.models import Run
     from search.tasks import drive_run_enqueue
-
-    import redis
 
     redis.Redis.from_url(_redis_url()).flushdb()
     Evaluation.objects.all().delete()  # each round measures its kernels afresh
@@ -123,8 +122,10 @@ def one_round(workers: int, *, task: str, budget: int, delay: float, screen: boo
     finally:
         _stop(processes)
     run.refresh_from_db()
-    spans = list(Evaluation.objects.filter(finished_at__isnull=False).values_list("claimed_at", "finished_at"))
-    return {"workers": workers, "cpu_workers": cpus, "parallel": workers, "status": run.status, "evaluations": run.evaluated,
+    spans = list(Evaluation.objects.filter(finished_at__isnull=False)
+                 .values_list("claimed_at", "finished_at"))
+    return {"workers": workers, "cpu_workers": cpus, "parallel": workers, "status": run.status,
+            "evaluations": run.evaluated,
             "wall_s": round(took, 2), "candidates_per_minute": round(run.evaluated / took * 60, 2),
             "most_at_once": _most_at_once(spans), "best_ms": run.best_ms, "message": run.message}
 
@@ -137,7 +138,8 @@ def cpu_workers_for(gpu_workers: int) -> int:
 
 
 def _most_at_once(spans) -> int:
-    edges = sorted([(start.timestamp(), 1) for start, _ in spans] + [(end.timestamp(), -1) for _, end in spans])
+    edges = sorted([(start.timestamp(), 1) for start, _ in spans]
+                   + [(end.timestamp(), -1) for _, end in spans])
     most = now = 0
     for _, step in edges:
         now += step
@@ -155,7 +157,8 @@ def _wait_for_workers(app, count: int) -> None:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", required=True)
     parser.add_argument("--workers", default="1,2,4")
     parser.add_argument("--budget", type=int, default=40)
@@ -193,7 +196,7 @@ def main() -> int:
         "what": "one run's candidates per minute with N GPU worker processes (issue 12): real Celery "
                 "workers, PostgreSQL and Redis; the recorded H200 verdicts with a per-candidate delay",
         "command": " ".join(["python", *sys.argv]),
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "host": platform.node()},
         "setup": {"task": args.task, "root": "naive", "budget": args.budget, "delay_s": args.delay,
                   "seed": 0, "screen": args.screen, "cpu_workers": "one per two GPU workers",

@@ -18,7 +18,8 @@ steps of one evaluation are timed, each in two parts: the dispatch (services.run
 the Celery path's whole step: tell what arrived, ask, save, under the run's lock, with
 the search kept in this process's memory, and its evaluation messages published to
 Redis, which nobody consumes here: the bench measures each one itself, in line) and the
-result's storing. The compile ahead is a CPU worker's task, not the step's: it is off. Also timed at each size: a step after this process forgot the search
+result's storing. The compile ahead is a CPU worker's task, not the step's: it is off.
+Also timed at each size: a step after this process forgot the search
 (a worker that did not drive the run's last step rebuilds it from the rows).
 """
 
@@ -32,7 +33,6 @@ import json
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -59,7 +59,8 @@ class Variants:
         for index in range(6):
             tag = f"{hashlib.sha256((candidate.content_hash() + str(index)).encode()).hexdigest()[:12]}"
             source = f"#define OPTIML_BENCH_VARIANT_{tag} 1\n{candidate.source}"
-            out.append(Proposal(source=self.name, title=f"variant #{tag}", rationale=f"bench stand-in ({path})",
+            out.append(Proposal(source=self.name, title=f"variant #{tag}",
+                                rationale=f"bench stand-in ({path})",
                                 candidate=dataclasses.replace(candidate, source=source), families=()))
         return out
 
@@ -103,7 +104,8 @@ def spread(values: list[float]) -> dict:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", required=True)
     parser.add_argument("--sizes", default="100,1000,5000")
     parser.add_argument("--steps", type=int, default=60)
@@ -170,7 +172,8 @@ def main() -> int:
             state.search_forget(run.pk)
             rebuilt.append(one_step()[0])
         row = Run.objects.get(pk=run.pk)
-        biggest = max(len(json.dumps(r)) for r in RunNode.objects.filter(run=run).values_list("engine", flat=True))
+        engines = RunNode.objects.filter(run=run).values_list("engine", flat=True)
+        biggest = max(len(json.dumps(engine)) for engine in engines)
         results.append({
             "nodes": nodes(), "evaluated": row.evaluated, "header_bytes": len(json.dumps(row.state)),
             "largest_node_row_bytes": biggest, "grow_s": round(grow_s, 1),
@@ -186,7 +189,7 @@ def main() -> int:
                 "(tell what arrived, ask, save the changed rows, under the run's lock) with the search "
                 "kept in the worker's memory; the rebuild from rows when it is not",
         "command": " ".join(["python", *sys.argv]),
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
                     "postgres": _postgres_version(), "host": platform.node()},
         "setup": {"task": "relu", "judge": "rules", "sources": os.environ["OPTIML_PROPOSAL_SOURCES"],

@@ -31,8 +31,8 @@ from profiling.evaluators import Evaluator, can_screen, options_from_dict
 from profiling.harness.candidate import Candidate as HarnessCandidate
 from profiling.harness.candidate import CandidateError
 from profiling.harness.compile import CompilerUnavailable, compile_candidate
-from profiling.harness.policy import PolicyViolation
 from profiling.harness.gate import GateOptions
+from profiling.harness.policy import PolicyViolation
 from profiling.harness.seeds import gate_seed
 from profiling.models import Candidate, Evaluation
 from profiling.serialization import text_for_users, verdict_for_users

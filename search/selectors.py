@@ -10,8 +10,8 @@ from profiling import selectors as gate_selectors
 from profiling.harness import declared
 from search.engine.explain import why_faster
 from search.engine.tree import Tree
-from search.state import state_of
 from search.models import Run, RunEvent, RunNode, ShareLink
+from search.state import state_of
 
 
 def runs_visible_to(*, user) -> QuerySet[Run]:

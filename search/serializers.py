@@ -12,9 +12,9 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from optiml_web.limits import (
-    MAX_PARALLEL,
     MAX_INTENT_CHARS,
     MAX_NAME_CHARS,
+    MAX_PARALLEL,
     MAX_SOURCE_BYTES,
     MAX_SOURCE_NAMES,
     plan_error,

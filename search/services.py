@@ -38,13 +38,11 @@ from search import broadcast
 from search.engine.explain import why_it_ended
 from search.engine.search import Search, SearchConfig
 from search.engine.sources import fast_math_allowed
-from search.importing import ParsedTrajectory
-from search.measuring import candidate_binary, candidate_measure, run_gate_options, screening_for
 from search.engine.types import Measurement
-from search.measuring import Measured
+from search.importing import ParsedTrajectory
+from search.measuring import Measured, candidate_binary, candidate_measure, run_gate_options, screening_for
 from search.models import Run, RunEvent, RunNode, ShareLink
 from search.state import node_rows_create, search_load, search_save, search_state_header
-
 
 EventSink = Callable[[RunEvent], None]
 

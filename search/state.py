@@ -123,8 +123,9 @@ def _update_rows(rows: list[tuple[int, dict]], names: list[str]) -> None:
         return
     fields = [RunNode._meta.get_field(name) for name in names]
     quote = connection.ops.quote_name
-    sql = (f"UPDATE {quote(RunNode._meta.db_table)} SET "
-           f"{', '.join(f'{quote(f.column)} = %s' for f in fields)} WHERE {quote(RunNode._meta.pk.column)} = %s")
+    assignments = ", ".join(f"{quote(f.column)} = %s" for f in fields)
+    sql = (f"UPDATE {quote(RunNode._meta.db_table)} SET {assignments} "
+           f"WHERE {quote(RunNode._meta.pk.column)} = %s")
     params = [[f.get_db_prep_save(values[f.name], connection) for f in fields] + [pk] for pk, values in rows]
     with connection.cursor() as cursor:
         cursor.executemany(sql, params)

@@ -15,8 +15,9 @@ def _tree(root: Measurement, *children: Measurement) -> Tree:
     tree.root.state, tree.root.measurement = DONE, root
     for block, measurement in zip((128, 512, 1024), children, strict=False):
         candidate = variant(ROOT, BLOCK=block)
-        child = tree.add_child(0, Untried(prior=1.0, candidate_hash=candidate.content_hash(), proposal=Proposal(
-            source="tunable", title=f"BLOCK {block}", rationale="t", candidate=candidate)))
+        proposal = Proposal(source="tunable", title=f"BLOCK {block}", rationale="t", candidate=candidate)
+        untried = Untried(prior=1.0, candidate_hash=candidate.content_hash(), proposal=proposal)
+        child = tree.add_child(0, untried)
         child.state, child.measurement = DONE, measurement
     return tree
 

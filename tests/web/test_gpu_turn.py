@@ -12,7 +12,8 @@ import pytest
 
 from profiling.gputurn import device_key, gpu_turn, lock_path
 
-HOLD = "from profiling.gputurn import gpu_turn\nimport sys, time\nwith gpu_turn():\n    print('held', flush=True)\n    time.sleep(float(sys.argv[1]))\n"
+HOLD = ("from profiling.gputurn import gpu_turn\nimport sys, time\nwith gpu_turn():\n"
+        "    print('held', flush=True)\n    time.sleep(float(sys.argv[1]))\n")
 
 
 def _holder(seconds: float, device: str) -> subprocess.Popen:

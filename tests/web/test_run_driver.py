@@ -42,7 +42,8 @@ class Broker:
         message = message if message is not None else self.queue.pop(0)
         self.delivered.append(message)
         kind, args = message
-        task = {"drive": tasks.drive_run, "evaluate": tasks.evaluate_node, "compile": tasks.compile_node}[kind]
+        task = {"drive": tasks.drive_run, "evaluate": tasks.evaluate_node,
+                "compile": tasks.compile_node}[kind]
         with self.capture(execute=True):
             return task.apply(args=args).get()
 
