@@ -23,7 +23,7 @@ export function renderInspector(container, detail, { row, onSelect = () => {} } 
       m.rationale ? h("p", { class: "rationale" }, m.rationale) : h("p", { class: "muted" }, "No rationale given."),
       Object.keys(m.params).length ? h("p", { class: "params" }, Object.entries(m.params).map(([k, v]) => h("code", null, `${k}=${JSON.stringify(v)} `))) : null,
       m.duplicateOf != null ? h("p", { class: "duplicate", "data-duplicate-of": m.duplicateOf },
-        "Compiles to the same binary as ", h("button", { type: "button", class: "link", onclick: () => onSelect(m.duplicateOf) },
+        "Compiles to the same binary as ", h("button", { type: "button", class: "link", onclick: () => onSelect(/** @type {number} */ (m.duplicateOf)) },
           `node #${m.duplicateOf}`), " (the cubin, and every launch at every size): its measurement is that node's, "
           + "and it is not refined, since its children would repeat that node's.")
         : m.reused ? h("p", { class: "muted" }, "Measured before in this run: reused, not evaluated again.") : null], "proposal"),
