@@ -13,6 +13,10 @@ $(PYTHON):
 
 $(INSTALLED): pyproject.toml | $(PYTHON)
 	$(PYTHON) -m pip install --quiet --upgrade pip
+	# torch's CPU build (tests/generation runs tiny models on the CPU): from a local
+	# wheel where the machine has one, else from PyTorch's CPU index.
+	$(PYTHON) -m pip install --quiet 'torch==2.13.0+cpu' 2>/dev/null \
+	  || $(PYTHON) -m pip install --quiet torch --index-url https://download.pytorch.org/whl/cpu
 	$(PYTHON) -m pip install --quiet -e '.[dev]'
 	touch $@
 
