@@ -252,6 +252,28 @@ OPTIML_CLAIM_GRACE_S = env_int("OPTIML_CLAIM_GRACE_S", 300)
 # `search.restart_stalled_runs` starts a new chain. Longer than the longest step (the
 # gate's 600 s time limit plus the grace), so a step still under way is never doubled.
 OPTIML_RUN_STALL_S = env_int("OPTIML_RUN_STALL_S", 900)
+# OptiML-G (search/generation/): the experts that write a first kernel from an intent,
+# as JSON (README, "Writing the first kernel"), or "@/path/to/experts.json". Empty: the
+# LLM judge's model (OPTIML_LLM_*) writes alone, and without that, nobody writes: the
+# New session page says so and starts from the task's naive kernel.
+OPTIML_GENERATION_EXPERTS = env_str("OPTIML_GENERATION_EXPERTS", "")
+OPTIML_GENERATION_K = env_int("OPTIML_GENERATION_K", 3)  # active experts per task, primary included
+OPTIML_GENERATION_ROUNDS = env_int("OPTIML_GENERATION_ROUNDS", 3)  # repairs after the first kernel
+# Where `manage.py generation dataset` finds verified kernels besides the suite's and the
+# search nodes': dotted paths of functions returning search.generation.dataset pairs.
+OPTIML_GENERATION_KERNEL_SOURCES = [
+    p.strip()
+    for p in env_str("OPTIML_GENERATION_KERNEL_SOURCES", "lineage.services.generation_pairs").split(",")
+    if p.strip()
+]
+# The router trained by `manage.py generation train-router`; until it exists, the
+# configured order decides.
+OPTIML_GENERATION_ROUTER = Path(env_str("OPTIML_GENERATION_ROUTER",
+                                        str(VAR_DIR / "generation" / "router.safetensors")))
+# Local experts collaborate in latent space with the fusion `manage.py generation
+# train-mot` trained (this file); without it they collaborate in text.
+OPTIML_GENERATION_MOT = Path(env_str("OPTIML_GENERATION_MOT",
+                                     str(VAR_DIR / "generation" / "mot.safetensors")))
 # Compile each asked candidate on a CPU worker before its evaluation (search.compile_node),
 # so that one whose binary another node of the run already runs is not measured again.
 OPTIML_COMPILE_AHEAD = env_bool("OPTIML_COMPILE_AHEAD", True)

@@ -158,9 +158,10 @@ class RunListApi(APIView):
 
 
 class KernelWriteApi(APIView):
-    """A first kernel written by the configured LLM from an intent, for the person to
-    review in the editor before starting a run (OptiML-G's Mixture-of-Thoughts is not
-    built: one model writes one kernel)."""
+    """A first kernel written from an intent by OptiML-G's experts (search/generation/),
+    or by the LLM judge's model when none are configured, checked up to nvcc and repaired
+    with the compiler's messages, for the person to review in the editor before starting
+    a run. Every attempt is kept (who wrote it, where it stopped)."""
 
     @extend_schema(request=KernelWriteSerializer, responses={200: KernelWrittenSerializer})
     def post(self, request: Request) -> Response:
@@ -169,14 +170,17 @@ class KernelWriteApi(APIView):
         data = form.validated_data
         _check_declared_task_visible(request, data["task"])
         try:
-            written = services.kernel_write(task_name=data["task"], intent=data["intent"])
+            written = services.kernel_write(task_name=data["task"], intent=data["intent"],
+                                            user=request.user)
         except task_registry.UnknownTask:
             raise _unknown_task(request, data["task"]) from None
         except services.RunError as error:
             raise ValidationError({error.field or "non_field_errors": [str(error)]}) from None
         return Response(KernelWrittenSerializer({
             "source": written.candidate.source, "plan": written.candidate.plan_dict(),
-            "title": written.title, "rationale": written.rationale, "writer": written.source}).data)
+            "title": written.title, "rationale": written.rationale, "writer": written.source,
+            "experts": written.params.get("experts", []),
+            "attempts": written.params.get("attempts", [])}).data)
 
 
 def _task_spec(request: Request, name: str):

@@ -157,3 +157,32 @@ class RunEvent(models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["run", "seq"], name="run_event_seq_once")]
         ordering = ["run", "seq"]
+
+
+class GenerationAttempt(models.Model):
+    """One kernel an OptiML-G writer produced from an intent (or failed to), and what the
+    gate said: the session's record of who wrote what, and the router's training data
+    (`manage.py generation train-router`). One generation is several rows (its rounds)."""
+
+    generation = models.UUIDField(db_index=True)
+    task = models.CharField(max_length=100)
+    intent = models.TextField()
+    round = models.PositiveSmallIntegerField()  # 0: the first kernel; 1..: repairs
+    writer = models.CharField(max_length=200)  # whose kernel it is (an expert, or mot:a+b)
+    experts = models.JSONField(default=list)  # everyone who contributed, the writer first
+    stage = models.CharField(max_length=20)  # endpoint, reply, plan, policy, compile, compiled, L0, passed
+    passed = models.BooleanField(default=False)
+    guard = models.CharField(max_length=40, blank=True)
+    message = models.TextField(blank=True)
+    candidate_hash = models.CharField(max_length=64, blank=True)
+    record = models.JSONField(default=dict)  # drafts, routing, prompts
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                   on_delete=models.SET_NULL, related_name="+")
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created", "round"]
+
+    def __str__(self) -> str:
+        return f"{self.task} round {self.round} by {self.writer}: {self.stage}"
+

@@ -153,11 +153,16 @@ class KernelWriteSerializer(serializers.Serializer):
 
 
 class KernelWrittenSerializer(serializers.Serializer):
-    source = serializers.CharField(help_text="the CUDA source the LLM wrote")
+    source = serializers.CharField(help_text="the CUDA source written")
     plan = serializers.JSONField(help_text="its launch plan")
     title = serializers.CharField()
     rationale = serializers.CharField(allow_blank=True)
-    writer = serializers.CharField(help_text="who wrote it: llm:<model>")
+    writer = serializers.CharField(
+        help_text="whose kernel it is: an expert's name, llm:<model>, or mot:<primary>+<peers>")
+    experts = serializers.ListField(child=serializers.CharField(),
+                                    help_text="everyone who contributed to it, the writer first")
+    attempts = serializers.ListField(child=serializers.DictField(),
+                                     help_text="each round: writer, stage where it ended, the gate's message")
 
 
 class NodeRowSerializer(serializers.Serializer):

@@ -68,26 +68,16 @@ def judges_for(choice: str):
     raise RunError(f"unknown judge {choice!r}: use 'rules' or 'llm'", field="judge")
 
 
-def kernel_write(*, task_name: str, intent: str):
-    """A first kernel for the task, written from the intent by the configured LLM (the
-    LLM judge's model). The person reviews it in the editor before a run starts from it.
-    Raises RunError on the intent field: no intent, no LLM configured, or the LLM could
-    not write a usable candidate after its retries. Returns the Proposal (source = the
-    model's name)."""
-    from search.engine.judges import LLMConfigError, LLMJudge
-    from search.engine.types import JudgeError
+def kernel_write(*, task_name: str, intent: str, user=None):
+    """A first kernel for the task, written from the intent by OptiML-G's experts (or the
+    LLM judge's model when no experts are configured), checked up to nvcc and repaired
+    with the compiler's messages. The person reviews it in the editor before a run starts
+    from it. Raises RunError on the intent field: no intent, nobody configured to write,
+    or no usable kernel after the repairs. Returns the Proposal (source = the writer)."""
+    from search import generation_services
 
-    if not intent.strip():
-        raise RunError("say what the kernel should do first", field="intent")
-    spec = gate_services.task_spec(name=task_name)  # UnknownTask names the known ones
-    try:
-        writer = LLMJudge.from_env()
-    except LLMConfigError as error:
-        raise RunError(f"no LLM endpoint is configured to write kernels: {error}", field="intent") from None
-    try:
-        return writer.write_kernel(spec, intent)
-    except JudgeError as error:
-        raise RunError(f"the LLM could not write a kernel: {error}", field="intent") from None
+    proposal, _ = generation_services.kernel_generate(task_name=task_name, intent=intent, user=user)
+    return proposal
 
 
 def configured_sources(names: list[str] | None = None) -> list:

@@ -17,8 +17,7 @@ hub id) with local_files_only: nothing is ever downloaded.
 from __future__ import annotations
 
 import os
-import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -208,12 +207,3 @@ def build_experts(specs: Sequence[ExpertSpec],
     clients = clients or {}
     return {s.name: ApiExpert(s, clients.get(s.name)) if s.kind == "api" else LocalExpert(s)
             for s in specs}
-
-
-def timed(call: Callable[[], Written]) -> tuple[Written | None, WriteFailed | None, float]:
-    """(written, failure, seconds) of one writing call, an expert that fails included."""
-    started = time.monotonic()
-    try:
-        return call(), None, time.monotonic() - started
-    except WriteFailed as failure:
-        return None, failure, time.monotonic() - started

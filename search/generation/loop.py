@@ -14,6 +14,7 @@ that compiles is as far as anyone can go: the loop stops there and says so rathe
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -40,19 +41,28 @@ class Checker(Protocol):
 
 
 class GateChecker:
-    """The gate with L0 only: small odd sizes, two seeds, no profile, memcheck."""
+    """The gate with L0 only: small odd sizes, two seeds, no profile, memcheck.
+    `run_l0=False` stops after the policy, the plan and nvcc even on a GPU host: for a
+    web request, which must not take the GPU (the run's root then gets the full gate)."""
 
-    def __init__(self, **options: Any) -> None:
+    def __init__(self, *, run_l0: bool = True, **options: Any) -> None:
         from profiling.harness.gate import GateOptions
 
         defaults = {"levels": ("L0",), "seeds": 2, "warmup_runs": 1, "timing_runs": 3, "profile": False,
                     "sanitize": ("memcheck",), "spot_checks": 1, "time_limit_s": 180.0}
         self.options = GateOptions(**{**defaults, **options})
+        self.run_l0 = run_l0
 
     def check(self, task: Task, candidate: Candidate) -> Check:
-        from profiling.harness.gate import evaluate
+        from profiling.harness import gate
 
-        return check_from_verdict(evaluate(task.name, candidate, self.options))
+        if not self.run_l0:
+            found = gate.compile_checked(task, candidate, task.sizes)
+            if not isinstance(found, Verdict) or found.status == INCOMPLETE:
+                return Check(False, "compiled", "compiled and checked; L0 runs in the search's "
+                             "first full gate", conclusive=False)
+            return check_from_verdict(found)
+        return check_from_verdict(gate.evaluate(task.name, candidate, self.options))
 
 
 def check_from_verdict(verdict: Verdict) -> Check:
@@ -60,10 +70,12 @@ def check_from_verdict(verdict: Verdict) -> Check:
         return Check(True, "passed", "passed L0")
     if verdict.status == INCOMPLETE and verdict.stage == "compile":
         return Check(False, "compiled", verdict.message, conclusive=False)
-    stage = {"correctness": "L0"}.get(verdict.stage, verdict.stage or "gate")
+    # The worker's stage reads "correctness L0 sizes {...} seed ...": the level is enough.
+    stage = "L0" if verdict.stage.startswith("correctness") else (verdict.stage.split(" ")[0] or "gate")
     if verdict.guard in ("source_policy", "compile_policy"):
         stage = "policy"
-    message = verdict.message
+    # The seeds are the operator's (they would make the inputs public): never fed back.
+    message = re.sub(r"\s*seed \d+", "", verdict.message)
     if verdict.compile and verdict.compile.errors:
         message = "\n".join(f"line {e.line}: {e.message}" if e.line else e.message
                             for e in verdict.compile.errors[:10])

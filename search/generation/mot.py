@@ -299,9 +299,10 @@ class MixtureOfThoughts(nn.Module):
         return expert.tokenizer.decode(out[0, ids.shape[1]:].tolist(), skip_special_tokens=True), call.active
 
     def train_pairs(self, pairs: Sequence[tuple[str, str]], *, steps: int, lr: float = 3e-3,
-                    seed: int = 0, log_every: int = 1) -> TrainReport:
+                    seed: int = 0, log_every: int = 1, max_seconds: float | None = None) -> TrainReport:
         """AdamW on the router and fusion parameters only, one (intent, kernel) pair per
-        step, drawn in a seeded shuffled order; the loss every `log_every` steps."""
+        step, drawn in a seeded shuffled order; the loss every `log_every` steps. Stops
+        after `steps`, or earlier once `max_seconds` have passed."""
         if not pairs:
             raise ValueError("no (intent, kernel) pairs to train on")
         rng = random.Random(seed)
@@ -310,7 +311,11 @@ class MixtureOfThoughts(nn.Module):
         order: list[int] = []
         losses, tokens, started = [], 0, time.monotonic()
         self.train()
+        done = 0
         for step in range(steps):
+            if max_seconds is not None and time.monotonic() - started > max_seconds:
+                break
+            done = step + 1
             if not order:
                 order = list(range(len(pairs)))
                 rng.shuffle(order)
@@ -327,7 +332,7 @@ class MixtureOfThoughts(nn.Module):
             torch.cuda.synchronize()
         self.eval()
         frozen = sum(p.numel() for e in self.experts.values() for p in e.model.parameters())
-        return TrainReport(steps=steps, losses=losses, tokens=tokens, seconds=time.monotonic() - started,
+        return TrainReport(steps=done, losses=losses, tokens=tokens, seconds=time.monotonic() - started,
                            trainable_parameters=sum(p.numel() for p in self.trainable()),
                            frozen_parameters=frozen)
 
@@ -345,6 +350,24 @@ class MixtureOfThoughts(nn.Module):
                 "encoder": self.encoder.name, "k": str(self.k)}
         save_file({k: v.detach().contiguous().cpu() for k, v in self.state_dict().items()}, str(path),
                   metadata=meta)
+
+    @classmethod
+    def trained(cls, path: str | Path, experts: Sequence[Expert]) -> MixtureOfThoughts:
+        """A mixture over `experts` with the fusion and router trained into `path` (its
+        stacks, width and k are read from the file)."""
+        from safetensors import safe_open
+
+        with safe_open(str(path), framework="pt") as handle:
+            meta = handle.metadata() or {}
+        encoder = meta.get("encoder", "")
+        if not encoder.startswith("hashing-"):
+            raise ValueError(f"{path}: trained with encoder {encoder!r}; only the hashing encoder "
+                             "is rebuilt here")
+        heads = 4
+        mot = cls(experts, stacks=int(meta.get("stacks", 2)), shared=int(meta.get("shared", 64)), heads=heads,
+                  encoder=HashingEncoder(int(encoder.split("-")[1])), k=int(meta.get("k", 2)))
+        mot.load_trained(path)
+        return mot
 
     def load_trained(self, path: str | Path) -> None:
         from safetensors import safe_open
@@ -375,8 +398,7 @@ def tiny_experts(specs: Sequence[dict[str, Any]] | None = None, *, seed: int = 0
     # A wide initialisation: with the usual 0.02 a random model's frozen output layer
     # cannot express a peaked distribution at all (its logits stay within about +-1), so
     # no trained fusion could lower the loss much; real experts do not have that problem.
-    common = {"initializer_range": 0.4, "vocab_size": tokenizer.vocab_size,
-              "bos_token_id": tokenizer.bos_token_id,
+    common = {"vocab_size": tokenizer.vocab_size, "bos_token_id": tokenizer.bos_token_id,
               "eos_token_id": tokenizer.eos_token_id, "pad_token_id": tokenizer.pad_token_id}
     specs = specs or [
         {"name": "llama-tiny", "arch": "llama", "width": 64, "layers": 4},
@@ -387,6 +409,7 @@ def tiny_experts(specs: Sequence[dict[str, Any]] | None = None, *, seed: int = 0
     for index, spec in enumerate(specs):
         torch.manual_seed(seed + index)
         width, layers, positions = spec["width"], spec["layers"], spec.get("positions", 4096)
+        common["initializer_range"] = 3.2 / width**0.5  # 0.4 at width 64: logits of a few units
         if spec["arch"] == "gpt2":
             model = GPT2LMHeadModel(GPT2Config(n_embd=width, n_layer=layers, n_head=4, n_positions=positions,
                                                **common))

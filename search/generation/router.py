@@ -28,6 +28,8 @@ from typing import Any, Protocol
 import torch
 from torch import nn
 
+from .routing import ConfiguredOrder, Routing
+
 MIN_OUTCOMES = 8
 
 
@@ -95,25 +97,6 @@ class RouterNet(nn.Module):
 
 
 @dataclass(frozen=True)
-class Routing:
-    active: tuple[str, ...]  # best first; active[0] is the primary
-    scores: dict[str, float]
-    by: str  # how the choice was made, in words
-
-    @property
-    def primary(self) -> str:
-        return self.active[0]
-
-    @property
-    def peers(self) -> tuple[str, ...]:
-        return self.active[1:]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"active": list(self.active), "primary": self.primary,
-                "scores": {k: round(v, 4) for k, v in self.scores.items()}, "by": self.by}
-
-
-@dataclass(frozen=True)
 class Outcome:
     """One logged attempt: the task's text, the expert, and what the gate said."""
 
@@ -171,10 +154,9 @@ class Router:
     def route(self, text: str, k: int) -> Routing:
         k = max(1, min(k, len(self.experts)))
         if not self.trained:
-            scores = {name: 1.0 - i / len(self.experts) for i, name in enumerate(self.experts)}
             why = (f"the configured order (the router has learned from {self.trained_on} outcomes; "
                    f"it needs {MIN_OUTCOMES})")
-            return Routing(tuple(self.experts[:k]), scores, why)
+            return ConfiguredOrder(self.experts, why).route(text, k)
         with torch.no_grad():
             probs = torch.sigmoid(self.logits([text]))[0].tolist()
         scores = dict(zip(self.experts, probs, strict=True))
@@ -202,7 +184,7 @@ class Router:
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
-            losses.append(float(loss))
+            losses.append(loss.item())
         self.trained_on = len(rows)
         return losses
 

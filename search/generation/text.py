@@ -17,8 +17,7 @@ from typing import Any, Protocol
 
 from profiling.harness.spec import Task
 
-from .experts import timed
-from .router import Router, Routing
+from .routing import Routing
 from .writing import (
     Draft,
     Written,
@@ -26,6 +25,7 @@ from .writing import (
     first_messages,
     intent_text,
     repair_messages,
+    timed,
 )
 
 
@@ -58,7 +58,9 @@ class Writer(Protocol):
 
 
 class TextCollaboration:
-    def __init__(self, experts: Mapping[str, TextExpert], router: Router, *, k: int = 3) -> None:
+    def __init__(self, experts: Mapping[str, TextExpert], router: Any, *, k: int = 3) -> None:
+        """`router`: anything with route(text, k) -> Routing (router.Router, or
+        routing.ConfiguredOrder where torch is not installed)."""
         self.experts = dict(experts)
         self.router = router
         self.k = k

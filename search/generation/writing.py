@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import json
 import re
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -200,3 +202,12 @@ class Transcript:
     def add(self, who: str, purpose: str, prompt: str, reply: str = "", error: str = "") -> None:
         self.entries.append({"who": who, "purpose": purpose, "prompt": prompt[:20000],
                              "reply": reply[:20000], "error": error})
+
+
+def timed(call: Callable[[], Written]) -> tuple[Written | None, WriteFailed | None, float]:
+    """(written, failure, seconds) of one writing call, an expert that fails included."""
+    started = time.monotonic()
+    try:
+        return call(), None, time.monotonic() - started
+    except WriteFailed as failure:
+        return None, failure, time.monotonic() - started
