@@ -68,6 +68,8 @@ def main() -> None:
     parser.add_argument("--lr", type=float, default=3e-3)
     parser.add_argument("--stacks", type=int, default=2)
     parser.add_argument("--shared", type=int, default=256)
+    parser.add_argument("--only", help="train on the pairs of this task (relu) or origin (naive:relu) only: "
+                        "a memorisation check")
     parser.add_argument("--generate", default="relu,reduce_sum,softmax,sgemm",
                         help="suite intents to write after training (comma-separated)")
     args = parser.parse_args()
@@ -80,7 +82,8 @@ def main() -> None:
         expert.model.to(device)
     mot = MixtureOfThoughts(experts, stacks=args.stacks, shared=args.shared, heads=4, k=2).to(device)
     pairs = [p for p in [*suite_pairs(), *lineage_pairs()]
-             if len((p.prompt + p.target).encode()) + 1 <= POSITIONS]
+             if len((p.prompt + p.target).encode()) + 1 <= POSITIONS
+             and args.only in (None, p.task, p.origin)]
     texts = [(p.prompt, p.target) for p in pairs]
     before = mot.mean_loss(texts)
     report = mot.train_pairs(texts, steps=10**9, lr=args.lr, log_every=25, max_seconds=args.minutes * 60)
@@ -113,7 +116,7 @@ def main() -> None:
         **gpu_facts(), "python": platform.python_version(), "torch": torch.__version__,
         "transformers": transformers.__version__, "device": device,
         "experts": specs, "stacks": args.stacks, "shared": args.shared, "lr": args.lr,
-        "pairs": len(pairs), "origins": sorted({p.origin.split(":")[0] for p in pairs}),
+        "pairs": len(pairs), "only": args.only, "origins": sorted({p.origin.split(":")[0] for p in pairs}),
         "mean_loss_before": before, "mean_loss_after": after, "training": report.to_dict(),
         "tokens_per_s_note": "target tokens trained per second (the loss tokens), one pair per step",
         "written": written,

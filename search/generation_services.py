@@ -83,8 +83,9 @@ def writer_for(specs: list[ExpertSpec]) -> Writer:
         experts = [Expert(s.name, *load_local(s.path)) for s in specs]
         try:
             return MoTWriter(MixtureOfThoughts.trained(settings.OPTIML_GENERATION_MOT, experts))
-        except ValueError as error:
-            raise ExpertConfigError(str(error)) from None
+        except Exception as error:  # noqa: BLE001 (a stale or corrupt file is a message, not a 500)
+            raise ExpertConfigError(f"the trained fusion at {settings.OPTIML_GENERATION_MOT} is unusable: "
+                                    f"{str(error)[:200]}") from None
     return TextCollaboration(build_experts(specs), _router(names), k=settings.OPTIML_GENERATION_K)
 
 
@@ -99,8 +100,9 @@ def _router(names: list[str]):
         return ConfiguredOrder(names, "the configured order (torch is not installed for the router)")
     try:
         return Router.load(path, names, HashingEncoder())
-    except ValueError as error:
-        return ConfiguredOrder(names, f"the configured order ({error})")
+    except Exception as error:  # noqa: BLE001 (a stale or corrupt file must not stop writing)
+        return ConfiguredOrder(names, f"the configured order (the router at {path} is unusable: "
+                                      f"{str(error)[:200]})")
 
 
 def kernel_generate(*, task_name: str, intent: str, user=None, checker: Checker | None = None,

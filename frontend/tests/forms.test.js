@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { fieldErrors, prefillFor, runPayload } from "../src/transforms/forms.js";
+import { fieldErrors, prefillFor, runPayload, writtenSummary } from "../src/transforms/forms.js";
 import { filtersFromQuery, format, runOutcome, runsQuery, runsSummary, statusLabel } from "../src/transforms/runs.js";
 
 const good = { task: "relu", source: "__global__ void k() {}", plan: '{"launches": []}', budget: "12", judge: "rules", seed: "0" };
@@ -91,5 +91,19 @@ describe("statusLabel", () => {
     expect(runOutcome({ status: "finished", best_node: 0 })).toBe("no_gain");
     expect(runOutcome({ status: "finished", best_node: 4 })).toBe("improved");
     expect(runOutcome({ status: "stopped", best_node: 4 })).toBe("");
+  });
+});
+
+describe("writtenSummary", () => {
+  it("names the writer, its helpers and the rounds before the kernel", () => {
+    const text = writtenSummary({ writer: "qwen", experts: ["qwen", "hpc"], title: "relu", rationale: "one pass.",
+      attempts: [{ round: 0, writer: "qwen", stage: "compile" }, { round: 1, writer: "qwen", stage: "compiled" }] });
+    expect(text).toBe("Written by qwen with hpc: relu. one pass. Before it: round 0 by qwen stopped at compile. "
+      + "Compiled; the run's first gate checks it. Review it before you start.");
+  });
+
+  it("reads a kernel written at once by one model", () => {
+    expect(writtenSummary({ writer: "llm:m", experts: ["llm:m"], title: "t", rationale: "", attempts: [{ round: 0 }] }))
+      .toBe("Written by llm:m: t. Compiled; the run's first gate checks it. Review it before you start.");
   });
 });

@@ -45,3 +45,18 @@ describe("compileModel", () => {
     expect(compileModel(null)).toBeNull();
   });
 });
+
+describe("a root written from an intent", () => {
+  it("keeps its generation apart from the other params", () => {
+    const m = inspectorModel({ id: 0, params: { intent: "relu", experts: ["qwen", "hpc"], rounds: 1,
+      attempts: [{ round: 0, writer: "qwen", stage: "compile", message: "line 3: expected a \";\"" },
+        { round: 1, writer: "qwen", stage: "compiled", message: "" }] } });
+    expect(m.params).toEqual({ intent: "relu", rounds: 1 });
+    expect(m.generation?.experts).toEqual(["qwen", "hpc"]);
+    expect(m.generation?.attempts.map((a) => a.stage)).toEqual(["compile", "compiled"]);
+  });
+
+  it("has no generation when nobody wrote it", () => {
+    expect(inspectorModel({ id: 0, params: { rank: 1 } })).toMatchObject({ params: { rank: 1 }, generation: null });
+  });
+});

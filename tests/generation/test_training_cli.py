@@ -16,8 +16,9 @@ from search.generation.training import main  # noqa: E402
 def test_train_mot_trains_saves_and_reports(tmp_path, capsys):
     save(suite_pairs(["relu"]), tmp_path / "pairs.json")
 
-    code = main(["train-mot", "--pairs", str(tmp_path / "pairs.json"), "--out", str(tmp_path / "mot.safetensors"),
-                 "--tiny", "--steps", "3", "--shared", "32", "--report", str(tmp_path / "report.json")])
+    code = main(["train-mot", "--pairs", str(tmp_path / "pairs.json"),
+                 "--out", str(tmp_path / "mot.safetensors"), "--tiny", "--steps", "3", "--shared", "32",
+                 "--report", str(tmp_path / "report.json")])
 
     assert code == 0 and (tmp_path / "mot.safetensors").stat().st_size > 0
     report = json.loads((tmp_path / "report.json").read_text())

@@ -153,3 +153,14 @@ def task_reference_code_absent(prompt: str) -> bool:
 def test_train_mot_without_local_experts_says_what_it_needs(experts, tmp_path):
     with pytest.raises(Exception, match="no local experts are configured"):
         call_command("generation", "train-mot", "--pairs", str(tmp_path / "none.json"))
+
+
+def test_a_corrupt_router_file_falls_back_to_the_configured_order_and_says_so(api, people, experts, settings):
+    settings.OPTIML_GENERATION_ROUTER.write_bytes(b"not a safetensors file")
+    experts["hpc"].script(reply(kernel(WRITTEN_RELU)))
+    experts["qwen"].script(reply(kernel(WRITTEN_RELU)))
+
+    assert write(api, people["alice"]).status_code == 200
+    routing = GenerationAttempt.objects.get().record["routing"]
+    assert routing["primary"] == "qwen" and "is unusable" in routing["by"]
+

@@ -100,3 +100,18 @@ export function prefillFor(current, lastPrefill, naive) {
   if (!current.trim() || current === lastPrefill) return naive;
   return current;
 }
+
+/**
+ * What the writers did, in words: whose kernel it is, who helped, and each round that
+ * did not make it (where it stopped), so the person knows what they are reviewing.
+ * @param {Record<string, any>} written
+ */
+export function writtenSummary(written) {
+  const helpers = (written.experts ?? []).filter((/** @type {string} */ e) => e !== written.writer);
+  const rounds = (written.attempts ?? []).slice(0, -1).map((/** @type {Record<string, any>} */ a) =>
+    `round ${a.round} by ${a.writer} stopped at ${a.stage}`);
+  return [`Written by ${written.writer}${helpers.length ? ` with ${helpers.join(", ")}` : ""}: ${written.title}.`,
+    written.rationale, rounds.length ? `Before it: ${rounds.join("; ")}.` : "",
+    "Compiled; the run's first gate checks it. Review it before you start."].filter(Boolean).join(" ");
+}
+

@@ -58,7 +58,7 @@ export function inspectorModel(detail, row = undefined) {
     compile: compileModel(detail.compile),
     profile: detail.profile ?? null,
     families: Array.isArray(detail.families) ? detail.families : [],
-    params: detail.params && typeof detail.params === "object" ? detail.params : {},
+    ...generationParts(detail.params),
     evaluationIndex: detail.evaluation_index ?? null,
     reused: Boolean(detail.reused),
     duplicateOf: typeof detail.duplicate_of === "number" ? detail.duplicate_of : null,
@@ -83,3 +83,24 @@ export function compileModel(compile) {
     kernels: Array.isArray(compile.kernels) ? compile.kernels : [], errors: Array.isArray(compile.errors) ? compile.errors : [],
     log: compile.log ?? null };
 }
+
+/**
+ * A root written from an intent carries its generation (OptiML-G): who contributed, and
+ * each round's writer, where it stopped and what the gate said. Shown as its own table,
+ * not among the other params.
+ * @param {any} params
+ */
+export function generationParts(params) {
+  const all = params && typeof params === "object" ? params : {};
+  const { attempts, experts, ...rest } = all;
+  if (!Array.isArray(attempts)) return { params: all, generation: null };
+  return {
+    params: rest,
+    generation: {
+      experts: Array.isArray(experts) ? experts.map(String) : [],
+      attempts: attempts.map((a) => ({ round: Number(a?.round ?? 0), writer: String(a?.writer ?? "?"),
+        stage: String(a?.stage ?? "?"), message: String(a?.message ?? "") })),
+    },
+  };
+}
+

@@ -27,6 +27,7 @@ export function renderInspector(container, detail, { row, onSelect = () => {} } 
           `node #${m.duplicateOf}`), " (the cubin, and every launch at every size): its measurement is that node's, "
           + "and it is not refined, since its children would repeat that node's.")
         : m.reused ? h("p", { class: "muted" }, "Measured before in this run: reused, not evaluated again.") : null], "proposal"),
+    m.generation ? generationSection(m.generation) : null,
     diagnosis(m.diagnosis, m.judgeError),
     codeTabs(m),
     deltasSection(m),
@@ -38,6 +39,14 @@ export function renderInspector(container, detail, { row, onSelect = () => {} } 
     m.ncuReportUrl ? section("Nsight Compute", h("a", { href: m.ncuReportUrl, download: "", class: "button" },
       "Download .ncu-rep"), "ncu") : null);
   return m;
+}
+
+/** The rounds that wrote this kernel from the intent: who, where each stopped, why. */
+function generationSection(generation) {
+  return section("Written from the intent", [
+    generation.experts.length ? h("p", null, "Contributors: ", h("code", null, generation.experts.join(", "))) : null,
+    table(["round", "writer", "ended at", "the gate said"], generation.attempts.map((a) => [
+      String(a.round), a.writer, a.stage, a.message || "—"]))], "generation");
 }
 
 function section(title, body, name) {

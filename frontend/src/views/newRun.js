@@ -3,7 +3,7 @@
 // as JSON, budget, judge and seed. Errors, ours or the server's, show next to their
 // fields; nothing typed is lost.
 import { api, ApiError } from "../api.js";
-import { fieldErrors, JUDGES, MAX_PARALLEL, prefillFor, runPayload } from "../transforms/forms.js";
+import { fieldErrors, JUDGES, MAX_PARALLEL, prefillFor, runPayload, writtenSummary } from "../transforms/forms.js";
 import { format } from "../transforms/runs.js";
 import { codeEditor } from "./code.js";
 import { defineTaskSection } from "./defineTask.js";
@@ -81,7 +81,9 @@ export async function mountNewRun(root) {
     field("task", "Task", task), taskInfo, defineTask,
     field("intent", "Intent (optional)", h("div", null, intent, h("p", { class: "upload" }, draft), drafted),
       "What the kernel should do, in words: kept with the run, and read by an LLM judge. The button asks the "
-      + "configured LLM to write a first kernel and plan into the editor below, for you to review."),
+      + "configured experts (or the LLM judge's model) to write a first kernel and plan into the editor below; "
+      + "each one is compiled, and compile errors go back to the writer. Without an endpoint or a local model "
+      + "nobody can write: start from the task's naive kernel."),
     field("source", "Kernel (CUDA)", h("div", null, editor.root,
       h("p", { class: "upload" }, h("label", { for: "id_upload" }, "…or upload a .cu file: "), upload))),
     field("plan", "Launch plan (JSON)", plan, "Grid, block and shared memory as expressions over the task's sizes and tunables."),
@@ -106,7 +108,7 @@ export async function mountNewRun(root) {
       const written = await api("/api/kernels/write/", { method: "POST", body: { task: task.value, intent: intent.value } });
       editor.setValue(written.source);
       plan.value = JSON.stringify(written.plan, null, 2);
-      fill(drafted, `Written by ${written.writer}: ${written.title}. ${written.rationale} Review it before you start.`);
+      fill(drafted, writtenSummary(written));
     } catch (error) {
       if (error instanceof ApiError && error.status === 400) {
         const { fields, general: top } = fieldErrors(error.body, FIELDS);
