@@ -148,3 +148,19 @@ def run_trajectory(*, run: Run) -> dict:
                    for e in run_events_after(run=run, seq=0)],
         "state": state_of(run),
     }
+
+
+def run_floor_ms(*, run: Run) -> float | None:
+    """The physics floor of the run's task at its timed sizes on the H200 (datasheet
+    ceilings): the least time any correct kernel could take. None if the task is gone."""
+    from profiling import services as gate_services
+    from profiling.harness.ceilings import ceilings_for, physics_floor_ms
+    from profiling.harness.tasks import UnknownTask
+
+    try:
+        spec = gate_services.task_spec(name=run.task.name)
+    except UnknownTask:
+        return None
+    floor_ms, _ = physics_floor_ms(float(spec.bytes(spec.sizes)), float(spec.flops(spec.sizes)), spec.math,
+                                   ceilings_for("NVIDIA H200"))
+    return floor_ms

@@ -66,8 +66,15 @@ class RunDetailSerializer(RunSerializer):
     can_control = serializers.SerializerMethodField(help_text="may this viewer pause, stop and share it")
 
     class Meta(RunSerializer.Meta):
-        fields = [*RunSerializer.Meta.fields, "why", "queue", "last_seq", "can_control"]
+        fields = [*RunSerializer.Meta.fields, "why", "queue", "last_seq", "can_control", "floor_ms"]
         read_only_fields = fields
+
+    floor_ms = serializers.SerializerMethodField(
+        help_text="the physics floor of the task at its timed sizes on the H200 (datasheet ceilings)")
+
+    @extend_schema_field(serializers.FloatField(allow_null=True))
+    def get_floor_ms(self, run: Run) -> float | None:
+        return selectors.run_floor_ms(run=run)
 
     @extend_schema_field(serializers.ListField(child=serializers.DictField()))
     def get_why(self, run: Run) -> list:

@@ -182,6 +182,19 @@ describe("charts", () => {
     expect(container.querySelectorAll("svg.timeline")).toHaveLength(1);
   });
 
+  it("draws the vendor's time and the physics floor, on a log scale an outlier cannot flatten", () => {
+    const rows = [0.5, 0.45, 20, 0.4].map((t, id) => ({ id, parentId: id ? 0 : null, state: "done", status: "passed", time_ms: t }));
+    const container = document.createElement("div");
+    renderTimeline(container, bestSoFar(rows), { width: 400, height: 160, budget: 4, vendorMs: 0.2, floorMs: 0.1 });
+    const labels = [...container.querySelectorAll("text.reference-label")].map((t) => t.textContent);
+    expect(labels).toEqual([expect.stringMatching(/^vendor /), expect.stringMatching(/^physics floor /)]);
+    const ys = [...container.querySelectorAll("g.points circle")].map((c) => Number(c.getAttribute("cy")));
+    // 0.5 and 0.4 ms stay apart although a 20 ms point shares the axis (4 px, where a
+    // linear axis over the same range would put them half a pixel apart)
+    expect(Math.abs(ys[0] - ys[3])).toBeGreaterThan(3);
+    expect(container.querySelector("g.axis.y .axis-label")?.textContent).toMatch(/log scale/);
+  });
+
   it("says so when nothing is measured yet", () => {
     const container = document.createElement("div");
     renderTimeline(container, [], {});

@@ -124,6 +124,22 @@ try {
   await page.locator('.inspector [data-section="roofline"]').scrollIntoViewIfNeeded();
   await shot(page, "inspector-root");
 
+  log("node table and chart");
+  result.table_rows = await page.locator("table.node-table tbody tr").count();
+  await page.fill("input.node-search", "#1");
+  await page.waitForFunction(() => [...document.querySelectorAll("table.node-table tbody tr")]
+    .every((tr) => tr.getAttribute("data-node-id")?.startsWith("1")), null, { timeout: WAIT_MS });
+  result.searched_ids = await page.locator("table.node-table tbody tr").evaluateAll((trs) => trs.map((tr) => tr.dataset.nodeId));
+  await page.click('table.node-table tr[data-node-id="1"]');
+  await page.waitForSelector('.inspector[data-node-id="1"]', { timeout: WAIT_MS });
+  result.table_selects = await page.locator('table.node-table tr.selected[data-node-id="1"]').count();
+  await page.fill("input.node-search", "");
+  await page.click('table.node-table button[data-sort="time_ms"]');
+  result.sorted_times = await page.locator("table.node-table tbody tr td:nth-child(2)").allTextContents();
+  result.chart_references = await page.locator("svg.timeline text.reference-label").allTextContents();
+  result.chart_axis = await page.locator("svg.timeline g.axis.y .axis-label").textContent();
+  await shot(page, "node-table");
+
   log("share");
   await page.click('[data-action="share"]');
   result.share_url = await page.locator("input.share-url").inputValue({ timeout: WAIT_MS });

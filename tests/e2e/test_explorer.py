@@ -243,6 +243,13 @@ def test_a_person_starts_a_run_watches_it_grow_inspects_a_node_and_shares_it(ser
     assert "time" in result["child_deltas_text"] and "%" in result["child_deltas_text"]
     assert result["root_correctness_rows"] > 0
     assert result["root_has_roofline"] is True
+    assert result["table_rows"] == result["final_node_count"]
+    assert result["searched_ids"] and all(i.startswith("1") for i in result["searched_ids"])
+    assert result["table_selects"] == 1
+    measured = [t for t in result["sorted_times"] if t != "—"]
+    assert measured and result["sorted_times"][: len(measured)] == measured  # unmeasured last
+    assert [r.split(" ")[0] for r in result["chart_references"]] == ["vendor", "physics"]
+    assert "log scale" in result["chart_axis"]
     # Sharing: the link opened signed out shows the same tree, read-only.
     assert result["share_url"].startswith(base_url + "/share/")
     assert result["shared_node_count"] == result["final_node_count"]

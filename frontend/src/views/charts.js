@@ -14,11 +14,12 @@ const SVG = "http://www.w3.org/2000/svg";
  * it as a run grows keeps a TimelineView instead.
  * @param {Element} container
  * @param {import("../transforms/timeline.js").TimelinePoint[]} points
- * @param {{width?: number, height?: number, budget?: number|null, onSelect?: (id: number) => void}} [options]
+ * @param {{width?: number, height?: number, budget?: number|null, vendorMs?: number|null, floorMs?: number|null,
+ *   onSelect?: (id: number) => void}} [options]
  */
 export function renderTimeline(container, points, options) {
-  const { budget, ...rest } = options ?? {};
-  return new TimelineView(container, rest).render(points, { budget });
+  const { budget, vendorMs, floorMs, ...rest } = options ?? {};
+  return new TimelineView(container, rest).render(points, { budget, vendorMs, floorMs });
 }
 
 /**
@@ -48,26 +49,39 @@ export class TimelineView {
 
   /**
    * @param {import("../transforms/timeline.js").TimelinePoint[]} points
-   * @param {{budget?: number|null}} [options]
+   * @param {{budget?: number|null, vendorMs?: number|null, floorMs?: number|null}} [options]
    */
   render(points, options) {
-    const { budget } = checkOptions("TimelineView.render", options, {
+    const { budget, vendorMs, floorMs } = checkOptions("TimelineView.render", options, {
       budget: { type: "number", default: undefined, nullable: true, min: 0 },
+      vendorMs: { type: "number", default: undefined, nullable: true, min: 0 },
+      floorMs: { type: "number", default: undefined, nullable: true, min: 0 },
     });
     const o = this.o;
-    const passed = points.filter((p) => p.time_ms != null);
+    const passed = points.filter((p) => p.time_ms != null && p.time_ms > 0);
     if (passed.length === 0) return this.empty();
     const svg = this.frame();
-    const times = passed.map((p) => /** @type {number} */ (p.time_ms));
+    // A log scale: one slow outlier must not flatten the best path against the axis,
+    // and the vendor's time and the physics floor (often 10x apart) fit on one chart.
+    const references = [["vendor", vendorMs], ["physics floor", floorMs]]
+      .filter(([, v]) => typeof v === "number" && v > 0);
+    const times = [...passed.map((p) => /** @type {number} */ (p.time_ms)), ...references.map(([, v]) => /** @type {number} */ (v))];
     const lo = Math.min(...times), hi = Math.max(...times);
-    const pad = (hi - lo) * 0.1 || hi * 0.1 || 1;
     const x = scaleLinear().domain([1, Math.max(2, budget ?? 0, points.length)]).range([MARGIN.left, o.width - MARGIN.right]);
-    const y = scaleLinear().domain([Math.max(0, lo - pad), hi + pad]).nice().range([o.height - MARGIN.bottom, MARGIN.top]);
-    const axesKey = `${x.domain()}|${y.domain()}`;
+    const y = scaleLog().domain([lo / 1.15, hi * 1.15]).range([o.height - MARGIN.bottom, MARGIN.top]);
+    const axesKey = `${x.domain()}|${y.domain()}|${references.flat()}`;
     if (axesKey !== this.axesKey) {
       this.axesKey = axesKey;
-      svg.selectAll("g.axis").remove();
-      axes(svg, x, y, o, { x: "evaluation", y: "time (ms)" });
+      svg.selectAll("g.axis, g.references").remove();
+      axes(svg, x, y, o, { x: "evaluation", y: "time (ms, log scale)" }, false, true);
+      const g = svg.append("g").attr("class", "references");
+      for (const [name, value] of references) {
+        const at = round(y(/** @type {number} */ (value)));
+        g.append("line").attr("class", `reference ${name === "vendor" ? "vendor" : "floor"}`)
+          .attr("x1", MARGIN.left).attr("x2", o.width - MARGIN.right).attr("y1", at).attr("y2", at);
+        g.append("text").attr("class", "reference-label").attr("x", o.width - MARGIN.right - 2).attr("y", at - 3)
+          .attr("text-anchor", "end").text(`${name} ${format.ms(/** @type {number} */ (value))}`);
+      }
       for (const name of ["path.best-so-far", "g.points"]) svg.select(name).raise(); // axes stay under the data
     }
     const best = points.filter((p) => p.best_ms != null);
@@ -177,7 +191,7 @@ export function renderRoofline(container, model, options) {
   return svg.node();
 }
 
-function axes(svg, x, y, o, labels, log = false) {
+function axes(svg, x, y, o, labels, log = false, logTime = false) {
   const bottom = o.height - MARGIN.bottom;
   const gx = svg.append("g").attr("class", "axis x");
   gx.append("line").attr("x1", MARGIN.left).attr("x2", o.width - MARGIN.right).attr("y1", bottom).attr("y2", bottom);
@@ -189,12 +203,20 @@ function axes(svg, x, y, o, labels, log = false) {
     .attr("text-anchor", "end").text(labels.x);
   const gy = svg.append("g").attr("class", "axis y");
   gy.append("line").attr("x1", MARGIN.left).attr("x2", MARGIN.left).attr("y1", MARGIN.top).attr("y2", bottom);
-  for (const t of log ? decades(y.domain()) : y.ticks(4)) {
-    gy.append("text").attr("x", MARGIN.left - 6).attr("y", round(y(t)) + 4).attr("text-anchor", "end").text(tickLabel(t, log));
+  for (const t of logTime ? timeTicks(y) : log ? decades(y.domain()) : y.ticks(4)) {
+    gy.append("text").attr("x", MARGIN.left - 6).attr("y", round(y(t)) + 4).attr("text-anchor", "end")
+      .text(logTime ? String(Number(t.toPrecision(2))) : tickLabel(t, log));
     gy.append("line").attr("class", "grid").attr("x1", MARGIN.left).attr("x2", o.width - MARGIN.right)
       .attr("y1", round(y(t))).attr("y2", round(y(t)));
   }
   gy.append("text").attr("class", "axis-label").attr("x", 4).attr("y", 11).text(labels.y);
+}
+
+/** A log time axis' ticks: d3's, thinned to at most five so the labels stay readable. */
+function timeTicks(y) {
+  const ticks = y.ticks(5);
+  const step = Math.ceil(ticks.length / 5);
+  return ticks.filter((/** @type {number} */ _, /** @type {number} */ i) => i % step === 0);
 }
 
 function decades([lo, hi]) {

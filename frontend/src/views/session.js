@@ -11,6 +11,7 @@ import { formatPercent, metricDeltas } from "../transforms/deltas.js";
 import { TimelineView } from "./charts.js";
 import { facts, fill, h } from "./dom.js";
 import { renderInspector } from "./inspector.js";
+import { NodeTable } from "./nodeTable.js";
 import { TreeView } from "./tree.js";
 
 // The REST safety net (the database is the truth): every few seconds while the socket is
@@ -84,6 +85,7 @@ export async function mountSession(root, source) {
     progress: h("div", { class: "progress-panel", "aria-live": "polite" }),
     tree: h("div", { class: "tree-holder" }),
     timeline: h("div", { class: "timeline-holder" }),
+    table: h("section", { class: "panel node-table-panel", "aria-label": "nodes" }),
     why: h("section", { class: "why panel" }),
     inspector: h("aside", { class: "inspector panel", "aria-label": "node inspector" },
       h("p", { class: "muted" }, "Click a node to see its kernel, diagnosis and measurements.")),
@@ -109,7 +111,8 @@ export async function mountSession(root, source) {
             h("label", null, foldToggle, " fold failed"),
             legend(), el.status),
           el.tree),
-        h("section", { class: "panel" }, h("h2", null, "Best time so far"), el.timeline),
+        el.table,
+        h("section", { class: "panel" }, h("h2", null, "Best time so far"), el.timeline, timelineLegend()),
         el.why),
       el.inspector));
 
@@ -121,6 +124,8 @@ export async function mountSession(root, source) {
   });
 
   const timeline = new TimelineView(el.timeline, { onSelect: (id) => select(id) });
+  const nodeTable = new NodeTable(el.table, { onSelect: (id) => select(id) });
+  let rowsVersion = 0;
 
   function toggle(set, id) {
     if (set.has(id)) set.delete(id);
@@ -144,15 +149,18 @@ export async function mountSession(root, source) {
   let tree = stratifyRows([]);
   function render() {
     const changed = rowChanges(drawnRows, state.rows);
+    if (drawnRows !== state.rows) rowsVersion++; // the table re-sorts only when some row changed
     drawnRows = state.rows;
     if (changed.shape) tree = stratifyRows(state.rows.values());
     treeView.render({ root: tree.root, rows: state.rows, run: state.run, selectedId: ui.selectedId,
       expanded: ui.expanded, collapsed: ui.collapsed, collapseFailed: ui.collapseFailed });
+    nodeTable.render(state.rows.values(), ui.selectedId, rowsVersion);
     renderHeader();
     renderProgress(tree.waiting.length);
     if (changed.measured || state.run.budget !== drawnBudget) {
       drawnBudget = state.run.budget;
-      timeline.render(bestSoFar(state.rows.values()), { budget: drawnBudget ?? null });
+      timeline.render(bestSoFar(state.rows.values()), { budget: drawnBudget ?? null,
+        vendorMs: state.run.vendor_ms ?? null, floorMs: state.run.floor_ms ?? null });
     }
     renderWhy();
   }
@@ -340,3 +348,12 @@ function legend() {
       h("i"), "hollow: screened only"),
     h("span", { class: "legend-item best-path" }, h("i"), "best path"));
 }
+
+/** What each mark of the best-time chart means. */
+function timelineLegend() {
+  const item = (cls, text, dot = false) => [h("span", { class: `swatch ${dot ? "dot " : ""}${cls}` }), text];
+  return h("p", { class: "timeline-legend" },
+    item("measured", "measured", true), item("improved", "a new best", true),
+    item("best", "best so far"), item("vendor", "vendor library"), item("floor", "physics floor (H200 datasheet)"));
+}
+

@@ -1,0 +1,61 @@
+// The node table beside the tree: the run's nodes sorted and filtered, pure, so a
+// 5,000-node run is sorted here and only the first page is drawn.
+import { statusClass } from "./rows.js";
+
+export const COLUMNS = /** @type {const} */ ([
+  ["id", "#"], ["time_ms", "time"], ["source", "source"], ["title", "title"], ["guard", "guard"],
+  ["level", "level"], ["reward", "reward"], ["visits", "visits"],
+]);
+export const PAGE = 200;
+
+/**
+ * @typedef {{sort: string, descending: boolean, text: string, status: string, level: string}} TableQuery
+ * @typedef {{id: number, time_ms: number|null, source: string, title: string, guard: string,
+ *   level: string, reward: number|null, visits: number, status: string}} TableRow
+ */
+
+/** @returns {TableQuery} */
+export function defaultQuery() {
+  return { sort: "time_ms", descending: false, text: "", status: "", level: "" };
+}
+
+/**
+ * @param {Iterable<import("./rows.js").NodeRow>} rows
+ * @param {TableQuery} query
+ * @returns {{rows: TableRow[], total: number, matched: number}}
+ */
+export function tableRows(rows, query) {
+  const all = [...rows].map((/** @type {import("./rows.js").NodeRow} */ r) => ({
+    id: r.id, time_ms: Number.isFinite(r.time_ms) ? /** @type {number} */ (r.time_ms) : null,
+    source: String(r.source ?? ""), title: String(r.title ?? ""), guard: String(r.guard ?? ""),
+    level: String(r.level ?? ""), reward: Number.isFinite(r.reward) ? /** @type {number} */ (r.reward) : null,
+    visits: Number(r.visits ?? 0), status: statusClass(r),
+  }));
+  const words = query.text.trim().toLowerCase().split(/\s+/).filter(Boolean);
+  const matched = all.filter((r) => (!query.status || r.status === query.status)
+    && (!query.level || r.level === query.level)
+    && words.every((w) => `#${r.id} ${r.source} ${r.title} ${r.guard}`.toLowerCase().includes(w)));
+  const key = COLUMNS.some(([k]) => k === query.sort) ? query.sort : "id";
+  const sign = query.descending ? -1 : 1;
+  matched.sort((a, b) => {
+    const x = /** @type {any} */ (a)[key], y = /** @type {any} */ (b)[key];
+    // Missing values (a node that failed has no time) always go last, whichever way.
+    if (x == null || x === "") return y == null || y === "" ? a.id - b.id : 1;
+    if (y == null || y === "") return -1;
+    const order = typeof x === "number" ? x - y : String(x).localeCompare(String(y));
+    return sign * order || a.id - b.id;
+  });
+  return { rows: matched.slice(0, PAGE), total: all.length, matched: matched.length };
+}
+
+/**
+ * Clicking a column's header: sort by it, or turn the order round when it is already
+ * the sort.
+ * @param {TableQuery} query
+ * @param {string} column
+ * @returns {TableQuery}
+ */
+export function toggleSort(query, column) {
+  return query.sort === column ? { ...query, descending: !query.descending }
+    : { ...query, sort: column, descending: column === "reward" || column === "visits" };
+}
