@@ -67,6 +67,13 @@ def _controlled_run(request: Request, run_id: int) -> Run:
     return run
 
 
+def _shareable_run(request: Request, run_id: int) -> Run:
+    run = _visible_run(request, run_id)
+    if not selectors.run_shareable_by(run=run, user=request.user):
+        raise PermissionDenied("only the run's creator or an admin of its team may share it")
+    return run
+
+
 def _shared_run(token: str) -> Run:
     run = selectors.run_for_share_token(token=token)
     if run is None:
@@ -267,12 +274,12 @@ class RunEventsApi(APIView):
 class RunSharesApi(APIView):
     @extend_schema(responses={200: ShareSerializer(many=True), 403: ErrorSerializer})
     def get(self, request: Request, run_id: int) -> Response:
-        run = _controlled_run(request, run_id)
+        run = _shareable_run(request, run_id)
         return Response(ShareSerializer(selectors.share_list(run=run), many=True).data)
 
     @extend_schema(request=None, responses={201: ShareCreatedSerializer})
     def post(self, request: Request, run_id: int) -> Response:
-        run = _controlled_run(request, run_id)
+        run = _shareable_run(request, run_id)
         link, token = services.share_create(run=run, user=request.user)
         return Response({"id": link.pk, "token": token, "url": f"/share/{token}/"},
                         status=status.HTTP_201_CREATED)
@@ -281,7 +288,7 @@ class RunSharesApi(APIView):
 class RunShareApi(APIView):
     @extend_schema(responses={204: None})
     def delete(self, request: Request, run_id: int, share_id: int) -> Response:
-        run = _controlled_run(request, run_id)
+        run = _shareable_run(request, run_id)
         if not services.share_revoke(run=run, share_id=share_id):
             raise Http404("no such open link for this run")
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -54,7 +54,13 @@ def run_visible(*, user, run_id: int) -> Run | None:
 def run_controllable_by(*, run: Run, user) -> bool:
     """Pausing, stopping and sharing: the creator, or an admin of the run's team. An
     imported run is a record, not a search: nobody drives it."""
-    if run.imported or not user.is_authenticated:
+    return not run.imported and run_shareable_by(run=run, user=user)
+
+
+def run_shareable_by(*, run: Run, user) -> bool:
+    """Sharing by link: the creator, or an admin of the run's team; an imported run too
+    (it is read-only, but its owner may show it to others)."""
+    if not user.is_authenticated:
         return False
     if run.created_by_id == user.pk:
         return True

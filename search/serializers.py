@@ -66,7 +66,8 @@ class RunDetailSerializer(RunSerializer):
     can_control = serializers.SerializerMethodField(help_text="may this viewer pause, stop and share it")
 
     class Meta(RunSerializer.Meta):
-        fields = [*RunSerializer.Meta.fields, "why", "queue", "last_seq", "can_control", "floor_ms"]
+        fields = [*RunSerializer.Meta.fields, "why", "queue", "last_seq", "can_control", "can_share",
+                  "floor_ms"]
         read_only_fields = fields
 
     floor_ms = serializers.SerializerMethodField(
@@ -90,6 +91,12 @@ class RunDetailSerializer(RunSerializer):
     def get_can_control(self, run: Run) -> bool:
         request = self.context.get("request")
         return bool(request) and selectors.run_controllable_by(run=run, user=request.user)
+
+    can_share = serializers.SerializerMethodField(help_text="may this viewer make share links (imports too)")
+
+    def get_can_share(self, run: Run) -> bool:
+        request = self.context.get("request")
+        return bool(request) and selectors.run_shareable_by(run=run, user=request.user)
 
 
 class RunCreatedSerializer(RunDetailSerializer):

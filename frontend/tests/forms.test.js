@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { fieldErrors, prefillFor, runPayload, writtenSummary } from "../src/transforms/forms.js";
-import { filtersFromQuery, format, runOutcome, runsQuery, runsSummary, statusLabel } from "../src/transforms/runs.js";
+import { filtersFromQuery, format, progressLine, runOutcome, runsQuery, runsSummary, statusLabel } from "../src/transforms/runs.js";
 
 const good = { task: "relu", source: "__global__ void k() {}", plan: '{"launches": []}', budget: "12", judge: "rules", seed: "0" };
 
@@ -105,5 +105,16 @@ describe("writtenSummary", () => {
   it("reads a kernel written at once by one model", () => {
     expect(writtenSummary({ writer: "llm:m", experts: ["llm:m"], title: "t", rationale: "", attempts: [{ round: 0 }] }))
       .toBe("Written by llm:m: t. Compiled; the run's first gate checks it. Review it before you start.");
+  });
+});
+
+describe("progressLine", () => {
+  const p = { evaluated: 90, budget: 100, pending: 2, nodes: 140 };
+  it("counts against the budget while running, and says complete once ended", () => {
+    expect(progressLine(p, { status: "running", waiting: 3, ahead: 1 }))
+      .toBe("90 / 100 evaluated · 2 pending · 140 nodes · 3 waiting for their parent · 1 run(s) ahead on the GPU");
+    expect(progressLine(p, { status: "finished" })).toBe("90 evaluated · complete · 140 nodes");
+    expect(progressLine(p, { status: "finished", imported: true })).toBe("90 evaluated · complete (imported) · 140 nodes");
+    expect(progressLine(p, { status: "stopped", waiting: 3 })).toBe("90 evaluated · stopped · 140 nodes");
   });
 });

@@ -173,6 +173,14 @@ try {
   await ready(page);
   await page.uncheck(".toolbar input[type=checkbox]");
   result.imported_node_count = await page.locator("svg.tree g.node").count();
+  result.imported_notice = await page.locator(".imported-notice").textContent();
+  result.imported_badge = await page.locator("[data-imported]").count();
+  result.imported_progress = await page.locator(".progress-text").textContent();
+  result.imported_intent = await page.locator("[data-run-intent]").textContent();
+  result.imported_controls = await page.locator('[data-action="pause"]').count();
+  await page.click('[data-action="share"]');
+  result.imported_share_url = await page.locator("input.share-url").inputValue({ timeout: WAIT_MS });
+  await shot(page, "imported");
   result.page_errors = pageErrors;
   log(`RESULT ${JSON.stringify(result)}`);
 } finally {

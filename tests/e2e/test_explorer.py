@@ -259,6 +259,10 @@ def test_a_person_starts_a_run_watches_it_grow_inspects_a_node_and_shares_it(ser
     # Export and import: the runs list took the exported file and opened the new run.
     assert result["runs_listed"] == 1
     assert result["imported_node_count"] == result["final_node_count"]
+    assert "read-only" in result["imported_notice"] and result["imported_badge"] == 1
+    assert "complete (imported)" in result["imported_progress"] and "/" not in result["imported_progress"]
+    assert result["imported_intent"] == "Intent: relu over 2^28 floats"
+    assert result["imported_controls"] == 0 and result["imported_share_url"].startswith(base_url + "/share/")
     assert result["page_errors"] == []
     for name in (
         "runs",

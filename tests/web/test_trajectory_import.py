@@ -41,6 +41,11 @@ def test_an_exported_run_imports_as_a_read_only_copy_with_the_same_trajectory(ap
     assert node["compile"]["kernels"][0]["registers"] == 10  # the verdict came along
     assert Evaluation.objects.count() == evaluations  # and never poses as a measurement
     assert bob.post(f"/api/runs/{copy_['id']}/resume/").status_code == 403
+    # nobody drives an import, but its owner may share it by link
+    assert copy_["can_share"] is True
+    link = bob.post(f"/api/runs/{copy_['id']}/shares/")
+    assert link.status_code == 201 and api().get(f"/api/shared/{link.json()['token']}/").status_code == 200
+    assert api(people["carol"]).post(f"/api/runs/{copy_['id']}/shares/").status_code == 404
 
 
 def _broken(exported: dict, how) -> dict:

@@ -86,3 +86,20 @@ export function statusLabel(run) {
   const label = (run.status === "finished" && words[run.outcome ?? ""]) || (run.status ?? "");
   return run.imported ? `${label} (imported)` : label;
 }
+
+/**
+ * The progress line under a session's header. A run that ended says so rather than
+ * "90 / 100": a search may stop before its budget (nothing left to try, stopped by its
+ * owner), and an imported run is a complete record.
+ * @param {{evaluated: number, budget: number|null, pending: number, nodes: number}} p
+ * @param {{status?: string, imported?: boolean, waiting?: number, ahead?: number|null}} run
+ */
+export function progressLine(p, { status, imported = false, waiting = 0, ahead = null }) {
+  const ended = status === "finished" || status === "stopped" || status === "failed";
+  const counted = ended
+    ? `${p.evaluated} evaluated · ${imported ? "complete (imported)" : status === "finished" ? "complete" : status}`
+    : `${p.evaluated} / ${p.budget ?? "?"} evaluated · ${p.pending} pending`;
+  return `${counted} · ${p.nodes} nodes` + (!ended && waiting ? ` · ${waiting} waiting for their parent` : "")
+    + (!ended && ahead ? ` · ${ahead} run(s) ahead on the GPU` : "");
+}
+

@@ -6,7 +6,7 @@ import { applyEvents, initialState, mergeSnapshot, progress } from "../transform
 import { rowChanges } from "../transforms/rows.js";
 import { stratifyRows } from "../transforms/stratify.js";
 import { bestSoFar } from "../transforms/timeline.js";
-import { format, statusLabel } from "../transforms/runs.js";
+import { format, progressLine, statusLabel } from "../transforms/runs.js";
 import { formatPercent, metricDeltas } from "../transforms/deltas.js";
 import { TimelineView } from "./charts.js";
 import { facts, fill, h } from "./dom.js";
@@ -100,7 +100,10 @@ export async function mountSession(root, source) {
   fill(root,
     el.header,
     source.readOnly ? h("p", { class: "notice" }, "A shared, read-only view of this run.")
-      : snapshot.run.can_control === false ? h("p", { class: "notice" }, "You can watch this run; its owner controls it.") : controls(),
+      : snapshot.run.imported ? [h("p", { class: "notice imported-notice" },
+        "Imported from an exported trajectory: a complete record, read-only; nobody drives it."),
+      snapshot.run.can_share ? controls({ drive: false }) : null]
+        : snapshot.run.can_control === false ? h("p", { class: "notice" }, "You can watch this run; its owner controls it.") : controls(),
     el.progress,
     h("div", { class: "session-grid" },
       h("div", { class: "session-main" },
@@ -177,12 +180,14 @@ export async function mountSession(root, source) {
   function renderHeader() {
     const run = state.run;
     if (!changedSince(el.header, JSON.stringify([run.id, run.task, run.status, run.judge, run.root_ms, run.best_ms,
-      run.speedup, run.gpu_seconds, run.created_by, run.message, run.outcome]))) return;
+      run.speedup, run.gpu_seconds, run.created_by, run.message, run.outcome, run.intent, run.imported]))) return;
     fill(el.header,
       h("h1", null, `Run #${run.id} `, h("span", { class: "task" }, run.task ?? ""), " ",
         h("span", { class: `badge status-${run.status} outcome-${run.outcome || "none"}`, "data-run-status": run.status,
           "data-outcome": run.outcome ?? "" }, statusLabel(run))),
+      run.imported ? h("span", { class: "badge imported", "data-imported": "" }, "imported") : null,
       run.message ? h("p", { class: "run-message", "data-run-message": "" }, run.message) : null,
+      run.intent ? h("p", { class: "run-intent", "data-run-intent": "" }, h("span", { class: "muted" }, "Intent: "), run.intent) : null,
       facts([["judge", run.judge], ["root", format.ms(run.root_ms)], ["best", format.ms(run.best_ms)],
         ["speedup", format.speedup(run.speedup ?? (run.root_ms && run.best_ms ? run.root_ms / run.best_ms : null))],
         ["GPU time", format.seconds(run.gpu_seconds)], ["by", run.created_by ?? null]], "facts inline"));
@@ -195,13 +200,12 @@ export async function mountSession(root, source) {
   function renderProgress(waiting) {
     const p = progress(state);
     const ahead = state.run.status === "running" ? state.run.queue?.ahead : null;
-    if (!changedSince(el.progress, JSON.stringify([p.budget, p.evaluated, p.pending, p.nodes, waiting, ahead]))) return;
+    if (!changedSince(el.progress, JSON.stringify([p.budget, p.evaluated, p.pending, p.nodes, waiting, ahead,
+      state.run.status]))) return;
     fill(el.progress,
       h("progress", { max: p.budget ?? 1, value: p.evaluated, "aria-label": "evaluations" }),
       h("span", { class: "progress-text", "data-evaluated": p.evaluated },
-        `${p.evaluated} / ${p.budget ?? "?"} evaluated · ${p.pending} pending · ${p.nodes} nodes` +
-        (waiting ? ` · ${waiting} waiting for their parent` : "") +
-        (ahead ? ` · ${ahead} run(s) ahead on the GPU` : "")));
+        progressLine(p, { status: state.run.status, imported: Boolean(state.run.imported), waiting, ahead })));
   }
 
   function renderWhy() {
@@ -287,7 +291,8 @@ export async function mountSession(root, source) {
     }
   }, POLL_MS);
 
-  function controls() {
+  /** @param {{drive?: boolean}} [options] drive: pause, resume and stop (not for an import) */
+  function controls({ drive = true } = {}) {
     const control = /** @type {NonNullable<SessionSource["control"]>} */ (source.control);
     const act = (action) => async () => {
       try {
@@ -299,9 +304,9 @@ export async function mountSession(root, source) {
       }
     };
     return h("div", { class: "controls" },
-      h("button", { type: "button", "data-action": "pause", onclick: act("pause") }, "Pause"),
-      h("button", { type: "button", "data-action": "resume", onclick: act("resume") }, "Resume"),
-      h("button", { type: "button", "data-action": "stop", class: "danger", onclick: act("stop") }, "Stop"),
+      drive ? [h("button", { type: "button", "data-action": "pause", onclick: act("pause") }, "Pause"),
+        h("button", { type: "button", "data-action": "resume", onclick: act("resume") }, "Resume"),
+        h("button", { type: "button", "data-action": "stop", class: "danger", onclick: act("stop") }, "Stop")] : null,
       h("button", { type: "button", "data-action": "share", onclick: share }, "Share link"),
       source.exportUrl ? h("a", { class: "button", href: source.exportUrl, download: "" }, "Export JSON") : null,
       el.share);
