@@ -103,8 +103,11 @@ describe("writtenSummary", () => {
   });
 
   it("reads a kernel written at once by one model", () => {
-    expect(writtenSummary({ writer: "llm:m", experts: ["llm:m"], title: "t", rationale: "", attempts: [{ round: 0 }] }))
+    expect(writtenSummary({ writer: "llm:m", experts: ["llm:m"], title: "t", rationale: "", attempts: [{ round: 0, stage: "compiled" }] }))
       .toBe("Written by llm:m: t. Compiled; the run's first gate checks it. Review it before you start.");
+    expect(writtenSummary({ writer: "llm:m", title: "t", rationale: "",
+      attempts: [{ round: 0, stage: "compile", message: "nvcc not found" }] }))
+      .toBe("Written by llm:m: t. Not checked here: nvcc not found Review it before you start.");
   });
 });
 

@@ -161,7 +161,8 @@ def generate(task: Task, intent: str, writer: Writer, checker: Checker, *, round
         if attempt.passed:
             kept, to_pass = step.written, time.monotonic() - started
             break
-        if attempt.stage == "compiled":  # no GPU here: as far as this host can check
+        if attempt.stage == "compiled" or not check.conclusive:
+            # no GPU here, or no compiler: as far as this host can check; not the kernel's fault
             kept = step.written
             break
     return Generation(task=task.name, intent=intent, writer=writer.name, attempts=attempts,

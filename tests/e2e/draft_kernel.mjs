@@ -13,6 +13,7 @@ try {
   page.on("pageerror", (error) => result.page_errors.push(error.message));
 
   await signIn(page, "/runs/new/", /\/runs\/new\/$/);
+  await page.selectOption("#id_task", "relu"); // the kernel is checked against the task chosen
   result.naive_source = await page.inputValue("#id_source");
 
   console.log("a refusal");

@@ -178,3 +178,15 @@ def test_on_a_host_without_a_gpu_the_loop_stops_at_the_compiled_kernel(servers):
     [attempt] = generation.attempts
     assert attempt.stage == "compiled" and "needs a GPU host" in attempt.message
     assert generation.written is not None and not generation.passed and servers["qwen"].remaining == 0
+
+
+def test_a_gate_that_cannot_judge_here_ends_the_loop_without_repairs(servers):
+    """No compiler on this host is not the kernel's fault: nothing is sent back to repair."""
+    class NoCompiler:
+        def check(self, task, candidate):
+            return Check(False, "compile", "nvcc is not installed", conclusive=False)
+
+    servers["qwen"].script(reply(kernel(WRITTEN_RELU)))
+    generation = generate(RELU, "relu", team(servers, k=1), NoCompiler(), rounds=3)
+    assert [a.stage for a in generation.attempts] == ["compile"] and generation.written is not None
+    assert servers["qwen"].remaining == 0 and len(servers["qwen"].requests) == 1

@@ -112,6 +112,13 @@ export function writtenSummary(written) {
     `round ${a.round} by ${a.writer} stopped at ${a.stage}`);
   return [`Written by ${written.writer}${helpers.length ? ` with ${helpers.join(", ")}` : ""}: ${written.title}.`,
     written.rationale, rounds.length ? `Before it: ${rounds.join("; ")}.` : "",
-    "Compiled; the run's first gate checks it. Review it before you start."].filter(Boolean).join(" ");
+    checked(written.attempts?.[written.attempts.length - 1]), "Review it before you start."].filter(Boolean).join(" ");
+}
+
+/** What the gate could say of the kernel written, in words. */
+function checked(/** @type {Record<string, any>|undefined} */ last) {
+  if (last?.stage === "passed") return "It passed L0; the run's first gate checks it in full.";
+  if (last?.stage === "compiled") return "Compiled; the run's first gate checks it.";
+  return last?.message ? `Not checked here: ${last.message}` : "";
 }
 
