@@ -1,16 +1,18 @@
-"""Who am I: the signed-in user and their teams; and the team a request may name."""
+"""Who am I: the signed-in user and their teams; the team a request may name; and the
+teams page's API (create a team, add members by username, set roles)."""
 
 from __future__ import annotations
 
 from drf_spectacular.utils import extend_schema
-from rest_framework import serializers
-from rest_framework.exceptions import ValidationError
+from rest_framework import serializers, status
+from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from accounts.models import Team
-from accounts.selectors import user_team_ids, user_teams
+from accounts import services
+from accounts.models import Membership, Team
+from accounts.selectors import team_members, team_role, user_team_ids, user_teams
 
 
 class TeamSerializer(serializers.Serializer):
@@ -38,3 +40,105 @@ def team_of_request(request: Request, team_id: int | None) -> Team | None:
     if team_id not in user_team_ids(user=request.user):
         raise ValidationError({"team": [f"you are not a member of team {team_id}"]})
     return Team.objects.get(pk=team_id)
+
+
+# --- teams in the app: create one, add people by username, set their roles -------------
+
+class MemberSerializer(serializers.Serializer):
+    username = serializers.CharField()
+    role = serializers.ChoiceField(choices=Membership.Role.choices)
+
+
+class TeamRowSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    role = serializers.CharField(help_text="your role in it: admin or member")
+    members = MemberSerializer(many=True)
+
+
+class TeamCreateSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=200)
+
+
+class MemberAddSerializer(serializers.Serializer):
+    username = serializers.CharField(max_length=150)
+    role = serializers.ChoiceField(choices=Membership.Role.choices, default=Membership.Role.MEMBER)
+
+
+class MemberRoleSerializer(serializers.Serializer):
+    role = serializers.ChoiceField(choices=Membership.Role.choices)
+
+
+def _team_row(team: Team, user) -> dict:
+    return {"id": team.pk, "name": team.name, "role": team_role(user=user, team_id=team.pk),
+            "members": team_members(team=team)}
+
+
+def _my_team(request: Request, team_id: int) -> Team:
+    """A team the user belongs to; anybody else's answers like one that does not exist."""
+    if team_role(user=request.user, team_id=team_id) is None:
+        raise NotFound("no such team")
+    return Team.objects.get(pk=team_id)
+
+
+def _team_call(call):
+    try:
+        return call()
+    except services.TeamForbidden as error:
+        raise PermissionDenied(str(error)) from None
+    except services.TeamError as error:
+        raise ValidationError({error.field: [str(error)]}) from None
+
+
+class TeamListApi(APIView):
+    """The teams you are in, with their members; POST makes a team, you its first admin."""
+
+    @extend_schema(responses=TeamRowSerializer(many=True))
+    def get(self, request: Request) -> Response:
+        return Response([_team_row(team, request.user) for team in user_teams(user=request.user)])
+
+    @extend_schema(request=TeamCreateSerializer, responses={201: TeamRowSerializer})
+    def post(self, request: Request) -> Response:
+        form = TeamCreateSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        name = form.validated_data["name"]
+        team = _team_call(lambda: services.team_create_by(name=name, user=request.user))
+        return Response(_team_row(team, request.user), status=status.HTTP_201_CREATED)
+
+
+class TeamDetailApi(APIView):
+    @extend_schema(responses=TeamRowSerializer)
+    def get(self, request: Request, team_id: int) -> Response:
+        return Response(_team_row(_my_team(request, team_id), request.user))
+
+
+class TeamMembersApi(APIView):
+    """POST: an admin adds someone by username, as member or admin."""
+
+    @extend_schema(request=MemberAddSerializer, responses={201: TeamRowSerializer})
+    def post(self, request: Request, team_id: int) -> Response:
+        team = _my_team(request, team_id)
+        form = MemberAddSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        _team_call(lambda: services.member_add(team=team, actor=request.user, **form.validated_data))
+        return Response(_team_row(team, request.user), status=status.HTTP_201_CREATED)
+
+
+class TeamMemberApi(APIView):
+    """PATCH: an admin sets a member's role. DELETE: an admin removes a member, or a
+    member leaves. A team always keeps an admin."""
+
+    @extend_schema(request=MemberRoleSerializer, responses=TeamRowSerializer)
+    def patch(self, request: Request, team_id: int, username: str) -> Response:
+        team = _my_team(request, team_id)
+        form = MemberRoleSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        _team_call(lambda: services.member_set_role(team=team, actor=request.user, username=username,
+                                                    role=form.validated_data["role"]))
+        return Response(_team_row(team, request.user))
+
+    @extend_schema(responses={204: None})
+    def delete(self, request: Request, team_id: int, username: str) -> Response:
+        team = _my_team(request, team_id)
+        _team_call(lambda: services.member_remove(team=team, actor=request.user, username=username))
+        return Response(status=status.HTTP_204_NO_CONTENT)

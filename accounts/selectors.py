@@ -19,3 +19,15 @@ def user_team_ids(*, user, role: str | None = None) -> set[int]:
     if role is not None:
         memberships = memberships.filter(role=role)
     return set(memberships.values_list("team_id", flat=True))
+
+
+def team_role(*, user, team_id: int) -> str | None:
+    """`user`'s role in the team ("admin" or "member"), None when not a member."""
+    if not user.is_authenticated:
+        return None
+    return Membership.objects.filter(user=user, team_id=team_id).values_list("role", flat=True).first()
+
+
+def team_members(*, team: Team) -> list[dict]:
+    return [{"username": m.user.get_username(), "role": m.role}
+            for m in team.memberships.select_related("user").order_by("user__username")]

@@ -1,10 +1,27 @@
-"""Writes for teams and memberships."""
+"""Writes for teams and memberships.
+
+The people who manage a team are its admins: they add members by username, set roles
+and remove members; anyone may leave a team. A team always keeps at least one admin.
+Permission is checked here, so every caller (the API, the page, a command) gets the
+same rules; a refusal is a TeamError naming the field, or TeamForbidden.
+"""
 
 from __future__ import annotations
 
-from django.db import transaction
+from django.contrib.auth import get_user_model
+from django.db import IntegrityError, transaction
 
 from accounts.models import Membership, Team
+
+
+class TeamError(ValueError):
+    def __init__(self, message: str, field: str = "non_field_errors") -> None:
+        super().__init__(message)
+        self.field = field
+
+
+class TeamForbidden(PermissionError):
+    """Only the team's admins may do this."""
 
 
 @transaction.atomic
@@ -19,3 +36,80 @@ def team_create(*, name: str, admin=None) -> Team:
 def membership_set(*, team: Team, user, role: str = Membership.Role.MEMBER) -> Membership:
     membership, _ = Membership.objects.update_or_create(team=team, user=user, defaults={"role": role})
     return membership
+
+
+def team_create_by(*, name: str, user) -> Team:
+    """A team made in the app: its name checked, its creator its first admin."""
+    name = " ".join(str(name or "").split())
+    if not name:
+        raise TeamError("give the team a name", "name")
+    if len(name) > 100:
+        raise TeamError("at most 100 characters", "name")
+    if Team.objects.filter(name__iexact=name).exists():
+        raise TeamError(f"a team named {name!r} exists already", "name")
+    try:
+        with transaction.atomic():
+            return team_create(name=name, admin=user)
+    except IntegrityError:  # made by someone else meanwhile
+        raise TeamError(f"a team named {name!r} exists already", "name") from None
+
+
+def _admin_of(team: Team, user) -> None:
+    if not Membership.objects.filter(team=team, user=user, role=Membership.Role.ADMIN).exists():
+        raise TeamForbidden("only the team's admins may do this")
+
+
+def _role(role: str) -> str:
+    if role not in Membership.Role.values:
+        raise TeamError(f"the role must be one of {', '.join(Membership.Role.values)}", "role")
+    return role
+
+
+@transaction.atomic
+def member_add(*, team: Team, actor, username: str, role: str = Membership.Role.MEMBER) -> Membership:
+    _admin_of(team, actor)
+    role = _role(role)
+    user = get_user_model().objects.filter(username=str(username or "").strip()).first()
+    if user is None:
+        raise TeamError(f"no user is called {username!r}", "username")
+    if Membership.objects.filter(team=team, user=user).exists():
+        raise TeamError(f"{user.get_username()} is in the team already", "username")
+    return membership_set(team=team, user=user, role=role)
+
+
+@transaction.atomic
+def member_set_role(*, team: Team, actor, username: str, role: str) -> Membership:
+    _admin_of(team, actor)
+    role = _role(role)
+    membership = _membership(team, username)
+    if membership.role == Membership.Role.ADMIN and role != Membership.Role.ADMIN:
+        _keep_an_admin(team, membership)
+    membership.role = role
+    membership.save(update_fields=["role"])
+    return membership
+
+
+@transaction.atomic
+def member_remove(*, team: Team, actor, username: str) -> None:
+    """An admin removes a member, or a member leaves."""
+    membership = _membership(team, username)
+    if membership.user_id != actor.pk:
+        _admin_of(team, actor)
+    if membership.role == Membership.Role.ADMIN:
+        _keep_an_admin(team, membership)
+    membership.delete()
+
+
+def _membership(team: Team, username: str) -> Membership:
+    membership = (Membership.objects.select_for_update().select_related("user")
+                  .filter(team=team, user__username=username).first())
+    if membership is None:
+        raise TeamError(f"{username!r} is not in the team", "username")
+    return membership
+
+
+def _keep_an_admin(team: Team, leaving: Membership) -> None:
+    admins = Membership.objects.select_for_update().filter(team=team, role=Membership.Role.ADMIN)
+    if not admins.exclude(pk=leaving.pk).exists():
+        raise TeamError("a team keeps at least one admin: make someone else admin first", "role")
+

@@ -35,6 +35,12 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
 
 @login_required
 @ensure_csrf_cookie
+def teams(request: HttpRequest) -> HttpResponse:
+    return render(request, "teams.html", {"page": "teams"})
+
+
+@login_required
+@ensure_csrf_cookie
 def skills(request: HttpRequest) -> HttpResponse:
     return render(request, "skills.html", {"page": "skills"})
 

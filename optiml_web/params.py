@@ -162,6 +162,13 @@ class CardIdConverter(TokenConverter):
     regex = "[a-z0-9_]{1,90}-v[0-9]{1,6}"
 
 
+class UsernameConverter(TokenConverter):
+    """`<username:username>`: what Django's username validator allows (letters, digits and
+    @ . + - _), at most its 150 characters."""
+
+    regex = r"[\w.@+-]{1,150}"
+
+
 def register_converters() -> None:
     """Called by each URL module that uses them, before its routes; once is enough."""
     from django.urls import register_converter
@@ -169,6 +176,6 @@ def register_converters() -> None:
 
     registered = get_converters()
     for name, converter in (("id", IdConverter), ("token", TokenConverter), ("task", TaskNameConverter),
-                            ("card", CardIdConverter)):
+                            ("card", CardIdConverter), ("username", UsernameConverter)):
         if name not in registered:
             register_converter(converter, name)

@@ -3,7 +3,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from accounts.apis import MeApi
+from accounts.apis import MeApi, TeamDetailApi, TeamListApi, TeamMemberApi, TeamMembersApi
 from lineage import urls as lineage_urls
 from optiml_web import pages, params
 from profiling.apis import DeclaredTaskDetailApi, DeclaredTaskListApi, TaskListApi
@@ -17,6 +17,10 @@ handler500 = "optiml_web.errors.server_error"
 
 api_urlpatterns = [
     path("me/", MeApi.as_view(), name="api-me"),
+    path("teams/", TeamListApi.as_view(), name="api-teams"),
+    path("teams/<id:team_id>/", TeamDetailApi.as_view(), name="api-team"),
+    path("teams/<id:team_id>/members/", TeamMembersApi.as_view(), name="api-team-members"),
+    path("teams/<id:team_id>/members/<username:username>/", TeamMemberApi.as_view(), name="api-team-member"),
     path("tasks/", TaskListApi.as_view(), name="api-tasks"),
     path("tasks/declared/", DeclaredTaskListApi.as_view(), name="api-declared-tasks"),
     path("tasks/declared/<task:name>/", DeclaredTaskDetailApi.as_view(), name="api-declared-task"),
@@ -42,6 +46,7 @@ urlpatterns = [
     path("runs/new/", pages.new_run, name="new-run"),
     path("runs/<id:run_id>/", pages.run_detail, name="run-page"),
     path("share/<token:token>/", pages.shared_run, name="share-page"),
+    path("teams/", pages.teams, name="teams-page"),
     path("skills/", pages.skills, name="skills-page"),
     path("skills/<card:card_id>/", pages.skill_detail, name="skill-page"),
     path("lineages/<id:lineage_id>/", pages.lineage_detail, name="lineage-page"),

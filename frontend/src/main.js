@@ -7,6 +7,7 @@ import { mountRuns } from "./views/runs.js";
 import { mountSession, runSource, sharedSource } from "./views/session.js";
 import { mountLineage } from "./views/lineage.js";
 import { mountSkillCard, mountSkillLibrary } from "./views/skills.js";
+import { mountTeams } from "./views/teams.js";
 
 const pages = {
   runs: (root) => mountRuns(root),
@@ -16,6 +17,7 @@ const pages = {
   skills: (root) => mountSkillLibrary(root),
   skill: (root) => mountSkillCard(root, String(root.dataset.cardId)),
   lineage: (root) => mountLineage(root, Number(root.dataset.lineageId)),
+  teams: (root) => mountTeams(root),
 };
 
 async function start() {

@@ -416,3 +416,24 @@ def test_a_reviewer_approves_a_card_with_a_comment_and_a_member_sees_it_with_its
     assert result["risk_opened_state"] == "OPT_GRID_STRIDE,OPT_VEC4"
     for name in ("skills-library", "skill-card-approved", "skill-card-member", "lineage"):
         assert (SHOTS / f"{name}.png").stat().st_size > 10_000, name
+
+
+TEAMS_SCRIPT = Path(__file__).with_name("teams.mjs")
+
+
+def test_a_person_makes_a_team_and_a_colleague_sees_their_role(server, app_env):
+    _manage(app_env, "shell", "-c", f"from django.contrib.auth.models import User\n"
+                                    f"User.objects.create_user('{MEMBER}', password='{MEMBER_PASSWORD}')")
+    result = _browse(TEAMS_SCRIPT, *server, E2E_MEMBER=MEMBER, E2E_MEMBER_PASSWORD=MEMBER_PASSWORD)
+
+    assert "in no team yet" in result["empty"]
+    assert "no user is called 'nobody-here'" in result["refusal"]
+    assert any(row.startswith(MEMBER) for row in result["owner_rows"]), result["owner_rows"]
+    assert result["member_badge"] == "you: admin" and result["page_errors"] == []
+    stored = _manage(app_env, "shell", "-c", (
+        "from accounts.models import Membership\n"
+        "members = Membership.objects.filter(team__name='attention kernels')\n"
+        "print(sorted((m.user.username, m.role) for m in members))"))
+    assert stored.splitlines()[-1] == f"[('ada', 'admin'), ('{MEMBER}', 'admin')]"
+    for name in ("teams", "teams-member"):
+        assert (SHOTS / f"{name}.png").stat().st_size > 10_000, name

@@ -183,6 +183,24 @@ def matrix(world: World, api) -> dict[str, dict[str, list[Probe]]]:
         },
         "accounts/logout/": {"POST": [Probe("POST", "/accounts/logout/", expect(302))]},
         "api/me/": {"GET": [Probe("GET", "/api/me/", ANY_SIGNED_IN)]},
+        # Teams: any signed-in user makes one; its members see it; its admins manage it
+        # (dana is the team's admin; alice and bob are members); anyone else gets a 404.
+        "api/teams/": {"GET": [Probe("GET", "/api/teams/", ANY_SIGNED_IN)],
+                       "POST": [Probe("POST", "/api/teams/", expect(201, anonymous=401, share_holder=401),
+                                      body={"name": "a new team"})]},
+        "api/teams/<id:team_id>/": {"GET": [Probe("GET", f"/api/teams/{world.team_id}/", READ_TEAM_RUN)]},
+        "api/teams/<id:team_id>/members/": {"POST": [
+            Probe("POST", f"/api/teams/{world.team_id}/members/",
+                  expect(404, owner=403, member=403, admin=201, anonymous=401, share_holder=401),
+                  body={"username": "carol", "role": "member"})]},
+        "api/teams/<id:team_id>/members/<username:username>/": {
+            "PATCH": [Probe("PATCH", f"/api/teams/{world.team_id}/members/bob/",
+                            expect(404, owner=403, member=403, admin=200, anonymous=401, share_holder=401),
+                            body={"role": "admin"})],
+            "DELETE": [Probe("DELETE", f"/api/teams/{world.team_id}/members/bob/",  # bob may leave
+                             expect(404, owner=403, member=204, admin=204, anonymous=401,
+                                    share_holder=401))]},
+        "teams/": {"GET": [Probe("GET", "/teams/", PAGE)]},
         "api/tasks/": {"GET": [Probe("GET", "/api/tasks/", ANY_SIGNED_IN)]},
         "api/tasks/declared/": {
             "GET": [Probe("GET", "/api/tasks/declared/", ANY_SIGNED_IN)],

@@ -1,0 +1,47 @@
+// The browser half of test_explorer.py's teams test: a person (E2E_USER) makes a team on
+// /teams/, adds a colleague (E2E_MEMBER) by username, is refused an unknown name with a
+// message, makes the colleague an admin; the colleague, signed in apart, sees the team
+// with their new role. Prints "RESULT <json>"; exits non-zero on the first failure.
+import { join } from "node:path";
+import { env, launch, signIn, WAIT_MS } from "./browser.mjs";
+
+const browser = await launch();
+const result = { page_errors: [] };
+try {
+  const owner = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
+  owner.on("pageerror", (error) => result.page_errors.push(error.message));
+  await signIn(owner, "/teams/", /\/teams\/$/);
+  result.empty = await owner.locator(".teams .muted").textContent();
+
+  console.log("make a team");
+  await owner.fill("#team-name", "attention kernels");
+  await owner.click("form.team-create button[type=submit]");
+  const panel = owner.locator('section.team[data-team="attention kernels"]');
+  await panel.waitFor({ timeout: WAIT_MS });
+
+  console.log("add a colleague, and someone who does not exist");
+  await panel.locator("input[name=username]").fill("nobody-here");
+  await panel.locator("form.member-add button[type=submit]").click();
+  result.refusal = await owner.locator(".team-errors li").first().textContent({ timeout: WAIT_MS });
+  await owner.locator('section.team[data-team="attention kernels"] input[name=username]').fill(env("E2E_MEMBER"));
+  await owner.locator('section.team[data-team="attention kernels"] form.member-add button[type=submit]').click();
+  await owner.locator(`section.team button[data-remove="${env("E2E_MEMBER")}"]`).waitFor({ timeout: WAIT_MS });
+
+  console.log("make them admin");
+  await owner.selectOption(`select[aria-label="role of ${env("E2E_MEMBER")}"]`, "admin");
+  await owner.waitForFunction((name) => document.querySelector(`select[aria-label="role of ${name}"]`)?.value === "admin",
+    env("E2E_MEMBER"), { timeout: WAIT_MS });
+  result.owner_rows = await owner.locator("section.team table.members tbody tr").allTextContents();
+  await owner.screenshot({ path: join(env("SHOTS_DIR"), "teams.png"), fullPage: true });
+
+  console.log("the colleague sees it");
+  const member = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
+  member.on("pageerror", (error) => result.page_errors.push(error.message));
+  await signIn(member, "/teams/", /\/teams\/$/, env("E2E_MEMBER"), env("E2E_MEMBER_PASSWORD"));
+  await member.locator('section.team[data-team="attention kernels"]').waitFor({ timeout: WAIT_MS });
+  result.member_badge = await member.locator('section.team[data-team="attention kernels"] .badge').textContent();
+  await member.screenshot({ path: join(env("SHOTS_DIR"), "teams-member.png"), fullPage: true });
+  console.log(`RESULT ${JSON.stringify(result)}`);
+} finally {
+  await browser.close();
+}
