@@ -128,7 +128,35 @@ def run_queue(*, run: Run) -> dict:
     ahead = 0
     if run.status == Run.Status.RUNNING:
         ahead = Run.objects.filter(status=Run.Status.RUNNING, pk__lt=run.pk, imported=False).count()
-    return {"pending": pending, "evaluated": run.evaluated, "budget": run.budget, "ahead": ahead}
+    return {"pending": pending, "evaluated": run.evaluated, "budget": run.budget, "ahead": ahead,
+            **run_pace(run=run)}
+
+
+PACE_WINDOW_S = 600
+
+
+def run_pace(*, run: Run, now=None) -> dict:
+    """How fast a running run goes: candidates finished per minute over the last ten
+    minutes (its nodes' evaluations by their finish times), the minutes its budget then
+    still needs, and how many of its evaluations are under way now (issued to a GPU
+    worker: one per worker serving it). None where it cannot be told (not running, or
+    nothing finished in the window)."""
+    from django.utils import timezone
+
+    under_way = RunNode.objects.filter(run=run, state="pending", issued_at__isnull=False).count()
+    if run.status != Run.Status.RUNNING:
+        return {"per_minute": None, "minutes_left": None, "under_way": under_way}
+    now = now or timezone.now()
+    since = now - timezone.timedelta(seconds=PACE_WINDOW_S)
+    finished = list(RunNode.objects.filter(run=run, state="done", evaluation__finished_at__gte=since)
+                    .values_list("evaluation__finished_at", flat=True))
+    if not finished:
+        return {"per_minute": None, "minutes_left": None, "under_way": under_way}
+    span_s = max(60.0, (now - min(finished)).total_seconds())  # a burst is not a rate
+    per_minute = len(finished) / span_s * 60.0
+    left = max(0, run.budget - run.evaluated)
+    return {"per_minute": round(per_minute, 2), "minutes_left": round(left / per_minute, 1),
+            "under_way": under_way}
 
 
 def run_trajectory(*, run: Run) -> dict:

@@ -119,5 +119,8 @@ describe("progressLine", () => {
     expect(progressLine(p, { status: "finished" })).toBe("90 evaluated · complete · 140 nodes");
     expect(progressLine(p, { status: "finished", imported: true })).toBe("90 evaluated · complete (imported) · 140 nodes");
     expect(progressLine(p, { status: "stopped", waiting: 3 })).toBe("90 evaluated · stopped · 140 nodes");
+    expect(progressLine(p, { status: "running", perMinute: 12.345, minutesLeft: 0.8, underWay: 4 }))
+      .toBe("90 / 100 evaluated · 2 pending · 140 nodes · 12.3 candidates/min · about under a minute left · 4 under way on GPU workers");
+    expect(progressLine(p, { status: "running", perMinute: 0.1, minutesLeft: 100 })).toMatch(/about 1\.7 h left$/);
   });
 });

@@ -80,7 +80,8 @@ def world(db, people, relu_run, api, task_dir, monkeypatch, settings, tmp_path):
     return {
         "ids": {"run_id": run.pk, "node_id": 0, "share_id": share["id"], "token": share["token"],
                 "name": declared.json()["name"], "card_id": "vec4-v1",
-                "lineage_id": store_recorded_lineage("relu").pk},
+                "lineage_id": store_recorded_lineage("relu").pk, "team_id": people["team"].pk,
+                "username": "bob"},
         # As a browser sends them: the session and CSRF cookies, and the token as a header.
         "cookies": {"sessionid": client.cookies["sessionid"].value, "csrftoken": csrf},
         "headers": {"X-CSRFToken": csrf},

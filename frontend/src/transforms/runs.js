@@ -92,14 +92,25 @@ export function statusLabel(run) {
  * "90 / 100": a search may stop before its budget (nothing left to try, stopped by its
  * owner), and an imported run is a complete record.
  * @param {{evaluated: number, budget: number|null, pending: number, nodes: number}} p
- * @param {{status?: string, imported?: boolean, waiting?: number, ahead?: number|null}} run
+ * @param {{status?: string, imported?: boolean, waiting?: number, ahead?: number|null,
+ *   perMinute?: number|null, minutesLeft?: number|null, underWay?: number}} run
  */
-export function progressLine(p, { status, imported = false, waiting = 0, ahead = null }) {
+export function progressLine(p, { status, imported = false, waiting = 0, ahead = null, perMinute = null,
+  minutesLeft = null, underWay = 0 }) {
   const ended = status === "finished" || status === "stopped" || status === "failed";
   const counted = ended
     ? `${p.evaluated} evaluated · ${imported ? "complete (imported)" : status === "finished" ? "complete" : status}`
     : `${p.evaluated} / ${p.budget ?? "?"} evaluated · ${p.pending} pending`;
   return `${counted} · ${p.nodes} nodes` + (!ended && waiting ? ` · ${waiting} waiting for their parent` : "")
-    + (!ended && ahead ? ` · ${ahead} run(s) ahead on the GPU` : "");
+    + (!ended && ahead ? ` · ${ahead} run(s) ahead on the GPU` : "")
+    + (!ended && perMinute ? ` · ${Number(perMinute.toPrecision(3))} candidates/min` : "")
+    + (!ended && minutesLeft != null && perMinute ? ` · about ${minutesText(minutesLeft)} left` : "")
+    + (!ended && underWay ? ` · ${underWay} under way on GPU workers` : "");
+}
+
+function minutesText(/** @type {number} */ minutes) {
+  if (minutes < 1) return "under a minute";
+  if (minutes < 90) return `${Math.round(minutes)} min`;
+  return `${(minutes / 60).toFixed(1)} h`;
 }
 

@@ -201,11 +201,13 @@ export async function mountSession(root, source) {
     const p = progress(state);
     const ahead = state.run.status === "running" ? state.run.queue?.ahead : null;
     if (!changedSince(el.progress, JSON.stringify([p.budget, p.evaluated, p.pending, p.nodes, waiting, ahead,
-      state.run.status]))) return;
+      state.run.status, state.run.queue]))) return;
     fill(el.progress,
       h("progress", { max: p.budget ?? 1, value: p.evaluated, "aria-label": "evaluations" }),
       h("span", { class: "progress-text", "data-evaluated": p.evaluated },
-        progressLine(p, { status: state.run.status, imported: Boolean(state.run.imported), waiting, ahead })));
+        progressLine(p, { status: state.run.status, imported: Boolean(state.run.imported), waiting, ahead,
+          perMinute: state.run.queue?.per_minute ?? null, minutesLeft: state.run.queue?.minutes_left ?? null,
+          underWay: state.run.queue?.under_way ?? 0 })));
   }
 
   function renderWhy() {
