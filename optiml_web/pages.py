@@ -35,6 +35,12 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
 
 @login_required
 @ensure_csrf_cookie
+def compare_runs(request: HttpRequest) -> HttpResponse:
+    return render(request, "compare.html", {"page": "compare"})
+
+
+@login_required
+@ensure_csrf_cookie
 def teams(request: HttpRequest) -> HttpResponse:
     return render(request, "teams.html", {"page": "teams"})
 

@@ -44,6 +44,7 @@ urlpatterns = [
     path("", pages.home, name="home"),
     path("runs/", pages.runs, name="runs"),
     path("runs/new/", pages.new_run, name="new-run"),
+    path("runs/compare/", pages.compare_runs, name="compare-page"),
     path("runs/<id:run_id>/", pages.run_detail, name="run-page"),
     path("share/<token:token>/", pages.shared_run, name="share-page"),
     path("teams/", pages.teams, name="teams-page"),

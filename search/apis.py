@@ -219,6 +219,20 @@ def _candidate_field(error: CandidateError) -> str:
 
 
 
+class RunCompareApi(APIView):
+    """Two runs you may see, side by side: ?a=<run id>&b=<run id>."""
+
+    @extend_schema(parameters=[OpenApiParameter("a", int, required=True), OpenApiParameter("b", int, required=True)],
+                   responses={200: OpenApiTypes.OBJECT, 404: ErrorSerializer})
+    def get(self, request: Request) -> Response:
+        ids = [params.query_int(request.query_params, name) for name in ("a", "b")]
+        for name, value in zip(("a", "b"), ids, strict=True):
+            if value is None:
+                raise ValidationError({name: ["give the id of a run to compare"]})
+        a, b = (_visible_run(request, run_id) for run_id in ids)
+        return Response(selectors.run_comparison(a=a, b=b))
+
+
 class RunDetailApi(APIView):
     @extend_schema(responses=RunDetailSerializer)
     def get(self, request: Request, run_id: int) -> Response:

@@ -198,3 +198,39 @@ def run_floor_ms(*, run: Run) -> float | None:
     floor_ms, _ = physics_floor_ms(float(spec.bytes(spec.sizes)), float(spec.flops(spec.sizes)), spec.math,
                                    ceilings_for("NVIDIA H200"))
     return floor_ms
+
+
+def run_best_path(*, run: Run) -> list[dict]:
+    """The path from the root to the run's best node (the root alone when nothing beat
+    it), from the node rows: id, who proposed each step, its title and time."""
+    rows = {n["node_id"]: n for n in RunNode.objects.filter(run=run).values(
+        "node_id", "parent_id", "source", "title", "time_ms", "level", "status")}
+    path, at = [], run.best_node if run.best_node is not None else 0
+    while at is not None and at in rows and len(path) <= len(rows):
+        row = rows[at]
+        path.append({"id": at, "source": row["source"], "title": row["title"], "time_ms": row["time_ms"]})
+        at = row["parent_id"]
+    return path[::-1]
+
+
+def run_comparison(*, a: Run, b: Run) -> dict:
+    """Two runs side by side: their outcomes, their best paths, and the diff from run a's
+    best kernel to run b's (source, then plan)."""
+    from profiling.harness.candidate import Candidate as HarnessCandidate
+    from search.engine.diffs import candidate_diff
+
+    def side(run: Run) -> tuple[dict, HarnessCandidate]:
+        best = run.best_node if run.best_node is not None else 0
+        node = RunNode.objects.select_related("candidate").filter(run=run, node_id=best).first()
+        row = node.candidate if node else run.root_candidate
+        kernel = HarnessCandidate.from_source_and_plan(row.source, row.plan)
+        return {"id": run.pk, "task": run.task.name, "status": run.status, "outcome": run_outcome(run=run),
+                "judge": run.judge, "sources": run.sources, "budget": run.budget, "evaluated": run.evaluated,
+                "root_ms": run.root_ms, "best_ms": run.best_ms, "speedup": run.speedup,
+                "best_node": best, "best_found_at": run.best_found_at, "gpu_seconds": run.gpu_seconds,
+                "intent": run.intent, "path": run_best_path(run=run)}, kernel
+
+    left, kernel_a = side(a)
+    right, kernel_b = side(b)
+    return {"a": left, "b": right, "same_task": a.task_id == b.task_id,
+            "diff": candidate_diff(kernel_a, kernel_b)}

@@ -14,6 +14,7 @@ urlpatterns = [
     path("kernels/write/", apis.KernelWriteApi.as_view(), name="api-kernel-write"),
     path("runs/", apis.RunListApi.as_view(), name="api-runs"),
     path("runs/import/", apis.RunImportApi.as_view(), name="api-run-import"),
+    path("runs/compare/", apis.RunCompareApi.as_view(), name="api-run-compare"),
     path("runs/<id:run_id>/", apis.RunDetailApi.as_view(), name="api-run"),
     path("runs/<id:run_id>/nodes/", apis.RunNodesApi.as_view(), name="api-run-nodes"),
     path("runs/<id:run_id>/nodes/<id:node_id>/", apis.RunNodeApi.as_view(), name="api-run-node"),

@@ -8,6 +8,7 @@ import { mountSession, runSource, sharedSource } from "./views/session.js";
 import { mountLineage } from "./views/lineage.js";
 import { mountSkillCard, mountSkillLibrary } from "./views/skills.js";
 import { mountTeams } from "./views/teams.js";
+import { mountCompare } from "./views/compare.js";
 
 const pages = {
   runs: (root) => mountRuns(root),
@@ -18,6 +19,7 @@ const pages = {
   skill: (root) => mountSkillCard(root, String(root.dataset.cardId)),
   lineage: (root) => mountLineage(root, Number(root.dataset.lineageId)),
   teams: (root) => mountTeams(root),
+  compare: (root) => mountCompare(root),
 };
 
 async function start() {

@@ -181,6 +181,18 @@ try {
   await page.click('[data-action="share"]');
   result.imported_share_url = await page.locator("input.share-url").inputValue({ timeout: WAIT_MS });
   await shot(page, "imported");
+
+  log("compare the run with its import");
+  await page.goto(`${BASE}/runs/`);
+  await ready(page);
+  for (const box of await page.locator("input.pick").all()) await box.check();
+  await Promise.all([page.waitForURL(/\/runs\/compare\/\?a=\d+&b=\d+$/, { timeout: WAIT_MS }), page.click("#compare-runs")]);
+  await ready(page);
+  result.compare_sides = await page.locator(".compare-side").count();
+  result.compare_paths = await page.locator(".compare-side table.compare-path").evaluateAll((tables) =>
+    tables.map((t) => [...t.querySelectorAll("tbody tr td:first-child")].map((td) => td.textContent)));
+  result.compare_same = await page.locator("h2 + p.muted").allTextContents();
+  await shot(page, "compare");
   result.page_errors = pageErrors;
   log(`RESULT ${JSON.stringify(result)}`);
 } finally {

@@ -263,6 +263,10 @@ def test_a_person_starts_a_run_watches_it_grow_inspects_a_node_and_shares_it(ser
     assert "complete (imported)" in result["imported_progress"] and "/" not in result["imported_progress"]
     assert result["imported_intent"] == "Intent: relu over 2^28 floats"
     assert result["imported_controls"] == 0 and result["imported_share_url"].startswith(base_url + "/share/")
+    # the run and its import side by side: the same best path, the same best kernel
+    assert result["compare_sides"] == 2 and result["compare_paths"][0] == result["compare_paths"][1]
+    assert result["compare_paths"][0][0] == "#0" and len(result["compare_paths"][0]) >= 2
+    assert result["compare_same"] == ["The two best kernels are the same."]
     assert result["page_errors"] == []
     for name in (
         "runs",

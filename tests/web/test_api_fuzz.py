@@ -82,6 +82,7 @@ def world(db, people, relu_run, api, task_dir, monkeypatch, settings, tmp_path):
                 "name": declared.json()["name"], "card_id": "vec4-v1",
                 "lineage_id": store_recorded_lineage("relu").pk, "team_id": people["team"].pk,
                 "username": "bob"},
+        "query_ids": {"a": run.pk, "b": run.pk},
         # As a browser sends them: the session and CSRF cookies, and the token as a header.
         "cookies": {"sessionid": client.cookies["sessionid"].value, "csrftoken": csrf},
         "headers": {"X-CSRFToken": csrf},
@@ -140,10 +141,14 @@ def test_every_operation_answers_as_its_schema_says_and_never_with_a_server_erro
     def answers_as_documented(case):
         send(case, CHECKS)
         real = {name: world["ids"][name] for name in (case.path_parameters or {}) if name in world["ids"]}
-        if real:
+        # Ids a query names (compare's ?a=&b=) are real ids too.
+        real_query = {name: world["query_ids"][name] for name in (case.query or {}) if name in world["query_ids"]}
+        if real or real_query:
             # With real ids a request that was invalid only in its path is valid: the other
             # checks still hold, but not "invalid data is refused".
-            case.path_parameters = {**case.path_parameters, **real}
+            case.path_parameters = {**(case.path_parameters or {}), **real}
+            if real_query:
+                case.query = {**case.query, **real_query}
             send(case, WITH_REAL_IDS)
 
     answers_as_documented()

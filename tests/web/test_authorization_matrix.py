@@ -201,6 +201,11 @@ def matrix(world: World, api) -> dict[str, dict[str, list[Probe]]]:
                              expect(404, owner=403, member=204, admin=204, anonymous=401,
                                     share_holder=401))]},
         "teams/": {"GET": [Probe("GET", "/teams/", PAGE)]},
+        "runs/compare/": {"GET": [Probe("GET", "/runs/compare/", PAGE)]},
+        "api/runs/compare/": {"GET": [
+            Probe("GET", f"/api/runs/compare/?a={world.team_run.pk}&b={world.team_run.pk}", READ_TEAM_RUN),
+            Probe("GET", f"/api/runs/compare/?a={world.team_run.pk}&b={world.private_run.pk}",
+                  READ_PRIVATE_RUN)]},
         "api/tasks/": {"GET": [Probe("GET", "/api/tasks/", ANY_SIGNED_IN)]},
         "api/tasks/declared/": {
             "GET": [Probe("GET", "/api/tasks/declared/", ANY_SIGNED_IN)],

@@ -26,7 +26,14 @@ export async function mountRuns(root) {
   const importInput = /** @type {HTMLInputElement} */ (h("input", { type: "file", id: "import-run", accept: ".json,application/json",
     onchange: () => importRun() }));
   const importer = h("p", { class: "importer" }, h("label", { for: "import-run" }, "Import an exported run (.json): "), importInput, " ", importMessage);
-  fill(root, h("h1", null, "Runs"), form, summary, list, importer);
+  const compare = /** @type {HTMLButtonElement} */ (h("button", { type: "button", id: "compare-runs", disabled: true,
+    onclick: () => {
+      const [a, b] = picked();
+      window.location.assign(`/runs/compare/?a=${a}&b=${b}`);
+    } }, "Compare the two checked"));
+  const picked = () => [...list.querySelectorAll("input.pick:checked")].map((box) => /** @type {HTMLInputElement} */ (box).value);
+  list.addEventListener("change", () => { compare.disabled = picked().length !== 2; });
+  fill(root, h("h1", null, "Runs"), form, summary, h("p", { class: "compare-bar" }, compare), list, importer);
 
   async function importRun() {
     const file = importInput.files?.[0];
@@ -69,11 +76,14 @@ export async function mountRuns(root) {
   }
 
   function drawTable(runs) {
+    const kept = new Set(picked()); // the refresh keeps what was checked
     if (!runs.length) return fill(list, h("p", { class: "muted" }, "No runs match. ", h("a", { href: "/runs/new/" }, "Start one.")));
     fill(list, h("table", { class: "runs" },
-      h("thead", null, h("tr", null, ["run", "task", "status", "why", "judge", "progress", "root", "best", "speedup", "GPU time", "created", "by"]
+      h("thead", null, h("tr", null, ["", "run", "task", "status", "why", "judge", "progress", "root", "best", "speedup", "GPU time", "created", "by"]
         .map((c) => h("th", { scope: "col" }, c)))),
       h("tbody", null, runs.map((r) => h("tr", { "data-run-id": r.id },
+        h("td", null, h("input", { type: "checkbox", class: "pick", value: String(r.id), "aria-label": `compare run ${r.id}`,
+          checked: kept.has(String(r.id)) })),
         h("td", null, h("a", { href: `/runs/${r.id}/` }, `#${r.id}`)),
         h("td", null, r.task),
         h("td", null, h("span", { class: `badge status-${r.status} outcome-${r.outcome || "none"}` }, statusLabel(r))),
@@ -86,6 +96,7 @@ export async function mountRuns(root) {
         h("td", { class: "num" }, format.seconds(r.gpu_seconds)),
         h("td", null, r.created ? new Date(r.created).toLocaleString() : "—"),
         h("td", null, r.created_by ?? "—"))))));
+    compare.disabled = picked().length !== 2;
   }
 
   await load();

@@ -1,0 +1,43 @@
+// Two runs side by side (/runs/compare/?a=<id>&b=<id>): how each ended, its best path
+// step by step with times, and the diff from run a's best kernel to run b's (diff2html,
+// as the skill cards' pages use).
+import { html as diffHtml } from "diff2html";
+import "diff2html/bundles/css/diff2html.min.css";
+import { api } from "../api.js";
+import { format, statusLabel } from "../transforms/runs.js";
+import { facts, fill, h, table } from "./dom.js";
+
+/** @param {HTMLElement} root */
+export async function mountCompare(root) {
+  const query = new URLSearchParams(window.location.search);
+  const a = query.get("a"), b = query.get("b");
+  if (!a || !b) {
+    fill(root, h("h1", null, "Compare runs"),
+      h("p", null, "Pick two runs in the ", h("a", { href: "/runs/" }, "runs list"), " and press Compare."));
+    return;
+  }
+  const data = await api(`/api/runs/compare/?a=${encodeURIComponent(a)}&b=${encodeURIComponent(b)}`);
+  fill(root, h("h1", null, `Run #${data.a.id} and run #${data.b.id}`),
+    data.same_task ? null : h("p", { class: "notice" }, `Different tasks (${data.a.task} and ${data.b.task}): `
+      + "their times are not comparable."),
+    h("div", { class: "compare-grid" }, side(data.a, "a"), side(data.b, "b")),
+    h("section", { class: "panel" }, h("h2", null, `Best kernel of #${data.a.id} → best kernel of #${data.b.id}`),
+      data.diff ? h("div", { class: "compare-diff", html: diffHtml(data.diff, { outputFormat: "side-by-side", drawFileList: false }) })
+        : h("p", { class: "muted" }, "The two best kernels are the same.")));
+}
+
+/** @param {any} run @param {string} which */
+function side(run, which) {
+  return h("section", { class: "panel compare-side", "data-side": which },
+    h("h2", null, h("a", { href: `/runs/${run.id}/` }, `#${run.id}`), ` ${run.task} `,
+      h("span", { class: `badge status-${run.status} outcome-${run.outcome || "none"}` }, statusLabel(run))),
+    run.intent ? h("p", null, h("span", { class: "muted" }, "Intent: "), run.intent) : null,
+    facts([["judge", run.judge], ["root", format.ms(run.root_ms)], ["best", format.ms(run.best_ms)],
+      ["speedup", format.speedup(run.speedup)], ["evaluated", `${run.evaluated} / ${run.budget}`],
+      ["best found at", run.best_found_at == null ? "—" : `evaluation ${run.best_found_at}`],
+      ["GPU time", format.seconds(run.gpu_seconds)], ["sources", (run.sources ?? []).join(", ")]]),
+    h("h3", null, "Best path"),
+    table(["node", "step", "by", "time"], run.path.map((/** @type {any} */ step, /** @type {number} */ i) => [
+      `#${step.id}`, i === 0 ? "start" : step.title, h("code", null, step.source), format.ms(step.time_ms)]),
+    { class: "compare-path" }));
+}
