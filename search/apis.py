@@ -222,7 +222,8 @@ def _candidate_field(error: CandidateError) -> str:
 class RunCompareApi(APIView):
     """Two runs you may see, side by side: ?a=<run id>&b=<run id>."""
 
-    @extend_schema(parameters=[OpenApiParameter("a", int, required=True), OpenApiParameter("b", int, required=True)],
+    @extend_schema(parameters=[OpenApiParameter("a", int, required=True),
+                               OpenApiParameter("b", int, required=True)],
                    responses={200: OpenApiTypes.OBJECT, 404: ErrorSerializer})
     def get(self, request: Request) -> Response:
         ids = [params.query_int(request.query_params, name) for name in ("a", "b")]

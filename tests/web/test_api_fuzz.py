@@ -142,7 +142,8 @@ def test_every_operation_answers_as_its_schema_says_and_never_with_a_server_erro
         send(case, CHECKS)
         real = {name: world["ids"][name] for name in (case.path_parameters or {}) if name in world["ids"]}
         # Ids a query names (compare's ?a=&b=) are real ids too.
-        real_query = {name: world["query_ids"][name] for name in (case.query or {}) if name in world["query_ids"]}
+        query_ids = world["query_ids"]
+        real_query = {name: query_ids[name] for name in (case.query or {}) if name in query_ids}
         if real or real_query:
             # With real ids a request that was invalid only in its path is valid: the other
             # checks still hold, but not "invalid data is refused".
