@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { compileModel, inspectorModel } from "../src/transforms/inspector.js";
+import { compileModel, inspectorModel, profileSections } from "../src/transforms/inspector.js";
 
 describe("inspectorModel", () => {
   it("reads the kernel's code and its proposer apart, as the API sends them", () => {
@@ -58,5 +58,21 @@ describe("a root written from an intent", () => {
 
   it("has no generation when nobody wrote it", () => {
     expect(inspectorModel({ id: 0, params: { rank: 1 } })).toMatchObject({ params: { rank: 1 }, generation: null });
+  });
+});
+
+describe("profileSections", () => {
+  it("groups the metrics like Nsight Compute's sections, and keeps the rest", () => {
+    const sections = profileSections({ sol_sm_pct: 12.5, sol_dram_pct: 91, dram_read_bytes: 1.07e9, achieved_occupancy_pct: 80,
+      grid_size: 1056, block_size: 256, new_metric: 3, bottleneck_note: "text is not a metric" });
+    expect(sections.map((s) => s.title)).toEqual(["GPU Speed Of Light Throughput", "Memory Workload Analysis", "Occupancy",
+      "Launch Statistics", "Other"]);
+    expect(sections[0].rows.map((r) => [r.label, r.unit])).toEqual([["Compute (SM) throughput", "%"], ["DRAM throughput", "%"]]);
+    expect(sections[4].rows).toEqual([{ key: "new_metric", label: "new_metric", value: 3, unit: "" }]);
+  });
+
+  it("has nothing to show without metrics", () => {
+    expect(profileSections(null)).toEqual([]);
+    expect(profileSections({ x: "y" })).toEqual([]);
   });
 });

@@ -104,3 +104,39 @@ export function generationParts(params) {
   };
 }
 
+
+// Nsight Compute's own section names, and the metrics of ours that belong to each
+// (profiling/harness/profile.py names them). Anything else is listed under "Other".
+const SECTIONS = /** @type {const} */ ([
+  ["GPU Speed Of Light Throughput", [["sol_sm_pct", "Compute (SM) throughput", "%"],
+    ["sol_memory_pct", "Memory throughput", "%"], ["sol_dram_pct", "DRAM throughput", "%"],
+    ["sol_l2_pct", "L2 cache throughput", "%"], ["sol_l1tex_pct", "L1/TEX cache throughput", "%"],
+    ["duration_ns", "Duration", "ns"]]],
+  ["Memory Workload Analysis", [["dram_read_bytes", "DRAM bytes read", "B"], ["dram_write_bytes", "DRAM bytes written", "B"],
+    ["l1_global_load_sectors", "L1 global load sectors", ""], ["l1_global_store_sectors", "L1 global store sectors", ""]]],
+  ["Occupancy", [["theoretical_occupancy_pct", "Theoretical occupancy", "%"],
+    ["achieved_occupancy_pct", "Achieved occupancy", "%"], ["registers_per_thread", "Registers per thread", ""]]],
+  ["Launch Statistics", [["grid_size", "Grid size", ""], ["block_size", "Block size", ""],
+    ["instructions_executed", "Instructions executed", ""]]],
+]);
+
+/**
+ * A node's ncu metrics grouped like Nsight Compute's sections, each row with its label,
+ * value and unit ("%" rows are drawn as bars); metrics of no section go under "Other".
+ * @param {Record<string, unknown>|null|undefined} metrics
+ * @returns {{title: string, rows: {key: string, label: string, value: number, unit: string}[]}[]}
+ */
+export function profileSections(metrics) {
+  const numbers = Object.fromEntries(Object.entries(metrics ?? {}).filter(([, v]) => typeof v === "number" && Number.isFinite(v)));
+  const placed = new Set();
+  const sections = SECTIONS.map(([title, rows]) => ({
+    title,
+    rows: rows.filter(([key]) => key in numbers).map(([key, label, unit]) => {
+      placed.add(key);
+      return { key, label, value: /** @type {number} */ (numbers[key]), unit };
+    }),
+  }));
+  const other = Object.keys(numbers).filter((k) => !placed.has(k)).sort()
+    .map((key) => ({ key, label: key, value: /** @type {number} */ (numbers[key]), unit: "" }));
+  return [...sections, { title: "Other", rows: other }].filter((s) => s.rows.length);
+}

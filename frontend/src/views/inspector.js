@@ -1,6 +1,6 @@
 // The node inspector: everything one node can say about itself.
 import { deltaBars, formatPercent } from "../transforms/deltas.js";
-import { inspectorModel } from "../transforms/inspector.js";
+import { inspectorModel, profileSections } from "../transforms/inspector.js";
 import { format } from "../transforms/runs.js";
 import { renderRoofline } from "./charts.js";
 import { codeBlock, diffBlock } from "./code.js";
@@ -161,11 +161,16 @@ function compileSection(compile) {
 }
 
 function profileSection(profile) {
-  const metrics = Object.entries(profile?.metrics ?? {}).filter(([, v]) => typeof v === "number");
-  if (!metrics.length) return null;
+  const sections = profileSections(profile?.metrics);
+  if (!sections.length) return null;
   return section("Profile (Nsight Compute)", [
     profile.bottleneck ? h("p", null, "Bottleneck: ", h("span", { class: "badge bottleneck" }, profile.bottleneck)) : null,
-    h("details", null, h("summary", null, `${metrics.length} metrics`),
-      table(["metric", "value"], metrics.map(([k, v]) => [h("code", null, k), format.number(v)]), { class: "metrics" })),
+    sections.map((s, i) => h("details", { class: "ncu-section", "data-ncu-section": s.title, open: i === 0 },
+      h("summary", null, s.title),
+      table(["metric", "value"], s.rows.map((r) => [h("span", { title: r.key }, r.label), r.unit === "%"
+        // a <meter>, not a styled bar: the Content-Security-Policy allows no inline style
+        ? h("span", { class: "pct" }, h("meter", { min: 0, max: 100, value: Math.max(0, Math.min(100, r.value)) }),
+          ` ${r.value.toFixed(1)} %`)
+        : `${format.number(r.value)}${r.unit ? ` ${r.unit}` : ""}`]), { class: "metrics" }))),
   ], "profile");
 }
