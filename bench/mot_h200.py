@@ -32,23 +32,12 @@ import torch  # noqa: E402
 import transformers  # noqa: E402
 
 from lineage.engine import experts as lineage_experts  # noqa: E402
-from search.generation.dataset import Pair, pair, suite_pairs  # noqa: E402
+from search.generation.dataset import suite_pairs  # noqa: E402
 from search.generation.loop import GateChecker  # noqa: E402
 from search.generation.mot import MixtureOfThoughts, tiny_experts  # noqa: E402
 from search.generation.writing import read_fenced  # noqa: E402
 
 POSITIONS = 4096
-
-
-def lineage_pairs() -> list[Pair]:
-    found = []
-    for task in lineage_experts.tasks_with_experts():
-        expert = lineage_experts.load(task)
-        off = frozenset()
-        found.append(pair(task, expert.written_candidate(off), title=f"{task}, plain first attempt",
-                          approach="the expert's kernel with every optimisation off",
-                          origin=f"lineage:{task}:all-off"))
-    return found
 
 
 def gpu_facts() -> dict:
@@ -81,7 +70,7 @@ def main() -> None:
     for expert in experts:
         expert.model.to(device)
     mot = MixtureOfThoughts(experts, stacks=args.stacks, shared=args.shared, heads=4, k=2).to(device)
-    pairs = [p for p in [*suite_pairs(), *lineage_pairs()]
+    pairs = [p for p in [*suite_pairs(), *lineage_experts.generation_pairs(full=False)]
              if len((p.prompt + p.target).encode()) + 1 <= POSITIONS
              and args.only in (None, p.task, p.origin)]
     texts = [(p.prompt, p.target) for p in pairs]

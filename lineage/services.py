@@ -345,16 +345,5 @@ def skill_library_import(*, data: Any, importer: Any) -> dict[str, list[str]]:
 
 def generation_pairs() -> list:
     """OptiML-G's training pairs from the experts (settings.OPTIML_GENERATION_KERNEL_SOURCES):
-    each expert's plain first attempt (every flag off) and its full kernel (every flag
-    on), both states its lineage's walk put through the gate."""
-    from search.generation.dataset import pair
-
-    pairs = []
-    for task in experts.tasks_with_experts():
-        expert = experts.load(task)
-        for state, title in ((frozenset(), "plain first attempt"), (expert.all_on(), "expert kernel")):
-            flags = "+".join(sorted(state)) or "none"
-            pairs.append(pair(task, expert.written_candidate(state), title=f"{task}: {title}",
-                              approach=f"the expert's kernel with {flags} on",
-                              origin=f"lineage:{task}:{flags}"))
-    return pairs
+    lineage.engine.experts.generation_pairs, every expert's all-off and all-on state."""
+    return experts.generation_pairs()

@@ -218,3 +218,24 @@ def _acyclic(expert: Expert, where: str) -> None:
             raise ExpertError(f"{where}: the flags' dependencies form a cycle among "
                               f"{sorted(set(depends) - done)}")
         done |= set(ready)
+
+
+def generation_pairs(*, full: bool = True, root: Path | None = None) -> list:
+    """OptiML-G's training pairs from the experts: each expert's plain first attempt
+    (every flag off) and, with `full`, its whole kernel (every flag on), both states its
+    lineage's walk put through the gate (search.generation.dataset pairs)."""
+    from search.generation.dataset import pair
+
+    pairs = []
+    for task in tasks_with_experts(root):
+        expert = load(task, root)
+        states = [(frozenset(), "plain first attempt")]
+        if full:
+            states.append((expert.all_on(), "expert kernel"))
+        for state, title in states:
+            flags = "+".join(sorted(state)) or "none"
+            pairs.append(pair(task, expert.written_candidate(state), title=f"{task}: {title}",
+                              approach=f"the expert's kernel with {flags} on",
+                              origin=f"lineage:{task}:{flags}"))
+    return pairs
+

@@ -24,7 +24,7 @@ import json
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from profiling.harness.candidate import Candidate, CandidateError
@@ -191,17 +191,6 @@ def _written(writer: str, data: dict[str, Any], text: str) -> Written:
     return Written(writer=writer, title=str(data.get("title") or "written from the intent").strip(),
                    approach=str(data.get("approach") or data.get("rationale") or "").strip(),
                    candidate=candidate, text=text)
-
-
-@dataclass
-class Transcript:
-    """Prompts and replies of one generation, in order, for the session's record."""
-
-    entries: list[dict[str, Any]] = field(default_factory=list)
-
-    def add(self, who: str, purpose: str, prompt: str, reply: str = "", error: str = "") -> None:
-        self.entries.append({"who": who, "purpose": purpose, "prompt": prompt[:20000],
-                             "reply": reply[:20000], "error": error})
 
 
 def timed(call: Callable[[], Written]) -> tuple[Written | None, WriteFailed | None, float]:
