@@ -21,8 +21,11 @@ class Team(models.Model):
 
 class Membership(models.Model):
     class Role(models.TextChoices):
-        # A member sees the team's runs; an admin may also pause, stop and share them.
+        # A member sees the team's runs and skill library and comments on its cards; a
+        # reviewer also approves, rejects, edits and imports the team's skill cards; an
+        # admin does all that, manages the team and may pause, stop and share its runs.
         MEMBER = "member"
+        REVIEWER = "reviewer"
         ADMIN = "admin"
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")

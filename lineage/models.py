@@ -113,7 +113,14 @@ class SkillCard(models.Model):
     not tried yet), verified (its roundtrip reproduced its effect: set by the system),
     failed (its roundtrip did not), then approved or rejected by a reviewer
     (services.skill_card_review), or retired. `data["roundtrip"]` holds the trials behind
-    it; its reviews and comments are rows of their own."""
+    it; its reviews and comments are rows of their own.
+
+    A card belongs to one library: the project's default one (`team` empty: induced
+    here, readable by everyone, reviewed by the project's admins) or a team's (`team`
+    set: copied from the default library or imported, read and discussed by the team's
+    members, reviewed by its admins and reviewers). A card id is unique per library.
+    `revision` counts every change a viewer of the card should see (a roundtrip's
+    admission, a review, an edit, a comment): the card's page follows it live."""
 
     class Status(models.TextChoices):
         INDUCED = "induced"
@@ -123,19 +130,35 @@ class SkillCard(models.Model):
         REJECTED = "rejected"
         RETIRED = "retired"
 
-    card_id = models.CharField(max_length=100, unique=True)
+    card_id = models.CharField(max_length=100)
+    team = models.ForeignKey("accounts.Team", null=True, blank=True, on_delete=models.CASCADE,
+                             related_name="skill_cards")
+    copied_from = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL,
+                                    related_name="copies")
     intent = models.CharField(max_length=60)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.INDUCED)
     data = models.JSONField()  # cards.SkillCard.to_dict()
     lineages = models.ManyToManyField(Lineage, related_name="skill_cards", blank=True)
+    revision = models.PositiveIntegerField(default=1)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         ordering = ["intent"]
+        constraints = [
+            models.UniqueConstraint(fields=["team", "card_id"], name="one_card_id_per_team_library"),
+            models.UniqueConstraint(fields=["card_id"], condition=models.Q(team__isnull=True),
+                                    name="one_card_id_in_the_default_library"),
+        ]
+
+    @property
+    def library(self) -> str:
+        """Which library the card is in, as a run records it: "default" or "team:<id>"."""
+        return f"team:{self.team_id}" if self.team_id else "default"
 
     def __str__(self) -> str:
-        return f"skill card {self.card_id} ({self.status})"
+        where = f" of team {self.team_id}" if self.team_id else ""
+        return f"skill card {self.card_id}{where} ({self.status})"
 
 
 class SkillReview(models.Model):

@@ -5,6 +5,8 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+from dataclasses import dataclass
+from typing import Any
 
 from django.db.models import Count, QuerySet
 
@@ -26,8 +28,57 @@ def walk_request_get(*, pk: int) -> WalkRequest | None:
     return WalkRequest.objects.select_related("task", "lineage").filter(pk=pk).first()
 
 
-def skill_card_list(*, intent: str | None = None) -> QuerySet[SkillCard]:
-    rows = SkillCard.objects.annotate(lineage_count=Count("lineages", distinct=True))
+@dataclass(frozen=True)
+class Library:
+    """A skill library: the project's default one (team None) or a team's."""
+
+    team: Any = None  # accounts.Team
+
+    @property
+    def team_id(self) -> int | None:
+        return self.team.pk if self.team is not None else None
+
+    @property
+    def label(self) -> str:
+        """As a run records it (SkillCard.library): "default" or "team:<id>"."""
+        return f"team:{self.team.pk}" if self.team is not None else "default"
+
+    @property
+    def name(self) -> str:
+        return f"{self.team.name}'s library" if self.team is not None else "the default library"
+
+
+def skill_library_open(*, user, team_id: int | None) -> Library | None:
+    """The library `user` may read: the default one (anyone signed in), or the team's when
+    `user` is one of its members (any role). None otherwise (a 404: a team's library is
+    not even said to exist to others)."""
+    from accounts.models import Team
+
+    if not user.is_authenticated:
+        return None
+    if team_id is None:
+        return Library()
+    team = Team.objects.filter(pk=team_id, memberships__user=user).first()
+    return Library(team) if team is not None else None
+
+
+def skill_libraries_of(*, user) -> list[dict]:
+    """The libraries `user` reads, for the library page's chooser: the default one, then
+    each of their teams', with how many cards it holds and the user's role there."""
+    from accounts.models import Membership
+
+    counts = dict(SkillCard.objects.filter(team__memberships__user=user).values_list("team_id")
+                  .annotate(n=Count("pk", distinct=True)))
+    rows = [{"team": None, "name": "Default library", "cards": SkillCard.objects.filter(team=None).count(),
+             "role": "staff" if user.is_staff else "reader"}]
+    for membership in Membership.objects.filter(user=user).select_related("team").order_by("team__name"):
+        rows.append({"team": membership.team_id, "name": membership.team.name,
+                     "cards": counts.get(membership.team_id, 0), "role": membership.role})
+    return rows
+
+
+def skill_card_list(*, intent: str | None = None, team: Any = None) -> QuerySet[SkillCard]:
+    rows = SkillCard.objects.filter(team=team).annotate(lineage_count=Count("lineages", distinct=True))
     return rows.filter(intent=intent) if intent else rows
 
 
@@ -35,12 +86,12 @@ SKILL_SORTS = ("intent", "effect", "evidence")
 
 
 def skill_library(*, intent: str = "", task: str = "", status: str = "", arch: str = "",
-                  sort: str = "intent") -> list[SkillCard]:
+                  sort: str = "intent", team: Any = None) -> list[SkillCard]:
     """The library as its page lists it: filtered by intent, task family (a task in the
     card's scope), architecture and status; sorted by intent, by effect (the median
     measured speed-up, best first) or by evidence (lineages, then steps, most first).
     A few dozen cards: the scope filters read the card's data here."""
-    rows = skill_card_list(intent=intent or None).annotate(
+    rows = skill_card_list(intent=intent or None, team=team).annotate(
         review_count=Count("reviews", distinct=True), comment_count=Count("comments", distinct=True))
     if status:
         rows = rows.filter(status=status)
@@ -56,22 +107,38 @@ def skill_library(*, intent: str = "", task: str = "", status: str = "", arch: s
     return cards
 
 
-def skill_card_get(*, card_id: str) -> SkillCard | None:
-    return SkillCard.objects.filter(card_id=card_id).first()
+def skill_card_get(*, card_id: str, team: Any = None) -> SkillCard | None:
+    return SkillCard.objects.filter(team=team, card_id=card_id).first()
 
 
-def skill_cards_for_search(*, statuses: tuple[str, ...] = ("approved",)
+def skill_library_for_run(*, team_id: int | None) -> Library:
+    """Which library a run's searches use: its team's, when the run belongs to a team whose
+    library holds cards; else the default one (a team that never copied or imported a
+    card searches with the project's)."""
+    from accounts.models import Team
+
+    if team_id is not None and SkillCard.objects.filter(team_id=team_id).exists():
+        return Library(Team.objects.get(pk=team_id))
+    return Library()
+
+
+def skill_cards_for_search(*, statuses: tuple[str, ...] = ("approved",), team_id: int | None = None
                            ) -> tuple[list[dict], dict[str, dict]]:
-    """The cards a search may use, as plain data, and for each what a run records of it:
-    its text version (1 when never edited), its status and the SHA-256 of its data."""
+    """The cards a search may use (those of the run's library, skill_library_for_run, with
+    a status in `statuses`), as plain data, and for each what a run records of it: its
+    library, its text version (1 when never edited), its status and the SHA-256 of its
+    data."""
     from django.db.models import Max
 
-    rows = SkillCard.objects.filter(status__in=statuses).annotate(text_version=Max("versions__number"))
+    library = skill_library_for_run(team_id=team_id)
+    rows = (SkillCard.objects.filter(team=library.team, status__in=statuses)
+            .annotate(text_version=Max("versions__number")))
     cards, versions = [], {}
     for row in rows:
         cards.append(row.data)
         digest = hashlib.sha256(json.dumps(row.data, sort_keys=True).encode()).hexdigest()
-        versions[row.card_id] = {"version": row.text_version or 1, "status": row.status, "sha256": digest}
+        versions[row.card_id] = {"library": library.label, "version": row.text_version or 1,
+                                 "status": row.status, "sha256": digest}
     return cards, versions
 
 
@@ -102,13 +169,18 @@ def text_diff(before: str, after: str, old_name: str, new_name: str) -> str:
 
 
 def skill_card_usage(*, card: SkillCard, user) -> list[dict]:
-    """Where the card was applied: the nodes it made in the runs `user` may see, newest
+    """Where the card was applied: the nodes this card (of its library: a team's copy is
+    another card) made in the runs `user` may see, newest
     run first, each with its outcome (status, time, and its speed-up over its parent)."""
     from search.models import RunNode
     from search.selectors import runs_visible_to
 
-    nodes = list(RunNode.objects.filter(run__in=runs_visible_to(user=user), source=f"skill:{card.card_id}")
-                 .select_related("run__task").order_by("-run_id", "node_id")[:500])
+    runs = runs_visible_to(user=user)
+    if card.team_id is not None:
+        runs = runs.filter(team_id=card.team_id)
+    nodes = [node for node in RunNode.objects.filter(run__in=runs, source=f"skill:{card.card_id}")
+             .select_related("run__task").order_by("-run_id", "node_id")[:500]
+             if _used_library(node) == card.library]
     parent_ids = {n.parent_id for n in nodes if n.parent_id is not None}
     parents = {(n.run_id, n.node_id): n.time_ms for n in RunNode.objects.filter(
         run_id__in={n.run_id for n in nodes}, node_id__in=parent_ids)}
@@ -125,7 +197,14 @@ def skill_card_usage(*, card: SkillCard, user) -> list[dict]:
     return rows
 
 
-def skill_library_export() -> dict:
+def _used_library(node) -> str:
+    """The library a node's card came from, as its run recorded it; nodes made before runs
+    recorded it came from the default library (the only one then)."""
+    version = (node.detail or {}).get("params", {}).get("card_version") or {}
+    return version.get("library", "default")
+
+
+def skill_library_export(*, team: Any = None) -> dict:
     """The whole library as a file another team can import (lineage/engine/library.py):
     every card as stored, its status and its data, the machine's parts included (the
     search needs them)."""
@@ -134,7 +213,7 @@ def skill_library_export() -> dict:
     from lineage.engine.library import library_dict
 
     cards = [{"card_id": c.card_id, "intent": c.intent, "status": c.status, "data": c.data}
-             for c in SkillCard.objects.order_by("card_id")]
+             for c in SkillCard.objects.filter(team=team).order_by("card_id")]
     return library_dict(cards, timezone.now().isoformat(timespec="seconds"))
 
 

@@ -74,6 +74,8 @@ class SkillCardSerializer(SkillCardRowSerializer):
     risks, scope, evidence, roundtrip), its reviews and its comments."""
 
     card = serializers.SerializerMethodField()
+    library = serializers.SerializerMethodField()
+    revision = serializers.IntegerField()
     can_review = serializers.SerializerMethodField()
     lineages_behind = serializers.SerializerMethodField()
     review_history = SkillReviewSerializer(source="reviews", many=True)
@@ -89,7 +91,13 @@ class SkillCardSerializer(SkillCardRowSerializer):
         from lineage.services import skill_card_can_review
 
         request = self.context.get("request")
-        return skill_card_can_review(user=request.user) if request else False
+        return skill_card_can_review(user=request.user, team=card.team) if request else False
+
+    def get_library(self, card: SkillCard) -> dict[str, Any]:
+        """The library it is in (team None: the project's default one), and the default
+        card it was copied from, if it was."""
+        return {"team": card.team_id, "name": card.team.name if card.team_id else "Default library",
+                "copied_from": card.copied_from.card_id if card.copied_from_id else None}
 
     def get_card(self, card: SkillCard) -> dict[str, Any]:
         return data_for_users(card_for_people(card.data))
@@ -110,6 +118,19 @@ def card_for_people(data: dict[str, Any]) -> dict[str, Any]:
     lean["steps"] = [{k: v for k, v in step.items() if k not in _MACHINE_KEYS}
                      for step in anchor.get("steps", [])]
     return {**{k: v for k, v in data.items() if k != "anchor"}, "anchor": lean}
+
+
+class SkillLibraryChoiceSerializer(serializers.Serializer):
+    team = serializers.IntegerField(allow_null=True)
+    name = serializers.CharField()
+    cards = serializers.IntegerField()
+    role = serializers.CharField()
+
+
+class SkillCopySerializer(serializers.Serializer):
+    team = serializers.IntegerField(min_value=1, max_value=2**63 - 1)
+    cards = serializers.ListField(child=serializers.RegexField(r"^[a-z0-9_]{1,90}-v[0-9]{1,6}$"),
+                                  required=False, max_length=1000)
 
 
 class SkillReviewCreateSerializer(serializers.Serializer):

@@ -156,8 +156,9 @@ def walk_request_run(*, request_id: int, evaluator_factory: Callable[[WalkReques
 @transaction.atomic
 def cards_induce(*, probes: dict[str, list] | None = None,
                  lineage_ids: list[int] | None = None) -> list[SkillCard]:
-    """Induce the skill cards from the stored lineages (all, or `lineage_ids`) and store
-    them, replacing cards of the same id; every card or none. `probes`: task -> the
+    """Induce the skill cards from the stored lineages (all, or `lineage_ids`) into the
+    default library, replacing cards of the same id; every card or none. (A team's
+    library changes only by its own copies, imports and reviews.) `probes`: task -> the
     probes of its expert (lineage/engine/probes.py), for order preconditions and risks."""
     from lineage.engine import cards
 
@@ -167,13 +168,14 @@ def cards_induce(*, probes: dict[str, list] | None = None,
     stored = []
     for card in cards.induce([data for _, data in parsed], probes or {}):
         data = json_safe(card.to_dict())
-        old = SkillCard.objects.filter(card_id=card.id).values_list("data", flat=True).first()
+        old = SkillCard.objects.filter(team=None, card_id=card.id).values_list("data", flat=True).first()
         if old and "roundtrip" in old:
             data["roundtrip"] = old["roundtrip"]  # the trials stay with the card
-        if old and SkillCardVersion.objects.filter(card__card_id=card.id).exists():
+        if old and SkillCardVersion.objects.filter(card__team=None, card__card_id=card.id).exists():
             data["sentence"], data["notes"] = old["sentence"], old.get("notes", "")  # the team's text stays
         row, _ = SkillCard.objects.update_or_create(
-            card_id=card.id, defaults={"intent": card.intent, "data": data})
+            team=None, card_id=card.id, defaults={"intent": card.intent, "data": data})
+        _changed(row)
         row.lineages.set([r for r, data in parsed if any(t.intent == card.intent for t in data.transitions)])
         stored.append(row)
     return stored
@@ -187,16 +189,18 @@ class AdmissionError(ValueError):
 
 
 @transaction.atomic
-def cards_admit(*, admission: Any) -> list[SkillCard]:
+def cards_admit(*, admission: Any, team: Any = None) -> list[SkillCard]:
     """Set the stored cards' status from a roundtrip's admission (bench/cards_admission.py
     writes it; lineage/engine/admission.py decides), keeping the trials in the card's data;
     every card named or none. Cards the file does not name are left as they are, and a
-    card a reviewer approved or rejected (or that was retired) keeps that status."""
+    card a reviewer approved or rejected (or that was retired) keeps that status. `team`:
+    the library whose cards the roundtrip tried (None: the default one). Viewers of each
+    card's page hear of it once the whole admission commits."""
     if not isinstance(admission, dict) or not isinstance(admission.get("cards"), dict):
         raise AdmissionError("not an admission file: expected {\"cards\": {card id: {\"status\": ...}}}")
     allowed = {SkillCard.Status.INDUCED, SkillCard.Status.VERIFIED, SkillCard.Status.FAILED}
     rows = {row.card_id: row for row in SkillCard.objects.select_for_update()
-            .filter(card_id__in=list(admission["cards"]))}
+            .filter(team=team, card_id__in=list(admission["cards"]))}
     missing = sorted(set(admission["cards"]) - set(rows))
     if missing:
         raise AdmissionError(f"no stored skill cards {missing} (manage.py lineage induce first)")
@@ -208,7 +212,19 @@ def cards_admit(*, admission: Any) -> list[SkillCard]:
             row.status = result["status"]
         row.data = {**row.data, "roundtrip": json_safe({**result, "source": admission.get("source", "")})}
         row.save(update_fields=["status", "data", "updated_at"])
+        _changed(row, "roundtrip")
     return list(rows.values())
+
+
+def _changed(card: SkillCard, what: str = "card") -> None:
+    """One more revision of the card (in this transaction), announced to the viewers of
+    its page once it commits (lineage.live)."""
+    from django.db.models import F
+
+    from lineage import live
+
+    SkillCard.objects.filter(pk=card.pk).update(revision=F("revision") + 1)
+    live.card_changed_after_commit(card_pk=card.pk, what=what)
 
 
 # -- the team's review of the skill library ------------------------------------------------
@@ -229,10 +245,27 @@ def _comment_text(text: Any) -> str:
     return text.strip()
 
 
-def skill_card_can_review(*, user: Any) -> bool:
-    """Who approves and rejects the project's default library: its admins (staff). Team
-    libraries, with their admins as reviewers, come with cards that belong to a team."""
-    return bool(user and user.is_authenticated and user.is_staff)
+REVIEWING_ROLES = ("admin", "reviewer")  # accounts.Membership.Role: who reviews a team's library
+
+
+def skill_card_can_review(*, user: Any, team: Any = None) -> bool:
+    """Who approves, rejects, edits and imports a library's cards (and copies the default
+    library into a team): for the project's default library (`team` None) its admins
+    (staff); for a team's, the team's admins and reviewers."""
+    if not (user and user.is_authenticated):
+        return False
+    if team is None:
+        return bool(user.is_staff)
+    from accounts.selectors import team_role
+
+    return team_role(user=user, team_id=getattr(team, "pk", team)) in REVIEWING_ROLES
+
+
+def _card_locked(card_id: str, team: Any) -> SkillCard:
+    card = SkillCard.objects.select_for_update().filter(team=team, card_id=card_id).first()
+    if card is None:
+        raise SkillCard.DoesNotExist(card_id)
+    return card
 
 
 def _roundtrip_reproduced(card: SkillCard) -> bool:
@@ -246,7 +279,8 @@ def _roundtrip_reproduced(card: SkillCard) -> bool:
 
 
 @transaction.atomic
-def skill_card_review(*, card_id: str, reviewer: Any, decision: str, comment: Any) -> SkillReview:
+def skill_card_review(*, card_id: str, reviewer: Any, decision: str, comment: Any,
+                      team: Any = None) -> SkillReview:
     """Approve or reject a card, with the comment that says why. Only a card whose
     roundtrip reproduced its effect (verified by the system) can be approved; any card not
     already rejected or retired can be rejected. The card's status and the review change
@@ -254,9 +288,7 @@ def skill_card_review(*, card_id: str, reviewer: Any, decision: str, comment: An
     if decision not in SkillReview.Decision.values:
         raise ValueError(f"decision must be one of {sorted(SkillReview.Decision.values)}")
     text = _comment_text(comment)
-    card = SkillCard.objects.select_for_update().filter(card_id=card_id).first()
-    if card is None:
-        raise SkillCard.DoesNotExist(card_id)
+    card = _card_locked(card_id, team)
     before = card.status
     if decision == SkillReview.Decision.APPROVE:
         if before == SkillCard.Status.APPROVED:
@@ -271,15 +303,17 @@ def skill_card_review(*, card_id: str, reviewer: Any, decision: str, comment: An
         after = SkillCard.Status.REJECTED
     card.status = after
     card.save(update_fields=["status", "updated_at"])
+    _changed(card, "review")
     return SkillReview.objects.create(card=card, reviewer=reviewer, decision=decision, comment=text,
                                       status_before=before, status_after=after)
 
 
-def skill_comment_create(*, card_id: str, author: Any, text: Any) -> SkillComment:
-    card = SkillCard.objects.filter(card_id=card_id).first()
-    if card is None:
-        raise SkillCard.DoesNotExist(card_id)
-    return SkillComment.objects.create(card=card, author=author, text=_comment_text(text))
+@transaction.atomic
+def skill_comment_create(*, card_id: str, author: Any, text: Any, team: Any = None) -> SkillComment:
+    body = _comment_text(text)
+    card = _card_locked(card_id, team)
+    _changed(card, "comment")
+    return SkillComment.objects.create(card=card, author=author, text=body)
 
 
 MAX_SENTENCE = 500
@@ -291,13 +325,11 @@ def _card_text(card: SkillCard) -> dict[str, str]:
 
 @transaction.atomic
 def skill_card_edit(*, card_id: str, author: Any, sentence: str | None = None,
-                    notes: str | None = None) -> SkillCardVersion:
+                    notes: str | None = None, team: Any = None) -> SkillCardVersion:
     """Edit a card's text (its sentence, the team's notes): a new version with its author
     and time, and the card's data holds it. The first edit keeps the induced text as
     version 1. Its code, evidence and status are not text: they do not change."""
-    card = SkillCard.objects.select_for_update().filter(card_id=card_id).first()
-    if card is None:
-        raise SkillCard.DoesNotExist(card_id)
+    card = _card_locked(card_id, team)
     current = _card_text(card)
     new = {"sentence": current["sentence"] if sentence is None else sentence.strip(),
            "notes": current["notes"] if notes is None else notes.strip()}
@@ -313,20 +345,22 @@ def skill_card_edit(*, card_id: str, author: Any, sentence: str | None = None,
     version = SkillCardVersion.objects.create(card=card, number=last.number + 1, author=author, **new)
     card.data = {**card.data, **new}
     card.save(update_fields=["data", "updated_at"])
+    _changed(card, "edit")
     return version
 
 
 @transaction.atomic
-def skill_library_import(*, data: Any, importer: Any) -> dict[str, list[str]]:
+def skill_library_import(*, data: Any, importer: Any, team: Any = None) -> dict[str, list[str]]:
     """Import a library file (lineage/engine/library.py checks it first: every card or
     none). A card whose id is stored already is left as it is (skipped). A new card is
     stored as induced, whatever the file says: its roundtrip ran elsewhere, so it enters
     this library only by passing its roundtrip here. What the file said (its status and
-    trials) is kept as evidence under data["imported"]."""
+    trials) is kept as evidence under data["imported"]. `team`: the library it goes into
+    (None: the default one)."""
     from lineage.engine.library import parse_library
 
     cards = parse_library(data)
-    stored = set(SkillCard.objects.filter(card_id__in=[c["card_id"] for c in cards])
+    stored = set(SkillCard.objects.filter(team=team, card_id__in=[c["card_id"] for c in cards])
                  .values_list("card_id", flat=True))
     created, skipped = [], []
     for card in cards:
@@ -337,10 +371,50 @@ def skill_library_import(*, data: Any, importer: Any) -> dict[str, list[str]]:
         body["imported"] = json_safe({"status": card["status"], "roundtrip": card["data"].get("roundtrip"),
                                       "by": getattr(importer, "username", ""),
                                       "at": timezone.now().isoformat(timespec="seconds")})
-        SkillCard.objects.create(card_id=card["card_id"], intent=card["intent"],
+        SkillCard.objects.create(card_id=card["card_id"], intent=card["intent"], team=team,
                                  status=SkillCard.Status.INDUCED, data=body)
         created.append(card["card_id"])
     return {"created": created, "skipped": skipped}
+
+
+@transaction.atomic
+def skill_library_copy(*, team: Any, actor: Any, card_ids: list[str] | None = None) -> dict[str, list[str]]:
+    """Copy the default library's cards (all, or `card_ids`) into `team`'s library. A card
+    the team has already is skipped (its team's text, reviews and status stay). A copy
+    keeps the card's data, lineages and current text (as its version 1) and what the
+    system found of it (induced, verified or failed by its roundtrip), but not the
+    project's review: the team reviews its own copy. Only the team's reviewers copy."""
+    if not skill_card_can_review(user=actor, team=team):
+        raise PermissionError("only the team's admins and reviewers copy cards into its library")
+    source = SkillCard.objects.filter(team=None).prefetch_related("lineages").order_by("card_id")
+    if card_ids is not None:
+        source = source.filter(card_id__in=card_ids)
+        missing = sorted(set(card_ids) - set(source.values_list("card_id", flat=True)))
+        if missing:
+            raise SkillCard.DoesNotExist(f"the default library has no cards {missing}")
+    held = set(SkillCard.objects.filter(team=team).values_list("card_id", flat=True))
+    created, skipped = [], []
+    for card in source:
+        if card.card_id in held:
+            skipped.append(card.card_id)
+            continue
+        copy = SkillCard.objects.create(card_id=card.card_id, intent=card.intent, team=team, copied_from=card,
+                                        status=_system_status(card), data=card.data)
+        copy.lineages.set(card.lineages.all())
+        created.append(card.card_id)
+    return {"created": created, "skipped": skipped}
+
+
+def _system_status(card: SkillCard) -> str:
+    """What the system (not a reviewer) found of a card: its roundtrip's status where one
+    is kept, else induced."""
+    system = (SkillCard.Status.INDUCED, SkillCard.Status.VERIFIED, SkillCard.Status.FAILED)
+    if card.status in (*system, SkillCard.Status.RETIRED):
+        return card.status
+    kept = (card.data.get("roundtrip") or {}).get("status")
+    if kept in system:
+        return kept
+    return SkillCard.Status.VERIFIED if _roundtrip_reproduced(card) else SkillCard.Status.INDUCED
 
 
 def generation_pairs() -> list:

@@ -17,17 +17,26 @@ class StoredSkillSource(SkillSource):
     """The `skills` source over the stored cards (read when the source is first used):
     those whose status is in settings.OPTIML_SKILL_STATUSES, by default only the approved
     ones (`manage.py lineage admit` verifies a card from its roundtrip; a reviewer then
-    approves or rejects it, /api/skills/<id>/review/)."""
+    approves or rejects it, /api/skills/<id>/review/), of the run's library: its team's
+    when the team has one, else the project's default library."""
 
     def __init__(self) -> None:
         super().__init__(cards=None)
         self._versions: dict[str, dict] = {}
+        self._team_id: int | None = None
+
+    def scope_to_team(self, team_id: int | None) -> None:
+        """The run's team: its searches use the team's library when it has one
+        (selectors.skill_library_for_run). search.services calls this for every
+        configured source that has it, before the first proposal."""
+        self._team_id, self._cards = team_id, None
 
     @property
     def cards(self) -> list[dict]:
         if self._cards is None:
             statuses = tuple(getattr(settings, "OPTIML_SKILL_STATUSES", ("approved",)))
-            self._cards, self._versions = selectors.skill_cards_for_search(statuses=statuses)
+            self._cards, self._versions = selectors.skill_cards_for_search(statuses=statuses,
+                                                                           team_id=self._team_id)
         return self._cards
 
     def propose(self, context: NodeContext) -> list[Proposal]:

@@ -10,6 +10,8 @@ params.register_converters()
 
 urlpatterns = [
     path("", apis.SkillLibraryApi.as_view(), name="api-skills"),
+    path("libraries/", apis.SkillLibrariesApi.as_view(), name="api-skills-libraries"),
+    path("copy/", apis.SkillLibraryCopyApi.as_view(), name="api-skills-copy"),
     path("export/", apis.SkillLibraryExportApi.as_view(), name="api-skills-export"),
     path("import/", apis.SkillLibraryImportApi.as_view(), name="api-skills-import"),
     path("<card:card_id>/", apis.SkillCardApi.as_view(), name="api-skill"),

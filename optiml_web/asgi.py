@@ -1,4 +1,5 @@
-"""ASGI entry point: HTTP through Django; websockets (live run views) routed by Channels."""
+"""ASGI entry point: HTTP through Django; websockets (live run views, live skill cards)
+routed by Channels."""
 
 import os
 
@@ -12,7 +13,10 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
-from search.routing import websocket_urlpatterns  # noqa: E402
+from lineage.routing import websocket_urlpatterns as lineage_sockets  # noqa: E402
+from search.routing import websocket_urlpatterns as search_sockets  # noqa: E402
+
+websocket_urlpatterns = [*search_sockets, *lineage_sockets]
 
 application = ProtocolTypeRouter(
     {

@@ -199,6 +199,10 @@ OPTIML_LIVE_POLL_S = env_float("OPTIML_LIVE_POLL_S", 0.0 if REDIS_URL else 0.1)
 # Events reaching a viewer within this many seconds go out in one websocket frame: a
 # burst of a run's events costs a browser at most 1 / OPTIML_LIVE_COALESCE_S frames a second.
 OPTIML_LIVE_COALESCE_S = env_float("OPTIML_LIVE_COALESCE_S", 0.2)
+# A skill card's page hears of changes through the channel layer; in the embedded default
+# (no Redis) a change made by another process (manage.py lineage admit, a worker) is not
+# heard there, so each viewer also reads the card's revision this often (0: never).
+OPTIML_CARD_POLL_S = env_float("OPTIML_CARD_POLL_S", 0.0 if REDIS_URL else 1.0)
 # Read by optiml_web/celery.py through config_from_object(namespace="CELERY").
 CELERY_BROKER_URL, CELERY_BROKER_TRANSPORT_OPTIONS = celery_broker(REDIS_URL, VAR_DIR)
 # Results live in Evaluation rows, so Celery keeps none.

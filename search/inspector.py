@@ -37,6 +37,18 @@ def node_row(node: RunNode) -> dict[str, Any]:
             "reward": node.reward, "visits": node.visits, "value": node.value, "prior": node.prior}
 
 
+def skill_card_url(node: RunNode) -> str | None:
+    """A node a skill card made ("skill:<card id>") links to its card, in the library its
+    run used (params.card_version.library: "default" or "team:<id>"); search knows the
+    convention, not the lineage app."""
+    if not node.source.startswith("skill:"):
+        return None
+    url = f"/api/skills/{node.source.removeprefix('skill:')}/"
+    library = (((node.detail or {}).get("params") or {}).get("card_version") or {}).get("library", "")
+    team = library.removeprefix("team:") if library.startswith("team:") else ""
+    return f"{url}?team={team}" if team.isdigit() else url
+
+
 def node_detail(*, run: Run, node: RunNode, url: str) -> dict[str, Any]:
     """Everything the inspector shows. `source` here is the kernel's CUDA source; who
     proposed the node (the row's `source`) is `proposer`. `url` is the node's own API
@@ -48,10 +60,7 @@ def node_detail(*, run: Run, node: RunNode, url: str) -> dict[str, Any]:
     return {
         **node_row(node),
         "proposer": node.source,
-        # A node a skill card made ("skill:<card id>") links to its card; search knows the
-        # convention, not the lineage app.
-        "skill_card_url": (f"/api/skills/{node.source.removeprefix('skill:')}/"
-                           if node.source.startswith("skill:") else None),
+        "skill_card_url": skill_card_url(node),
         "rationale": node.rationale,
         "diff": node.diff,
         "diff_vs_root": kernel_diff(run.root_candidate, node.candidate, to_label=f"node {node.node_id}"),

@@ -80,14 +80,19 @@ def kernel_write(*, task_name: str, intent: str, user=None):
     return proposal
 
 
-def configured_sources(names: list[str] | None = None) -> list:
+def configured_sources(names: list[str] | None = None, *, team_id: int | None = None) -> list:
     """Proposal sources named in settings (dotted paths), e.g. a skill-card source that
     the lineage app provides: search never imports lineage itself. With `names`, only
-    those (by their `name`); an unknown name is a RunError."""
+    those (by their `name`); an unknown name is a RunError. A source with a
+    `scope_to_team(team_id)` method is told the run's team (the skill source then reads
+    the team's library)."""
     sources = []
     for path in settings.OPTIML_PROPOSAL_SOURCES:
         module_name, _, class_name = path.rpartition(".")
-        sources.append(getattr(importlib.import_module(module_name), class_name)())
+        source = getattr(importlib.import_module(module_name), class_name)()
+        if hasattr(source, "scope_to_team"):
+            source.scope_to_team(team_id)
+        sources.append(source)
     if names is None:
         return sources
     unknown = set(names) - {source.name for source in sources}
@@ -102,7 +107,8 @@ def _parts_for(run: Run):
     """(judge, fallback, sources) for rebuilding the run's search: the sources the run was
     made with, as long as they are still configured."""
     judge, fallback = judges_for(run.judge.split(":")[0])
-    return judge, fallback, [source for source in configured_sources() if source.name in run.sources]
+    return judge, fallback, [source for source in configured_sources(team_id=run.team_id)
+                             if source.name in run.sources]
 
 
 def _search_for(run: Run, pending: list[PendingRow] | None = None) -> Search:
@@ -158,7 +164,8 @@ def run_create(*, task_name: str, source: str, plan: dict, budget: int, judge: s
     judge_obj, fallback = judges_for(judge)
     if written is not None and written.candidate != root:
         raise RunError("the written kernel is not the run's starting kernel", field="source")
-    search = Search(task_name, root, judge=judge_obj, sources=configured_sources(source_names),
+    sources = configured_sources(source_names, team_id=getattr(team, "pk", team))
+    search = Search(task_name, root, judge=judge_obj, sources=sources,
                     fallback_judge=fallback, config=SearchConfig(budget=budget, seed=seed),
                     tolerance_allows_fast_math=fast_math_allowed(spec), root_proposal=written,
                     binary_sizes=[*spec.l0_sizes, spec.sizes])  # a binary is refined once

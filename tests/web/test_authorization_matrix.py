@@ -48,6 +48,9 @@ def expect(default: int, **by_role: int) -> dict[str, int]:
 
 # Reading and driving a run shared with the team, and one kept private by its owner.
 READ_TEAM_RUN = expect(404, owner=200, member=200, admin=200, anonymous=401, share_holder=401)
+# A team's skill library: its members read and comment, its admins (and reviewers) review.
+READ_TEAM_LIBRARY = READ_TEAM_RUN
+REVIEW_TEAM_LIBRARY = expect(404, owner=403, member=403, admin=200, anonymous=401, share_holder=401)
 READ_PRIVATE_RUN = expect(404, owner=200, anonymous=401, share_holder=401)
 DRIVE_TEAM_RUN = expect(404, owner=200, member=403, admin=200, anonymous=401, share_holder=401)
 DRIVE_PRIVATE_RUN = expect(404, owner=200, anonymous=401, share_holder=401)
@@ -118,10 +121,13 @@ def world(people, relu_run, api, task_dir, settings, tmp_path) -> World:
         assert response.status_code == 201, response.json()
         names[slug] = response.json()["name"]
     export = owner.get(f"/api/runs/{team_run.pk}/export/").json()
-    SkillCard.objects.create(card_id="vec4-v1", intent="VEC4", status="verified", data={
-        "sentence": "float4", "effects": {"speedup": {"n": 1, "median": 1.2, "min": 1.2, "max": 1.2}},
-        "evidence": {"lineages": 1, "transitions": 1}, "scope": {"tasks": ["relu"], "arch": "sm_90"},
-        "anchor": {"rewrites": [], "steps": []}})
+    card = {"sentence": "float4", "effects": {"speedup": {"n": 1, "median": 1.2, "min": 1.2, "max": 1.2}},
+            "evidence": {"lineages": 1, "transitions": 1}, "scope": {"tasks": ["relu"], "arch": "sm_90"},
+            "anchor": {"rewrites": [], "steps": []}}
+    SkillCard.objects.create(card_id="vec4-v1", intent="VEC4", status="verified", data=card)
+    # The team's own copy, in its library: only its members may read it.
+    SkillCard.objects.create(card_id="vec4-v1", intent="VEC4", status="verified", team=team,
+                             data={**card, "sentence": "MARK-TEAM-CARD float4"})
     for run in (team_run, private_run):  # a node the card made in each run
         root = RunNode.objects.get(run=run, node_id=0)
         RunNode.objects.create(run=run, node_id=99, parent_id=0, candidate=root.candidate, state="done",
@@ -137,7 +143,7 @@ def world(people, relu_run, api, task_dir, settings, tmp_path) -> World:
         other_team_id=other_team.pk, export=export, users=users, lineage_id=store_recorded_lineage("relu").pk,
         # The team run's link opens it (and only it) to whoever holds the link.
         markers={"MARK-TEAM-RUN": [*TEAM, "share_holder"], "MARK-PRIVATE-RUN": ["owner"],
-                 names["mark-team-task"]: TEAM, names["mark-private-task"]: ["owner"],
+                 names["mark-team-task"]: TEAM, names["mark-private-task"]: ["owner"], "MARK-TEAM-CARD": TEAM,
                  team_share["token"]: [], private_share["token"]: []})
 
 
@@ -273,31 +279,57 @@ def matrix(world: World, api) -> dict[str, dict[str, list[Probe]]]:
         # The project's skill library: read and discussed by anyone signed in, reviewed
         # only by its reviewers (the project's admins; none of these roles is one).
         "api/skills/": {"GET": [Probe("GET", "/api/skills/", ANY_SIGNED_IN),
-                                Probe("GET", "/api/skills/?sort=effect&task=relu", ANY_SIGNED_IN)]},
+                                Probe("GET", "/api/skills/?sort=effect&task=relu", ANY_SIGNED_IN),
+                                Probe("GET", f"/api/skills/?team={world.team_id}", READ_TEAM_LIBRARY),
+                                Probe("GET", f"/api/skills/?team={world.other_team_id}",
+                                      expect(404, other_team=200, anonymous=401, share_holder=401))]},
+        "api/skills/libraries/": {"GET": [Probe("GET", "/api/skills/libraries/", ANY_SIGNED_IN)]},
+        # Copying the default library into a team: the team's admins and reviewers.
+        "api/skills/copy/": {"POST": [
+            Probe("POST", "/api/skills/copy/", {**REVIEW_TEAM_LIBRARY, "admin": 201},
+                  body={"team": world.team_id}),
+            Probe("POST", "/api/skills/copy/", expect(404, other_team=201, anonymous=401, share_holder=401),
+                  body={"team": world.other_team_id, "cards": ["vec4-v1"]})]},
         "api/lineages/": {"GET": [Probe("GET", "/api/lineages/", ANY_SIGNED_IN)]},
         "api/lineages/<id:lineage_id>/": {"GET": [
             Probe("GET", f"/api/lineages/{world.lineage_id}/", ANY_SIGNED_IN),
             Probe("GET", "/api/lineages/999999/", expect(404, anonymous=401, share_holder=401))]},
-        "api/skills/export/": {"GET": [Probe("GET", "/api/skills/export/", ANY_SIGNED_IN)]},
-        "api/skills/import/": {"POST": [  # reviewers only; none of these roles is one
+        "api/skills/export/": {"GET": [Probe("GET", "/api/skills/export/", ANY_SIGNED_IN),
+                                       Probe("GET", f"/api/skills/export/?team={world.team_id}",
+                                             READ_TEAM_LIBRARY)]},
+        "api/skills/import/": {"POST": [  # the default library's reviewers; none of these roles is one
             Probe("POST", "/api/skills/import/", expect(403, anonymous=401, share_holder=401),
+                  body={"format": "optiml-skill-library", "version": 1, "cards": []}),
+            # The team's admin gets past the permission to the file's check (it has no cards).
+            Probe("POST", f"/api/skills/import/?team={world.team_id}", {**REVIEW_TEAM_LIBRARY, "admin": 400},
                   body={"format": "optiml-skill-library", "version": 1, "cards": []})]},
         "api/skills/<card:card_id>/": {
-            "GET": [Probe("GET", "/api/skills/vec4-v1/", ANY_SIGNED_IN)],
+            "GET": [Probe("GET", "/api/skills/vec4-v1/", ANY_SIGNED_IN),
+                    Probe("GET", f"/api/skills/vec4-v1/?team={world.team_id}", READ_TEAM_LIBRARY)],
             "PATCH": [Probe("PATCH", "/api/skills/vec4-v1/", expect(403, anonymous=401, share_holder=401),
+                            body={"sentence": "float4 loads"}),
+                      Probe("PATCH", f"/api/skills/vec4-v1/?team={world.team_id}", REVIEW_TEAM_LIBRARY,
                             body={"sentence": "float4 loads"})]},
         # The card's usage: only nodes of runs the role may see (the markers check it).
         "api/skills/<card:card_id>/usage/": {
-            "GET": [Probe("GET", "/api/skills/vec4-v1/usage/", ANY_SIGNED_IN)]},
+            "GET": [Probe("GET", "/api/skills/vec4-v1/usage/", ANY_SIGNED_IN),
+                    Probe("GET", f"/api/skills/vec4-v1/usage/?team={world.team_id}", READ_TEAM_LIBRARY)]},
         "api/skills/<card:card_id>/versions/": {
-            "GET": [Probe("GET", "/api/skills/vec4-v1/versions/", ANY_SIGNED_IN)]},
+            "GET": [Probe("GET", "/api/skills/vec4-v1/versions/", ANY_SIGNED_IN),
+                    Probe("GET", f"/api/skills/vec4-v1/versions/?team={world.team_id}", READ_TEAM_LIBRARY)]},
         "api/skills/<card:card_id>/review/": {"POST": [
             Probe("POST", "/api/skills/vec4-v1/review/", expect(403, anonymous=401, share_holder=401),
-                  body={"decision": "approve", "comment": "fine"})]},
+                  body={"decision": "approve", "comment": "fine"}),
+            Probe("POST", f"/api/skills/vec4-v1/review/?team={world.team_id}",
+                  {**REVIEW_TEAM_LIBRARY, "admin": 201}, body={"decision": "approve", "comment": "fine"})]},
         "api/skills/<card:card_id>/comments/": {
-            "GET": [Probe("GET", "/api/skills/vec4-v1/comments/", ANY_SIGNED_IN)],
+            "GET": [Probe("GET", "/api/skills/vec4-v1/comments/", ANY_SIGNED_IN),
+                    Probe("GET", f"/api/skills/vec4-v1/comments/?team={world.team_id}", READ_TEAM_LIBRARY)],
             "POST": [Probe("POST", "/api/skills/vec4-v1/comments/",
                            expect(201, anonymous=401, share_holder=401),
+                           body={"text": "does it hold for odd N?"}),
+                     Probe("POST", f"/api/skills/vec4-v1/comments/?team={world.team_id}",
+                           {**READ_TEAM_LIBRARY, **{r: 201 for r in TEAM}},
                            body={"text": "does it hold for odd N?"})]},
         "api/schema/": {"GET": [Probe("GET", "/api/schema/", PUBLIC)]},
         "api/docs/": {"GET": [Probe("GET", "/api/docs/", PUBLIC),
@@ -431,22 +463,23 @@ def test_the_login_form_posts_as_a_form_and_signs_in(world, client):
     assert response.status_code == 302
 
 
-WEBSOCKET_ACCESS = {"ws/runs/<int:run_id>/": {"team": [*TEAM, "share_holder"], "private": ["owner"]}}
+WEBSOCKET_ACCESS = {"ws/runs/<int:run_id>/": {"team": [*TEAM, "share_holder"], "private": ["owner"]},
+                    "ws/skills/<card:card_id>/": {"default": SIGNED_IN, "team": TEAM}}
 
 
 @pytest.mark.django_db(transaction=True)
 def test_the_live_view_websocket_lets_in_exactly_who_may_see_the_run(world, settings):
-    """search.routing's routes, from the router: each role connects to the team run and the
-    private run (the share holder with the team run's link); the others are refused, 4404."""
+    """The websocket routes, from the router: each role connects to the team run and the
+    private run (the share holder with the team run's link), and follows the default
+    library's card and the team's copy; the others are refused, 4404."""
     from asgiref.sync import async_to_sync
     from channels.testing import WebsocketCommunicator
     from django.test import Client
 
-    from optiml_web.asgi import application
-    from search.routing import websocket_urlpatterns
+    from optiml_web.asgi import application, websocket_urlpatterns
 
     settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
-    settings.OPTIML_LIVE_POLL_S = 0
+    settings.OPTIML_LIVE_POLL_S = settings.OPTIML_CARD_POLL_S = 0
     assert {str(route.pattern) for route in websocket_urlpatterns} == set(WEBSOCKET_ACCESS)
     sessions = {}
     for role, user in world.users.items():
@@ -471,3 +504,22 @@ def test_the_live_view_websocket_lets_in_exactly_who_may_see_the_run(world, sett
             seen = async_to_sync(connect)(role, run)
             expected = (True, "events") if role in access[which] else (False, 4404)
             assert seen == expected, (which, role, seen)
+
+    async def follow(role: str, path: str) -> tuple[bool, Any]:
+        headers = [(b"origin", b"http://localhost"), (b"host", b"localhost")]
+        if role in sessions:
+            headers.append((b"cookie", f"sessionid={sessions[role]}".encode()))
+        ws = WebsocketCommunicator(application, path, headers=headers)
+        connected, code = await ws.connect()
+        first = await ws.receive_json_from(timeout=5) if connected else None
+        await ws.disconnect()
+        return connected, code if not connected else first["type"]
+
+    access = WEBSOCKET_ACCESS["ws/skills/<card:card_id>/"]
+    paths = {"default": "/ws/skills/vec4-v1/", "team": f"/ws/skills/vec4-v1/?team={world.team_id}"}
+    for which, path in paths.items():
+        for role in ROLES:
+            seen = async_to_sync(follow)(role, path)
+            expected = (True, "card") if role in access[which] else (False, 4404)
+            assert seen == expected, (which, role, seen)
+    assert async_to_sync(follow)("owner", "/ws/skills/nope-v1/") == (False, 4404)

@@ -284,3 +284,146 @@ def test_a_lineage_is_a_graph_whose_path_runs_from_the_plain_attempt_to_the_expe
     assert card["lineages_behind"] == [{"id": row.pk, "task": "relu", "page": f"/lineages/{row.pk}/"}]
     assert api(people["carol"]).get("/api/lineages/999999/").status_code == 404
     assert api().get(f"/api/lineages/{row.pk}/").status_code == 401
+
+
+# -- team libraries (issue 11): cards belong to a library; a team copies the default one ---
+
+
+def test_a_team_admin_copies_the_default_library_and_the_team_reviews_its_own_copies(
+        library, people, reviewer, api):
+    from accounts import services as accounts
+
+    team, dana, bob = people["team"], people["dana"], people["bob"]
+    services.skill_card_review(card_id="vec4-v1", reviewer=reviewer, decision="approve", comment="project ok")
+    # A member cannot copy; a stranger is told there is no such team.
+    assert api(bob).post("/api/skills/copy/", {"team": team.pk}, format="json").status_code == 403
+    assert api(people["carol"]).post("/api/skills/copy/", {"team": team.pk}, format="json").status_code == 404
+    assert not SkillCard.objects.filter(team=team).exists()
+    copied = api(dana).post("/api/skills/copy/", {"team": team.pk}, format="json")
+    assert copied.status_code == 201, copied.content
+    assert copied.json() == {"created": ["fast_math-v1", "smem_tile-v1", "vec4-v1"], "skipped": []}
+    again = api(dana).post("/api/skills/copy/", {"team": team.pk, "cards": ["vec4-v1"]}, format="json")
+    assert again.json() == {"created": [], "skipped": ["vec4-v1"]}
+    unknown = api(dana).post("/api/skills/copy/", {"team": team.pk, "cards": ["nope-v1"]}, format="json")
+    assert unknown.status_code == 400 and "nope-v1" in unknown.json()["cards"][0]
+    # The copy keeps the evidence and what the roundtrip found, not the project's approval.
+    mine = SkillCard.objects.get(team=team, card_id="vec4-v1")
+    assert mine.status == "verified" and mine.copied_from.team is None
+    assert mine.data["evidence"]["lineages"] == 10
+    body = api(bob).get(f"/api/skills/vec4-v1/?team={team.pk}").json()
+    assert body["library"] == {"team": team.pk, "name": "kernels", "copied_from": "vec4-v1"}
+    assert body["status"] == "verified" and body["can_review"] is False
+    # A reviewer of the team (not an admin) approves the team's copy; the project's card
+    # and its review stay as they were, and a member may not review.
+    carol = people["carol"]
+    accounts.membership_set(team=team, user=carol, role="reviewer")
+    assert api(carol).get(f"/api/skills/vec4-v1/?team={team.pk}").json()["can_review"] is True
+    assert api(bob).post(f"/api/skills/vec4-v1/review/?team={team.pk}",
+                         {"decision": "reject", "comment": "no"}, format="json").status_code == 403
+    reviewed = api(carol).post(f"/api/skills/vec4-v1/review/?team={team.pk}",
+                               {"decision": "reject", "comment": "slower on our odd sizes"}, format="json")
+    assert reviewed.status_code == 201
+    assert SkillCard.objects.get(team=team, card_id="vec4-v1").status == "rejected"
+    assert SkillCard.objects.get(team=None, card_id="vec4-v1").status == "approved"
+    # The team reviewer is no reviewer of the project's library.
+    assert api(carol).post("/api/skills/fast_math-v1/review/", {"decision": "approve", "comment": "x"},
+                           format="json").status_code == 403
+    # Each library lists its own cards; edits, comments and history are per library.
+    assert ids(api(bob).get(f"/api/skills/?team={team.pk}&status=rejected")) == ["vec4-v1"]
+    assert ids(api(bob).get("/api/skills/?status=rejected")) == []
+    assert api(carol).patch(f"/api/skills/vec4-v1/?team={team.pk}", {"notes": "ours"},
+                            format="json").status_code == 200
+    team_versions = api(bob).get(f"/api/skills/vec4-v1/versions/?team={team.pk}").json()
+    assert [v["number"] for v in team_versions] == [1, 2]
+    assert [v["number"] for v in api(bob).get("/api/skills/vec4-v1/versions/").json()] == [1]
+    assert api(bob).post(f"/api/skills/vec4-v1/comments/?team={team.pk}", {"text": "agreed"},
+                         format="json").status_code == 201
+    assert SkillComment.objects.get().card == mine
+    # Someone outside the team finds no such library, whatever they ask.
+    erin_view = api(people["carol"].__class__.objects.create_user("erin", password="erin-secret-1"))
+    for path in (f"/api/skills/?team={team.pk}", f"/api/skills/vec4-v1/?team={team.pk}",
+                 f"/api/skills/export/?team={team.pk}"):
+        assert erin_view.get(path).status_code == 404
+    assert erin_view.get("/api/skills/?team=abc").status_code == 400
+
+
+def test_the_libraries_you_read_are_listed_with_your_role(library, people, api, reviewer):
+    rows = api(people["dana"]).get("/api/skills/libraries/").json()
+    assert rows == [{"team": None, "name": "Default library", "cards": 3, "role": "reader"},
+                    {"team": people["team"].pk, "name": "kernels", "cards": 0, "role": "admin"}]
+    assert api(reviewer).get("/api/skills/libraries/").json()[0]["role"] == "staff"
+    assert api(people["carol"]).get("/api/skills/libraries/").json()[1:] == []
+
+
+def test_a_teams_search_uses_the_teams_library_once_it_has_one_and_records_which(library, people, reviewer):
+    from lineage import selectors
+    from lineage.sources import StoredSkillSource
+
+    team = people["team"]
+    for card_id in ("vec4-v1", "fast_math-v1"):
+        services.skill_card_review(card_id=card_id, reviewer=reviewer, decision="approve", comment="ok")
+    cards, versions = selectors.skill_cards_for_search(team_id=team.pk)  # no team library yet
+    assert sorted(c["id"] for c in cards) == ["fast_math-v1", "vec4-v1"]
+    assert {v["library"] for v in versions.values()} == {"default"}
+    services.skill_library_copy(team=team, actor=people["dana"], card_ids=["vec4-v1", "fast_math-v1"])
+    cards, versions = selectors.skill_cards_for_search(team_id=team.pk)  # copies not approved yet
+    assert cards == [] and versions == {}
+    services.skill_card_review(card_id="vec4-v1", reviewer=people["dana"], decision="approve",
+                               comment="ours too", team=team)
+    source = StoredSkillSource()
+    source.scope_to_team(team.pk)
+    assert [c["id"] for c in source.cards] == ["vec4-v1"]
+    assert source._versions["vec4-v1"]["library"] == f"team:{team.pk}"
+    unscoped = StoredSkillSource()
+    assert sorted(c["id"] for c in unscoped.cards) == ["fast_math-v1", "vec4-v1"]  # the default library
+
+
+def test_a_teams_copy_lists_the_nodes_its_runs_made_and_the_node_links_to_the_copy(
+        library, people, relu_run, api):
+    from search.models import RunNode
+
+    team = people["team"]
+    services.skill_library_copy(team=team, actor=people["dana"], card_ids=["vec4-v1"])
+    run = relu_run(user=people["alice"], team=team, intent="the team's relu")
+    root = RunNode.objects.get(run=run, node_id=0)
+    for node_id, library_label in ((98, f"team:{team.pk}"), (99, "default")):
+        RunNode.objects.create(run=run, node_id=node_id, parent_id=0, candidate=root.candidate, state="done",
+                               engine={**root.engine, "id": node_id, "parent": 0, "depth": 1,
+                                       "created": node_id},
+                               source="skill:vec4-v1", title="VEC4", status="passed", level="screen",
+                               time_ms=0.5, detail={"params": {"card": "vec4-v1", "card_version": {
+                                   "library": library_label, "version": 1, "status": "approved"}}})
+    bob = api(people["bob"])
+    assert [u["node"] for u in bob.get(f"/api/skills/vec4-v1/usage/?team={team.pk}").json()] == [98]
+    assert [u["node"] for u in bob.get("/api/skills/vec4-v1/usage/").json()] == [99]
+    assert bob.get(f"/api/runs/{run.pk}/nodes/98/").json()["skill_card_url"] == \
+        f"/api/skills/vec4-v1/?team={team.pk}"
+    assert bob.get(f"/api/runs/{run.pk}/nodes/99/").json()["skill_card_url"] == "/api/skills/vec4-v1/"
+
+
+def test_a_team_imports_into_its_own_library(library, people, api):
+    team = people["team"]
+    exported = api(people["bob"]).get("/api/skills/export/").json()
+    assert api(people["bob"]).post(f"/api/skills/import/?team={team.pk}", exported,
+                                   format="json").status_code == 403
+    response = api(people["dana"]).post(f"/api/skills/import/?team={team.pk}", exported, format="json")
+    assert response.status_code == 201 and len(response.json()["created"]) == 3
+    assert SkillCard.objects.filter(team=team, status="induced").count() == 3
+    assert SkillCard.objects.filter(team=None).count() == 3  # the default library as it was
+    theirs = api(people["bob"]).get(f"/api/skills/export/?team={team.pk}").json()["cards"]
+    assert [c["card_id"] for c in theirs] == ["fast_math-v1", "smem_tile-v1", "vec4-v1"]
+
+
+def test_every_change_to_a_card_is_a_new_revision(library, people, reviewer):
+    def revision() -> int:
+        return SkillCard.objects.get(team=None, card_id="vec4-v1").revision
+
+    start = revision()
+    services.skill_comment_create(card_id="vec4-v1", author=people["bob"], text="hm")
+    services.skill_card_review(card_id="vec4-v1", reviewer=reviewer, decision="approve", comment="ok")
+    services.skill_card_edit(card_id="vec4-v1", author=reviewer, notes="n")
+    services.cards_admit(admission={"cards": {"vec4-v1": {"status": "verified", "trials": []}}})
+    assert revision() == start + 4
+    with pytest.raises(ValueError):
+        services.skill_comment_create(card_id="vec4-v1", author=people["bob"], text="  ")
+    assert revision() == start + 4  # a refused change is no revision

@@ -5,7 +5,7 @@ import { api, ApiError } from "../api.js";
 import { fieldErrors } from "../transforms/forms.js";
 import { fill, h, table } from "./dom.js";
 
-const ROLES = ["member", "admin"];
+const ROLES = ["member", "reviewer", "admin"];
 
 /** @param {HTMLElement} root */
 export async function mountTeams(root) {
@@ -24,8 +24,9 @@ export async function mountTeams(root) {
     });
   } }, h("label", { for: "team-name" }, "New team "), name, h("button", { type: "submit" }, "Create"), errors);
   fill(root, h("h1", null, "Teams"),
-    h("p", { class: "lede" }, "A run or a declared task shared with a team is visible to its members; its admins also "
-      + "pause, stop and share its runs, and manage who is in it."),
+    h("p", { class: "lede" }, "A run or a declared task shared with a team is visible to its members, and so is the "
+      + "team's skill library; its reviewers also approve, reject and edit the team's skill cards; its admins do all "
+      + "that, pause, stop and share its runs, and manage who is in it."),
     create, refused, list);
   await load();
 

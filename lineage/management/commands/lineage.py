@@ -50,6 +50,8 @@ class Command(BaseCommand):
         induce.add_argument("--probes", nargs="*", default=[], help="probes JSON files or globs")
         admit = verbs.add_parser("admit", help="set the cards' status from a roundtrip's admission file")
         admit.add_argument("file")
+        admit.add_argument("--team", type=int, help="the team whose library's cards the roundtrip tried "
+                                                    "(left out: the default library)")
         skills = verbs.add_parser("skills", help="the stored skill cards")
         skills.add_argument("--intent")
         skill = verbs.add_parser("skill", help="one skill card")
@@ -74,7 +76,7 @@ class Command(BaseCommand):
         elif verb == "induce":
             self._induce(options["probes"])
         elif verb == "admit":
-            self._admit(Path(options["file"]))
+            self._admit(Path(options["file"]), options["team"])
         elif verb == "skills":
             for row in selectors.skill_card_list(intent=options.get("intent")):
                 speed = row.data["effects"]["speedup"]
@@ -149,13 +151,23 @@ class Command(BaseCommand):
         self.stdout.write(f"stored {len(rows)} skill cards from the stored lineages "
                           f"({sum(len(v) for v in found.values())} probes)")
 
-    def _admit(self, path: Path) -> None:
+    def _team(self, team_id: int | None):
+        from accounts.models import Team
+
+        if team_id is None:
+            return None
+        team = Team.objects.filter(pk=team_id).first()
+        if team is None:
+            raise CommandError(f"no team {team_id}")
+        return team
+
+    def _admit(self, path: Path, team_id: int | None = None) -> None:
         try:
             admission = json.loads(path.read_text())
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
             raise CommandError(f"cannot read {path}: {error}") from None
         try:
-            rows = services.cards_admit(admission=admission)
+            rows = services.cards_admit(admission=admission, team=self._team(team_id))
         except services.AdmissionError as error:
             raise CommandError(str(error)) from None
         counts: dict[str, int] = {}

@@ -1,0 +1,102 @@
+"""A skill card's page, live: a websocket per viewer at ws/skills/<card_id>/[?team=<id>].
+
+Protocol (every frame is {"type", "data"}):
+- on connect: {"type": "card", "data": {"revision": n, "what": null}}: the card's
+  revision now;
+- then, whenever the card changes, {"type": "card", "data": {"revision": n, "what": w}},
+  w one of roundtrip, review, edit, comment, card (null when the change was noticed by
+  reading the row rather than told). The page then reads the card again from the API:
+  the socket carries no card data, so it can tell nothing a viewer may not read.
+
+Who may connect: whoever may read the card's library (lineage.selectors.
+skill_library_open): anyone signed in for the default library, the team's members for a
+team's. Others, and cards that do not exist, are refused (close code 4404) before the
+socket is accepted. A bad `team` is accepted only to be closed with 4400 and a reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from urllib.parse import parse_qs
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from django.conf import settings
+
+from lineage import live, selectors
+from lineage.models import SkillCard
+from optiml_web import params
+
+REFUSED = 4404
+BAD_REQUEST = 4400
+
+
+class SkillCardConsumer(AsyncJsonWebsocketConsumer):
+    async def connect(self) -> None:
+        self.card_pk: int | None = None
+        self.poll: asyncio.Task | None = None
+        card_id = self.scope["url_route"]["kwargs"]["card_id"]
+        query = parse_qs(self.scope.get("query_string", b"").decode("utf-8", errors="replace"),
+                         keep_blank_values=True)
+        try:
+            raw = query.get("team", [None])[-1]
+            team_id = None if raw is None else params.parse_int(raw, "team", minimum=1)
+        except params.ParameterError as error:
+            await self.accept()
+            await self.close(code=BAD_REQUEST, reason=str(error).encode()[:123].decode(errors="ignore"))
+            return
+        found = await _open(self.scope.get("user"), card_id, team_id)
+        if found is None:
+            await self.close(code=REFUSED)
+            return
+        self.card_pk, self.revision = found
+        # Join first, then read: a change committed in between is in the read, and one
+        # committed after it brings a message.
+        await self.channel_layer.group_add(live.card_group(self.card_pk), self.channel_name)
+        await self.accept()
+        self.revision = await _revision(self.card_pk) or self.revision
+        await self.send_json({"type": "card", "data": {"revision": self.revision, "what": None}})
+        if settings.OPTIML_CARD_POLL_S > 0:
+            self.poll = asyncio.create_task(self._watch())
+
+    async def disconnect(self, code: int) -> None:
+        if self.card_pk is None:
+            return
+        if self.poll is not None:
+            self.poll.cancel()
+        await self.channel_layer.group_discard(live.card_group(self.card_pk), self.channel_name)
+
+    async def receive_json(self, content, **kwargs) -> None:
+        """Viewers only listen; what they send is ignored."""
+
+    async def skill_changed(self, message: dict) -> None:
+        await self._check(message.get("what"))
+
+    async def _watch(self) -> None:
+        while True:
+            await asyncio.sleep(settings.OPTIML_CARD_POLL_S)
+            await self._check(None)
+
+    async def _check(self, what: str | None) -> None:
+        revision = await _revision(self.card_pk)
+        if revision is None:  # the card is gone (its team deleted): nothing more to follow
+            await self.close(code=REFUSED)
+        elif revision > self.revision:
+            self.revision = revision
+            await self.send_json({"type": "card", "data": {"revision": revision, "what": what}})
+
+
+@database_sync_to_async
+def _open(user, card_id: str, team_id: int | None) -> tuple[int, int] | None:
+    if user is None:
+        return None
+    library = selectors.skill_library_open(user=user, team_id=team_id)
+    if library is None:
+        return None
+    return (SkillCard.objects.filter(team=library.team, card_id=card_id)
+            .values_list("pk", "revision").first())
+
+
+@database_sync_to_async
+def _revision(card_pk: int) -> int | None:
+    return SkillCard.objects.filter(pk=card_pk).values_list("revision", flat=True).first()
