@@ -38,6 +38,7 @@ from lineage.serializers import (
 )
 from optiml_web import params
 from optiml_web.schema import ErrorSerializer
+from profiling.serialization import data_for_users
 
 TEAM = OpenApiParameter("team", int, description="a team's library (left out: the project's default one)")
 
@@ -209,6 +210,16 @@ class SkillUsageApi(APIView):
         its outcome and a link to it."""
         usage = selectors.skill_card_usage(card=_card(card_id, _library(request)), user=request.user)
         return Response(SkillUsageSerializer(usage, many=True).data)
+
+
+class SkillEffectsApi(APIView):
+    @extend_schema(responses=OpenApiTypes.OBJECT, parameters=[TEAM])
+    def get(self, request: Request, card_id: str) -> Response:
+        """The card's measured effects for its chart: each lineage's steps of its intent,
+        each run's nodes it made (that you may see), its roundtrip's failed trials; and
+        the median metric deltas per lineage."""
+        effects = selectors.skill_card_effects(card=_card(card_id, _library(request)), user=request.user)
+        return Response(data_for_users(effects))
 
 
 class SkillLibraryExportApi(APIView):

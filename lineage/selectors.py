@@ -197,6 +197,56 @@ def skill_card_usage(*, card: SkillCard, user) -> list[dict]:
     return rows
 
 
+def skill_card_effects(*, card: SkillCard, user) -> dict:
+    """The card's measured effects, for its chart: `groups`, one per source of evidence,
+    each with its points (a speed-up, what it was, and where to look):
+    - each lineage it was induced from: every step of its intent there (the expert's
+      kernel with that one optimization turned on, over the state before it);
+    - each run `user` may see where the card made a node: that node over its parent;
+    - its roundtrip's failed trials, where it kept them (the measured speed-up, or none
+      when the trial failed the gate).
+    And `metrics`: per lineage, the median of each Nsight Compute metric's relative change
+    over its steps (lineages without profiles have none)."""
+    from statistics import median
+
+    from lineage.models import Transition
+
+    groups, metrics = [], []
+    steps = (Transition.objects.filter(lineage__in=card.lineages.all(), intent=card.intent)
+             .select_related("lineage__task").order_by("lineage__task__name", "lineage_id", "pk"))
+    by_lineage: dict[int, list] = {}
+    for step in steps:
+        by_lineage.setdefault(step.lineage_id, []).append(step)
+    for lineage_id, found in by_lineage.items():
+        task = found[0].lineage.task.name
+        groups.append({"kind": "lineage", "label": f"{task}'s lineage", "link": f"/lineages/{lineage_id}/",
+                       "points": [{"speedup": s.speedup, "what": f"{{{s.before or 'plain'}}} + {s.flag}",
+                                   "link": f"/lineages/{lineage_id}/#state={s.after}"} for s in found]})
+        deltas: dict[str, list[float]] = {}
+        for step in found:
+            for metric, value in (step.metric_deltas or {}).items():
+                if isinstance(value, int | float):
+                    deltas.setdefault(metric, []).append(float(value))
+        if deltas:
+            metrics.append({"label": f"{task}'s lineage", "steps": len(found),
+                            "median": {m: median(v) for m, v in sorted(deltas.items())}})
+    by_run: dict[int, list] = {}
+    for use in skill_card_usage(card=card, user=user):
+        by_run.setdefault(use["run"], []).append(use)
+    for run_id, uses in by_run.items():
+        groups.append({"kind": "run", "label": f"run {run_id} ({uses[0]['task']})", "link": uses[0]["page"],
+                       "points": [{"speedup": u["speedup_vs_parent"],
+                                   "what": f"node #{u['node']}: {u['status'] or 'pending'}",
+                                   "link": f"{u['page']}#node-{u['node']}"} for u in uses]})
+    failed = (card.data.get("roundtrip") or {}).get("failed_trials") or []
+    if failed:
+        groups.append({"kind": "roundtrip", "label": "roundtrip, failed trials", "link": None,
+                       "points": [{"speedup": t.get("measured"), "what": f"{t.get('task')}: {t.get('status')}"
+                                   f"{' (' + t['guard'] + ')' if t.get('guard') else ''}", "link": None}
+                                  for t in failed]})
+    return {"groups": groups, "metrics": metrics}
+
+
 def _used_library(node) -> str:
     """The library a node's card came from, as its run recorded it; nodes made before runs
     recorded it came from the default library (the only one then)."""
@@ -223,6 +273,7 @@ def lineage_graph(*, lineage: Lineage) -> dict:
     from lineage.engine import experts
     from lineage.engine.graph import lineage_rows
     from lineage.engine.walker import Lineage as LineageData
+    from profiling import services as gate_services
     from profiling.serialization import data_for_users
 
     data = LineageData.from_dict(lineage.data)
@@ -231,6 +282,11 @@ def lineage_graph(*, lineage: Lineage) -> dict:
     except experts.ExpertError:  # an uploaded kernel's walk: its top state is its first
         expert = data.order[0] if data.order else ""
     graph = lineage_rows(data, expert)
+    # The share of the ceiling: the physics floor over the state's time (1: at the floor).
+    floor_ms = gate_services.task_floor_ms(name=lineage.task.name, gpu=lineage.gpu)
+    for row in graph["rows"]:
+        time_ms = row.get("time_ms")
+        row["share_of_ceiling"] = floor_ms / time_ms if floor_ms and time_ms else None
     return data_for_users({"id": lineage.pk, "task": lineage.task.name, "gpu": lineage.gpu,
                            "origin": lineage.origin, "complete": lineage.complete, "stopped": lineage.stopped,
-                           "expert_state": expert, **graph})
+                           "expert_state": expert, "floor_ms": floor_ms, **graph})

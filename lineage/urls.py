@@ -19,6 +19,7 @@ urlpatterns = [
     path("<card:card_id>/comments/", apis.SkillCommentsApi.as_view(), name="api-skill-comments"),
     path("<card:card_id>/versions/", apis.SkillVersionsApi.as_view(), name="api-skill-versions"),
     path("<card:card_id>/usage/", apis.SkillUsageApi.as_view(), name="api-skill-usage"),
+    path("<card:card_id>/effects/", apis.SkillEffectsApi.as_view(), name="api-skill-effects"),
 ]
 
 # Mounted under /api/lineages/.

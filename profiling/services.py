@@ -121,6 +121,25 @@ def task_get_or_sync(*, name: str) -> Task:
     return task_upsert(spec=task_spec(name=name))
 
 
+def task_floor_ms(*, name: str, gpu: str = "NVIDIA H200") -> float | None:
+    """The physics floor of the task at its timed sizes on `gpu` (its datasheet
+    ceilings): the least time any correct kernel could take. None when the task or the
+    GPU's ceilings are unknown."""
+    from profiling.harness.ceilings import ceilings_for, physics_floor_ms
+    from profiling.harness.tasks import UnknownTask
+
+    ceilings = ceilings_for(gpu or "NVIDIA H200")
+    try:
+        spec = task_spec(name=name)
+    except UnknownTask:
+        return None
+    if ceilings is None:
+        return None
+    floor_ms, _ = physics_floor_ms(float(spec.bytes(spec.sizes)), float(spec.flops(spec.sizes)), spec.math,
+                                   ceilings)
+    return floor_ms
+
+
 def task_spec(*, name: str) -> TaskSpec:
     """The harness's task by name, a declared one included even where its file was never
     written (a worker on another host). Raises UnknownTask for a name nobody knows."""

@@ -188,16 +188,8 @@ def run_floor_ms(*, run: Run) -> float | None:
     """The physics floor of the run's task at its timed sizes on the H200 (datasheet
     ceilings): the least time any correct kernel could take. None if the task is gone."""
     from profiling import services as gate_services
-    from profiling.harness.ceilings import ceilings_for, physics_floor_ms
-    from profiling.harness.tasks import UnknownTask
 
-    try:
-        spec = gate_services.task_spec(name=run.task.name)
-    except UnknownTask:
-        return None
-    floor_ms, _ = physics_floor_ms(float(spec.bytes(spec.sizes)), float(spec.flops(spec.sizes)), spec.math,
-                                   ceilings_for("NVIDIA H200"))
-    return floor_ms
+    return gate_services.task_floor_ms(name=run.task.name)
 
 
 def run_best_path(*, run: Run) -> list[dict]:

@@ -3,6 +3,7 @@
 // (the server replays what was missed from its event log, then streams).
 import { backoffDelay } from "./transforms/backoff.js";
 import { checkOptions } from "./transforms/options.js";
+import { withTeam } from "./transforms/skills.js";
 
 /**
  * @typedef {"connecting"|"open"|"synced"|"retrying"|"refused"|"stopped"} LiveStatus
@@ -16,6 +17,7 @@ export class LiveClient {
    * @param {{url: (after: number) => string, lastSeq: () => number,
    *   onEvents: (events: any[]) => void, onSynced?: (data: any) => void,
    *   onStatus?: (status: LiveStatus, detail?: any) => void, onError?: (error: Error) => void,
+   *   onMessage?: ((message: {type: string, data: any}) => void)|null,
    *   WebSocketImpl?: any, setTimeoutImpl?: any, clearTimeoutImpl?: any,
    *   backoff?: Record<string, number>, random?: () => number}} options
    */
@@ -27,6 +29,8 @@ export class LiveClient {
       onSynced: { type: "function", default: () => {} },
       onStatus: { type: "function", default: () => {} },
       onError: { type: "function", default: (error) => console.error(error) },
+      // Messages of other types (a skill card's socket sends "card"); without it they are errors.
+      onMessage: { type: "function", default: null },
       WebSocketImpl: { type: "any", default: globalThis.WebSocket },
       setTimeoutImpl: { type: "function", default: globalThis.setTimeout.bind(globalThis) },
       clearTimeoutImpl: { type: "function", default: globalThis.clearTimeout.bind(globalThis) },
@@ -107,6 +111,9 @@ export class LiveClient {
       this.attempt = 0; // a healthy connection: the next drop starts the backoff afresh
       this.o.onStatus("synced", message.data);
       this.o.onSynced(message.data);
+    } else if (this.o.onMessage) {
+      this.attempt = 0;
+      this.o.onMessage(message);
     } else {
       this.o.onError(new Error(`an unknown websocket message type ${JSON.stringify(message.type)}`));
     }
@@ -123,6 +130,17 @@ export class LiveClient {
       if (!this.stopped) this.connect();
     }, delay);
   }
+}
+
+/**
+ * ws://host/ws/skills/<card id>/[?team=id], on the page's own host: a card's changes.
+ * @param {string} cardId
+ * @param {string|null} team
+ * @param {{protocol: string, host: string}} [location]
+ */
+export function cardSocketUrl(cardId, team, location = window.location) {
+  const scheme = location.protocol === "https:" ? "wss" : "ws";
+  return `${scheme}://${location.host}${withTeam(`/ws/skills/${encodeURIComponent(cardId)}/`, team)}`;
 }
 
 /**

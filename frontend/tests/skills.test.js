@@ -1,5 +1,9 @@
+// @vitest-environment happy-dom
 import { describe, expect, it } from "vitest";
-import { effectText, reviewActions, skillFiltersFromQuery, skillsQuery, stateLink, vectorDiff } from "../src/transforms/skills.js";
+import { cardSocketUrl, LiveClient } from "../src/live.js";
+import { changeNotice, effectPoints, effectText, reviewActions, skillFiltersFromQuery, skillsQuery, stateLink, vectorDiff,
+  withTeam } from "../src/transforms/skills.js";
+import { renderEffects } from "../src/views/charts.js";
 
 describe("the skill library's query", () => {
   it("keeps only known filters and leaves the default sort out", () => {
@@ -9,7 +13,70 @@ describe("the skill library's query", () => {
   });
   it("reads a URL back, unknown values dropped", () => {
     expect(skillFiltersFromQuery(new URLSearchParams("task=relu&status=nope&sort=evidence")))
-      .toEqual({ intent: "", task: "relu", status: "", sort: "evidence" });
+      .toEqual({ team: "", intent: "", task: "relu", status: "", sort: "evidence" });
+    expect(skillFiltersFromQuery(new URLSearchParams("team=7")).team).toBe("7");
+    expect(skillFiltersFromQuery(new URLSearchParams("team=7;drop")).team).toBe("");
+  });
+  it("names a team's library in every address, and only a team id", () => {
+    expect(skillsQuery({ team: "3", sort: "effect" })).toBe("?team=3&sort=effect");
+    expect(withTeam("/api/skills/vec4-v1/", "3")).toBe("/api/skills/vec4-v1/?team=3");
+    expect(withTeam("/api/skills/?sort=effect", "3")).toBe("/api/skills/?sort=effect&team=3");
+    expect(withTeam("/api/skills/vec4-v1/", "")).toBe("/api/skills/vec4-v1/");
+    expect(withTeam("/api/skills/vec4-v1/", "x&y=1")).toBe("/api/skills/vec4-v1/");
+    expect(cardSocketUrl("vec4-v1", "3", { protocol: "https:", host: "studio.example" }))
+      .toBe("wss://studio.example/ws/skills/vec4-v1/?team=3");
+    expect(cardSocketUrl("vec4-v1", null, { protocol: "http:", host: "localhost:8000" }))
+      .toBe("ws://localhost:8000/ws/skills/vec4-v1/");
+  });
+});
+
+describe("a card's page, live", () => {
+  it("says what changed", () => {
+    expect(changeNotice("roundtrip", "verified")).toBe("Its roundtrip finished: the card is verified now.");
+    expect(changeNotice(null, "approved")).toBe("The card changed (it is approved).");
+  });
+  it("hands the socket's card frames to the page instead of calling them errors", () => {
+    /** @type {any[]} */ const seen = [];
+    /** @type {any[]} */ const errors = [];
+    /** @type {any} */ let socket = null;
+    class FakeSocket { constructor() { socket = this; } close() {} }
+    const client = new LiveClient({ url: () => "ws://x/ws/skills/a-v1/", lastSeq: () => 0, onEvents: () => {},
+      onMessage: (m) => seen.push(m), onError: (e) => errors.push(e), WebSocketImpl: FakeSocket });
+    client.start();
+    socket.onmessage({ data: JSON.stringify({ type: "card", data: { revision: 3, what: "review" } }) });
+    expect(seen).toEqual([{ type: "card", data: { revision: 3, what: "review" } }]);
+    expect(errors).toEqual([]);
+    client.stop();
+  });
+});
+
+describe("the effects chart", () => {
+  const groups = [
+    { kind: "lineage", label: "relu's lineage", link: "/lineages/1/", points: [
+      { speedup: 1.6, what: "{plain} + OPT_VEC4", link: "/lineages/1/#state=OPT_VEC4" },
+      { speedup: 0.9, what: "{OPT_X} + OPT_VEC4", link: null }] },
+    { kind: "run", label: "run 4 (softmax)", link: "/runs/4/", points: [{ speedup: 2.5, what: "node #3: passed", link: "/runs/4/#node-3" }] },
+    { kind: "roundtrip", label: "roundtrip, failed trials", link: null, points: [{ speedup: null, what: "relu: failed", link: null }] },
+  ];
+  it("puts every measured speed-up on a log axis that spans 1x, and counts the rest", () => {
+    const { points, missing, domain } = effectPoints(groups);
+    expect(points.map((p) => [p.row, p.speedup])).toEqual([[0, 1.6], [0, 0.9], [1, 2.5]]);
+    expect(missing.map((p) => p.row)).toEqual([2]);
+    expect(domain[0]).toBeLessThan(0.9);
+    expect(domain[1]).toBeGreaterThan(2.5);
+    expect(effectPoints([]).domain[0]).toBeLessThan(1);
+  });
+  it("draws a row per source and a dot per point, faster and slower apart", () => {
+    const container = document.createElement("div");
+    renderEffects(container, groups, { width: 600 });
+    expect(container.querySelectorAll("g.effects-row").length).toBe(3);
+    const dots = [...container.querySelectorAll("circle.effect-point")];
+    expect(dots.map((d) => d.getAttribute("data-speedup"))).toEqual(["1.6", "0.9", "2.5"]);
+    expect(dots.filter((d) => d.classList.contains("slower")).length).toBe(1);
+    const x = (/** @type {Element} */ d) => Number(d.getAttribute("cx"));
+    expect(x(dots[1])).toBeLessThan(x(dots[0]));
+    expect(x(dots[0])).toBeLessThan(x(dots[2]));
+    expect(container.querySelector(".failed-count")?.firstChild?.textContent).toBe("1 ✗");
   });
 });
 

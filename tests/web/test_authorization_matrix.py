@@ -314,6 +314,9 @@ def matrix(world: World, api) -> dict[str, dict[str, list[Probe]]]:
         "api/skills/<card:card_id>/usage/": {
             "GET": [Probe("GET", "/api/skills/vec4-v1/usage/", ANY_SIGNED_IN),
                     Probe("GET", f"/api/skills/vec4-v1/usage/?team={world.team_id}", READ_TEAM_LIBRARY)]},
+        "api/skills/<card:card_id>/effects/": {
+            "GET": [Probe("GET", "/api/skills/vec4-v1/effects/", ANY_SIGNED_IN),
+                    Probe("GET", f"/api/skills/vec4-v1/effects/?team={world.team_id}", READ_TEAM_LIBRARY)]},
         "api/skills/<card:card_id>/versions/": {
             "GET": [Probe("GET", "/api/skills/vec4-v1/versions/", ANY_SIGNED_IN),
                     Probe("GET", f"/api/skills/vec4-v1/versions/?team={world.team_id}", READ_TEAM_LIBRARY)]},

@@ -289,3 +289,32 @@ def test_bad_induce_input_is_one_clear_error_and_no_card_is_stored(tmp_path):
     assert not SkillCard.objects.exists()
     with pytest.raises(CommandError, match="no skill card 'nope'"):
         call_command("lineage", "skill", "nope", stdout=StringIO())
+
+
+def test_a_cards_effects_are_its_lineages_steps_and_the_lineage_page_shows_the_share_of_the_ceiling(
+        people):
+    from rest_framework.test import APIClient
+
+    from lineage import selectors
+
+    import_recorded("relu", "softmax")
+    call_command("lineage", "induce", stdout=StringIO())
+    restrict = SkillCard.objects.get(card_id="restrict-v1")
+    client = APIClient()
+    client.force_authenticate(people["bob"])
+    effects = client.get("/api/skills/restrict-v1/effects/").json()
+    lineages = [g for g in effects["groups"] if g["kind"] == "lineage"]
+    assert sorted(g["label"] for g in lineages) == ["relu's lineage", "softmax's lineage"]
+    steps = Transition.objects.filter(lineage__in=restrict.lineages.all(), intent="RESTRICT")
+    assert sum(len(g["points"]) for g in lineages) == steps.count() > 0
+    assert sorted(p["speedup"] for g in lineages for p in g["points"]) == sorted(s.speedup for s in steps)
+    assert all(p["link"].startswith(g["link"] + "#state=") for g in lineages for p in g["points"])
+    assert all(m["steps"] >= 1 and m["median"] for m in effects["metrics"])
+    # The lineage page: each measured state's share of the H200's ceiling (floor / time).
+    lineage = Lineage.objects.get(task__name="relu")
+    graph = selectors.lineage_graph(lineage=lineage)
+    assert graph["floor_ms"] > 0
+    measured = [r for r in graph["rows"] if r["time_ms"]]
+    assert measured and all(r["share_of_ceiling"] == pytest.approx(graph["floor_ms"] / r["time_ms"])
+                            for r in measured)
+    assert all(0 < r["share_of_ceiling"] <= 1.0 for r in measured)  # nothing beats physics

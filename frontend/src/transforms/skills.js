@@ -4,11 +4,12 @@ export const SKILL_STATUSES = /** @type {const} */ (["induced", "verified", "fai
 export const SKILL_SORTS = /** @type {const} */ (["intent", "effect", "evidence"]);
 
 /**
- * @param {{intent?: string, task?: string, status?: string, sort?: string}} filters
+ * @param {{team?: string, intent?: string, task?: string, status?: string, sort?: string}} filters
  * @returns {string} "?task=softmax&sort=effect", or "" with no filter
  */
 export function skillsQuery(filters) {
   const params = new URLSearchParams();
+  if (filters.team && /^[0-9]+$/.test(filters.team)) params.set("team", filters.team);
   if (filters.intent) params.set("intent", filters.intent);
   if (filters.task) params.set("task", filters.task);
   if (filters.status && SKILL_STATUSES.includes(/** @type {any} */ (filters.status))) params.set("status", filters.status);
@@ -21,7 +22,9 @@ export function skillsQuery(filters) {
 export function skillFiltersFromQuery(params) {
   const status = params.get("status") ?? "";
   const sort = params.get("sort") ?? "intent";
+  const team = params.get("team") ?? "";
   return {
+    team: /^[0-9]+$/.test(team) ? team : "",
     intent: params.get("intent") ?? "",
     task: params.get("task") ?? "",
     status: SKILL_STATUSES.includes(/** @type {any} */ (status)) ? status : "",
@@ -72,4 +75,49 @@ export function vectorDiff(vector) {
  */
 export function stateLink(page, state) {
   return `${page}#state=${encodeURIComponent(state || "(plain attempt)")}`;
+}
+
+/**
+ * `path` in a team's library: "/api/skills/x/" -> "/api/skills/x/?team=3" (the default
+ * library when `team` is empty); a query `path` has already is kept.
+ * @param {string} path @param {string|null|undefined} team
+ */
+export function withTeam(path, team) {
+  if (!team || !/^[0-9]+$/.test(String(team))) return path;
+  return `${path}${path.includes("?") ? "&" : "?"}team=${team}`;
+}
+
+/** What a change a card's page heard of means, in words (lineage.consumers' `what`). */
+export function changeNotice(/** @type {string|null} */ what, /** @type {string} */ status) {
+  switch (what) {
+    case "roundtrip": return `Its roundtrip finished: the card is ${status} now.`;
+    case "review": return `Someone reviewed it: the card is ${status} now.`;
+    case "edit": return "Someone edited its text: a new version.";
+    case "comment": return "A new comment.";
+    default: return `The card changed (it is ${status}).`;
+  }
+}
+
+/**
+ * The effects chart's points and its log axis: every finite positive speed-up, each with
+ * its group's row; the domain spans them and 1x, padded by a tenth on each side (in log).
+ * @param {{kind: string, label: string, link: string|null, points: {speedup: number|null, what: string, link: string|null}[]}[]} groups
+ */
+export function effectPoints(groups) {
+  const points = [];
+  const missing = [];
+  groups.forEach((group, row) => {
+    for (const point of group.points) {
+      if (typeof point.speedup === "number" && Number.isFinite(point.speedup) && point.speedup > 0) {
+        points.push({ ...point, row, kind: group.kind });
+      } else {
+        missing.push({ ...point, row, kind: group.kind });
+      }
+    }
+  });
+  const logs = [0, ...points.map((p) => Math.log(p.speedup))];
+  const low = Math.min(...logs);
+  const high = Math.max(...logs);
+  const pad = Math.max((high - low) / 10, 0.02);
+  return { points, missing, domain: /** @type {[number, number]} */ ([Math.exp(low - pad), Math.exp(high + pad)]) };
 }

@@ -5,6 +5,7 @@ import { scaleLinear, scaleLog } from "d3-scale";
 import { line, curveStepAfter } from "d3-shape";
 import { checkOptions } from "../transforms/options.js";
 import { format } from "../transforms/runs.js";
+import { effectPoints } from "../transforms/skills.js";
 
 const MARGIN = { top: 22, right: 16, bottom: 30, left: 56 };
 const SVG = "http://www.w3.org/2000/svg";
@@ -232,4 +233,56 @@ function tickLabel(t, log) {
 
 function round(v) {
   return Math.round(v * 10) / 10;
+}
+
+/**
+ * A skill card's measured effects (lineage.selectors.skill_card_effects): one row per
+ * source of evidence (a lineage, a run, the roundtrip's failed trials), a dot per
+ * measured speed-up on a log axis, 1x marked; each dot links where it was measured.
+ * Trials with no speed-up (they failed the gate) are counted at the row's end.
+ * @param {Element} container
+ * @param {Parameters<typeof effectPoints>[0]} groups
+ * @param {{width?: number}} [options]
+ */
+export function renderEffects(container, groups, options) {
+  const o = checkOptions("renderEffects", options, { width: { type: "number", default: 640, min: 200 } });
+  const left = 170;
+  const row = 22;
+  const height = MARGIN.top + row * Math.max(groups.length, 1) + MARGIN.bottom;
+  const { points, missing, domain } = effectPoints(groups);
+  const svg = select(container).append("svg").attr("class", "effects-chart").attr("viewBox", `0 0 ${o.width} ${height}`)
+    .attr("width", o.width).attr("height", height).attr("role", "img")
+    .attr("aria-label", `measured speed-ups: ${points.length} points in ${groups.length} rows`);
+  const x = scaleLog().domain(domain).range([left, o.width - MARGIN.right - 40]);
+  const y = (/** @type {number} */ r) => MARGIN.top + row * r + row / 2;
+  const bottom = height - MARGIN.bottom;
+  svg.append("line").attr("class", "unity").attr("x1", round(x(1))).attr("x2", round(x(1)))
+    .attr("y1", MARGIN.top - 6).attr("y2", bottom);
+  svg.append("text").attr("class", "axis-label").attr("x", round(x(1))).attr("y", MARGIN.top - 9)
+    .attr("text-anchor", "middle").text("1x");
+  for (const t of x.ticks(5).filter((/** @type {number} */ t) => t !== 1)) {
+    svg.append("text").attr("class", "tick").attr("x", round(x(t))).attr("y", bottom + 14)
+      .attr("text-anchor", "middle").text(`${Number(t.toPrecision(2))}x`);
+  }
+  svg.append("text").attr("class", "axis-label").attr("x", o.width - MARGIN.right).attr("y", height - 2)
+    .attr("text-anchor", "end").text("speed-up over the state before (log)");
+  groups.forEach((group, r) => {
+    const label = svg.append("g").attr("class", `effects-row ${group.kind}`).attr("data-kind", group.kind);
+    const text = label.append("text").attr("x", left - 8).attr("y", y(r) + 4).attr("text-anchor", "end").text(group.label);
+    if (group.link) text.attr("class", "row-link").on("click", () => { window.location.href = String(group.link); });
+    label.append("line").attr("class", "grid").attr("x1", left).attr("x2", o.width - MARGIN.right - 40)
+      .attr("y1", y(r)).attr("y2", y(r));
+    const failed = missing.filter((p) => p.row === r).length;
+    if (failed) {
+      label.append("text").attr("class", "failed-count").attr("x", o.width - MARGIN.right).attr("y", y(r) + 4)
+        .attr("text-anchor", "end").text(`${failed} ✗`).append("title").text(`${failed} without a speed-up (failed the gate)`);
+    }
+  });
+  for (const point of points) {
+    const dot = svg.append("circle").attr("class", `effect-point ${point.kind}${point.speedup >= 1 ? " faster" : " slower"}`)
+      .attr("r", 4).attr("cx", round(x(point.speedup))).attr("cy", y(point.row)).attr("data-speedup", point.speedup);
+    dot.append("title").text(`${point.speedup.toFixed(3)}x: ${point.what}`);
+    if (point.link) dot.on("click", () => { window.location.href = String(point.link); });
+  }
+  return svg.node();
 }

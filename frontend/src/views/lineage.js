@@ -8,6 +8,7 @@ import { stratifyRows } from "../transforms/stratify.js";
 import { diffBlock } from "./code.js";
 import { facts, fill, h, table } from "./dom.js";
 import { TreeView } from "./tree.js";
+import { shareText } from "./treeNodes.js";
 
 /** @param {HTMLElement} root @param {number} lineageId */
 export async function mountLineage(root, lineageId) {
@@ -18,7 +19,8 @@ export async function mountLineage(root, lineageId) {
   fill(root, h("h1", null, `${graph.task}'s lineage`),
     facts([["GPU", graph.gpu], ["states", String(graph.rows.filter((/** @type {any} */ r) => r.status !== "rejected").length)],
       ["rejected attempts", String(graph.rows.filter((/** @type {any} */ r) => r.status === "rejected").length)],
-      ["complete", graph.complete ? "yes: the plain attempt was reached" : "no"], ["stopped", graph.stopped]]),
+      ["complete", graph.complete ? "yes: the plain attempt was reached" : "no"], ["stopped", graph.stopped],
+      ["physics floor", graph.floor_ms != null ? `${graph.floor_ms.toFixed(4)} ms (the datasheet's ceilings at the task's sizes)` : null]]),
     h("p", { class: "lede" }, "From the plain attempt (the root) to the expert: the highlighted path. Each edge is one optimization turned on."),
     h("div", { class: "lineage-layout" }, treeBox, panel));
   root.dataset.path = graph.path.join(",");
@@ -40,6 +42,8 @@ export async function mountLineage(root, lineageId) {
     fill(panel, h("h2", null, row.flags_on), facts([["step", row.title], ["status", row.guard ? `${row.status} (${row.guard})` : row.status],
       ["time", row.time_ms != null ? `${row.time_ms.toFixed(4)} ms` : null],
       ["speed-up over its parent", row.speedup ? `${row.speedup.toFixed(2)}x` : null],
+      ["share of the ceiling", typeof row.share_of_ceiling === "number"
+        ? `${shareText(row.share_of_ceiling)} (the physics floor over this time)` : null],
       ["on the path to the expert", graph.path.includes(id) ? "yes" : "no"]]),
     row.message ? h("p", { class: "error" }, row.message) : null,
     deltas.length ? table(["metric", "change"], deltas.map(([k, v]) => [k, `${(100 * Number(v)).toFixed(1)}%`]), { class: "deltas" }) : null,

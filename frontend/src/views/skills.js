@@ -4,47 +4,74 @@
 import { html as diffHtml } from "diff2html";
 import "diff2html/bundles/css/diff2html.min.css";
 import { api, ApiError } from "../api.js";
+import { cardSocketUrl, LiveClient } from "../live.js";
 import { fieldErrors } from "../transforms/forms.js";
-import { effectText, reviewActions, SKILL_SORTS, SKILL_STATUSES, skillFiltersFromQuery, skillsQuery,
-  stateLink, vectorDiff } from "../transforms/skills.js";
+import { changeNotice, effectText, reviewActions, SKILL_SORTS, SKILL_STATUSES, skillFiltersFromQuery, skillsQuery,
+  stateLink, vectorDiff, withTeam } from "../transforms/skills.js";
+import { renderEffects } from "./charts.js";
 import { facts, fill, h, table } from "./dom.js";
+
+const REVIEWING_ROLES = ["admin", "reviewer"];
 
 /** @param {HTMLElement} root */
 export async function mountSkillLibrary(root) {
   const filters = skillFiltersFromQuery(new URLSearchParams(window.location.search));
-  const tasks = await api("/api/tasks/");
+  const [tasks, libraries] = await Promise.all([api("/api/tasks/"), api("/api/skills/libraries/")]);
   const select = (/** @type {string} */ name, /** @type {string} */ any, /** @type {readonly string[]} */ values,
     /** @type {string} */ current) => h("select", { name, id: `filter-${name}` }, any ? h("option", { value: "" }, any) : null,
     values.map((v) => h("option", { value: v, selected: v === current }, v)));
   const taskSelect = select("task", "all tasks", tasks.map((/** @type {any} */ t) => t.name), filters.task);
   const statusSelect = select("status", "any status", SKILL_STATUSES, filters.status);
   const sortSelect = select("sort", "", SKILL_SORTS, filters.sort);
+  // The library: the project's default one, or one of the reader's teams'.
+  const librarySelect = h("select", { name: "team", id: "filter-team" }, libraries.map((/** @type {any} */ l) =>
+    h("option", { value: l.team == null ? "" : String(l.team), selected: String(l.team ?? "") === filters.team },
+      `${l.team == null ? l.name : `${l.name}'s library`} (${l.cards})`)));
   const list = h("div", { class: "skills-table" });
+  const tools = h("div", { class: "library-tools" });
+  const message = h("p", { class: "skill-message", role: "status" });
   const form = h("form", { class: "filters", onchange: () => load(), onsubmit: (/** @type {Event} */ e) => { e.preventDefault(); load(); } },
+    h("label", { for: "filter-team" }, "Library "), librarySelect,
     h("label", { for: "filter-task" }, "Task "), taskSelect, h("label", { for: "filter-status" }, "Status "), statusSelect,
-    h("label", { for: "filter-sort" }, "Sort by "), sortSelect,
-    h("a", { class: "button", href: "/api/skills/export/" }, "Export the library (.json)"));
+    h("label", { for: "filter-sort" }, "Sort by "), sortSelect);
   fill(root, h("h1", null, "Skill library"),
-    h("p", { class: "lede" }, "Optimizations induced from expert kernels, each admitted by a roundtrip on the GPU and reviewed by the team."),
-    form, list);
+    h("p", { class: "lede" }, "Optimizations induced from expert kernels, each admitted by a roundtrip on the GPU and reviewed by the team. "
+      + "The default library is the project's; a team copies it (or imports one) and reviews its own copies, which its runs then use."),
+    form, tools, message, list);
 
   async function load() {
-    const current = { task: /** @type {HTMLSelectElement} */ (taskSelect).value,
+    const team = /** @type {HTMLSelectElement} */ (librarySelect).value;
+    const current = { team, task: /** @type {HTMLSelectElement} */ (taskSelect).value,
       status: /** @type {HTMLSelectElement} */ (statusSelect).value, sort: /** @type {HTMLSelectElement} */ (sortSelect).value };
     const query = skillsQuery(current);
     window.history.replaceState(null, "", `/skills/${query}`);
+    const library = libraries.find((/** @type {any} */ l) => String(l.team ?? "") === team);
+    fill(tools, h("a", { class: "button", href: withTeam("/api/skills/export/", team) }, "Export the library (.json)"),
+      team && REVIEWING_ROLES.includes(library?.role) ? h("button", { type: "button", id: "copy-default", class: "button",
+        onclick: async () => {
+          try {
+            const done = await api("/api/skills/copy/", { method: "POST", body: { team: Number(team) } });
+            fill(message, `Copied ${done.created.length} cards from the default library (${done.skipped.length} the team had already).`);
+            await load();
+          } catch (error) {
+            fill(message, h("span", { class: "error" }, error instanceof ApiError ? fieldErrors(error.body, []).general.join("; ") : String(error)));
+          }
+        } }, "Copy the default library into this team's") : null);
     const rows = await api(`/api/skills/${query}`);
     fill(list, rows.length ? table(["intent", "effect (median, range)", "lineages", "steps", "status", "reviews", "comments"],
-      rows.map((/** @type {any} */ r) => [h("a", { href: `/skills/${r.card_id}/`, class: "skill-link" }, r.intent),
+      rows.map((/** @type {any} */ r) => [h("a", { href: withTeam(`/skills/${r.card_id}/`, team), class: "skill-link" }, r.intent),
         effectText(r.effect), String(r.lineages), String(r.steps), h("span", { class: `status status-${r.status}` }, r.status),
         String(r.reviews), String(r.comments)]), { class: "skills" })
-      : h("p", { class: "empty" }, "No card matches."));
+      : h("p", { class: "empty" }, team && !rows.length && !current.status && !current.task
+        ? "This team's library is empty: its runs use the default library until it copies or imports cards." : "No card matches."));
   }
   await load();
 }
 
 /** @param {HTMLElement} root @param {string} cardId */
 export async function mountSkillCard(root, cardId) {
+  const team = skillFiltersFromQuery(new URLSearchParams(window.location.search)).team;
+  const at = (/** @type {string} */ path) => withTeam(`/api/skills/${cardId}/${path}`, team);
   const message = h("p", { class: "skill-message", role: "status" });
   const say = (/** @type {string} */ text, error = false) => fill(message, error ? h("span", { class: "error" }, text) : text);
 
@@ -58,21 +85,31 @@ export async function mountSkillCard(root, cardId) {
     }
   }
 
+  let revision = 0;
   async function render() {
-    const [card, versions, usage] = await Promise.all([api(`/api/skills/${cardId}/`),
-      api(`/api/skills/${cardId}/versions/`), api(`/api/skills/${cardId}/usage/`)]);
+    const [card, versions, usage, effects] = await Promise.all([api(at("")), api(at("versions/")), api(at("usage/")),
+      api(at("effects/"))]);
+    revision = card.revision;
     const data = card.card;
+    const chart = h("div", { class: "effects-holder" });
+    if (effects.groups.length) renderEffects(chart, effects.groups);
     fill(root,
-      h("p", { class: "crumbs" }, h("a", { href: "/skills/" }, "Skill library"), ` / ${card.card_id}`),
+      h("p", { class: "crumbs" }, h("a", { href: withTeam("/skills/", team) }, card.library.team == null ? "Skill library" : `${card.library.name}'s library`),
+        ` / ${card.card_id}`, h("span", { class: "live-status", id: "card-live" })),
       h("h1", null, card.intent, " ", h("span", { id: "card-status", class: `status status-${card.status}` }, card.status)),
       h("p", { class: "lede", id: "card-sentence" }, card.sentence),
       data.notes ? h("p", { class: "notes", id: "card-notes" }, data.notes) : null,
       facts([["effect", effectText(card.effect)], ["lineages", String(card.lineages)], ["steps", String(card.steps)],
-        ["tasks", card.tasks.join(", ")], ["architecture", data.scope?.arch ?? null]]),
+        ["tasks", card.tasks.join(", ")], ["architecture", data.scope?.arch ?? null],
+        ["library", card.library.team == null ? "the project's default library" : card.library.name],
+        ["copied from", card.library.copied_from ? h("a", { href: `/skills/${card.library.copied_from}/`, id: "copied-from" },
+          `the default library's ${card.library.copied_from}`) : null]]),
       message,
       reviewBox(card), editBox(card),
       card.lineages_behind.length ? h("p", { class: "lineages-behind" }, "Induced from the lineages of ",
         card.lineages_behind.map((/** @type {any} */ l, /** @type {number} */ i) => [i ? ", " : "", h("a", { href: l.page, class: "lineage-link" }, l.task)]), ".") : null,
+      section("Effects: measured speed-ups", [effects.groups.length ? chart : h("p", null, "Nothing measured yet."),
+        effects.metrics.length ? metricTable(effects.metrics) : null]),
       section("The vector: the experts' steps", vectorView(data.vector)),
       section("Generalised patterns", patterns(data.anchor?.rewrites ?? [])),
       section("Preconditions", preconditions(data.preconditions ?? {})),
@@ -98,7 +135,7 @@ export async function mountSkillCard(root, cardId) {
     const comment = /** @type {HTMLTextAreaElement} */ (h("textarea", { id: "review-comment", rows: 2, placeholder: "why (required)" }));
     const button = (/** @type {"approve"|"reject"} */ decision) => h("button", { type: "button", id: `review-${decision}`,
       class: decision === "approve" ? "button primary" : "button",
-      onclick: () => act(() => api(`/api/skills/${cardId}/review/`, { method: "POST", body: { decision, comment: comment.value } }),
+      onclick: () => act(() => api(at("review/"), { method: "POST", body: { decision, comment: comment.value } }),
         decision === "approve" ? "Approved." : "Rejected.") }, decision === "approve" ? "Approve" : "Reject");
     return h("div", { class: "review-box" }, h("label", { for: "review-comment" }, "Review "), comment, actions.map(button));
   }
@@ -109,7 +146,7 @@ export async function mountSkillCard(root, cardId) {
     const notes = /** @type {HTMLTextAreaElement} */ (h("textarea", { id: "edit-notes", rows: 3 }, card.card.notes ?? ""));
     return h("details", { class: "edit-box" }, h("summary", null, "Edit its text (a new version)"),
       h("label", { for: "edit-sentence" }, "Sentence "), sentence, h("label", { for: "edit-notes" }, "Notes "), notes,
-      h("button", { type: "button", id: "edit-save", class: "button", onclick: () => act(() => api(`/api/skills/${cardId}/`,
+      h("button", { type: "button", id: "edit-save", class: "button", onclick: () => act(() => api(at(""),
         { method: "PATCH", body: { sentence: sentence.value, notes: notes.value } }), "Saved as a new version.") }, "Save"));
   }
 
@@ -119,10 +156,36 @@ export async function mountSkillCard(root, cardId) {
       h("li", null, h("strong", null, c.author), ` (${new Date(c.created_at).toLocaleString()}): `, c.text))),
     h("label", { for: "comment-text" }, "Add a comment "), text,
     h("button", { type: "button", id: "comment-post", class: "button", onclick: () => act(() =>
-      api(`/api/skills/${cardId}/comments/`, { method: "POST", body: { text: text.value } }), "Comment added.") }, "Comment")];
+      api(at("comments/"), { method: "POST", body: { text: text.value } }), "Comment added.") }, "Comment")];
   }
 
   await render();
+  // Live: the card's socket says its revision; a newer one than shown is read again. The
+  // page's own writes render at once (act), so their echo finds nothing newer.
+  const live = new LiveClient({ url: () => cardSocketUrl(cardId, team), lastSeq: () => revision, onEvents: () => {},
+    onStatus: (status) => {
+      const shown = document.getElementById("card-live");
+      if (shown) {
+        shown.textContent = { connecting: " · connecting…", open: " · live", retrying: " · reconnecting…" }[String(status)] ?? "";
+        shown.dataset.status = status;
+      }
+    },
+    onMessage: async (/** @type {any} */ m) => {
+      if (m.type !== "card" || !(m.data?.revision > revision)) return;
+      await render();
+      say(changeNotice(m.data.what ?? null, root.dataset.cardStatus ?? ""));
+      const shown = document.getElementById("card-live");
+      if (shown) { shown.textContent = " · live"; shown.dataset.status = "open"; }
+    } });
+  live.start();
+}
+
+/** The median metric deltas per lineage: a row per lineage, a column per metric. */
+function metricTable(/** @type {{label: string, steps: number, median: Record<string, number>}[]} */ rows) {
+  const metrics = [...new Set(rows.flatMap((r) => Object.keys(r.median)))].sort().slice(0, 12);
+  return table(["lineage", "steps", ...metrics], rows.map((r) => [r.label, String(r.steps),
+    ...metrics.map((m) => r.median[m] == null ? "—" : `${r.median[m] >= 0 ? "+" : ""}${(100 * r.median[m]).toFixed(1)}%`)]),
+  { class: "metric-medians" });
 }
 
 function section(/** @type {string} */ title, /** @type {any} */ body) {

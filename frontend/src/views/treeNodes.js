@@ -62,7 +62,8 @@ export function paintNode(drawn, d, cx, cy, { rows, colour, radius, bestId, onPa
     : `#${row.id} ${row.title ?? ""}\n${row.source ?? ""} · ${status}${row.guard ? ` (${row.guard})` : ""}` +
       (screened ? " · screened, not profiled" : "") +
       (row.duplicate_of != null ? ` · the same binary as #${row.duplicate_of}` : "") +
-      `\n${format.ms(row.time_ms)} · reward ${format.number(row.reward)} · visits ${row.visits ?? 0}`;
+      `\n${format.ms(row.time_ms)} · reward ${format.number(row.reward)} · visits ${row.visits ?? 0}` +
+      (typeof row.share_of_ceiling === "number" ? ` · ${shareText(row.share_of_ceiling)} of the ceiling` : "");
   if (moved) {
     drawn.circle.setAttribute("cx", String(cx));
     drawn.circle.setAttribute("cy", String(cy));
@@ -72,6 +73,12 @@ export function paintNode(drawn, d, cx, cy, { rows, colour, radius, bestId, onPa
   update(drawn, "classes", classes, (v) => drawn.g.setAttribute("class", v));
   update(drawn, "tip", tip, (v) => { drawn.title.textContent = v; });
   paintLabel(drawn, label, moved);
+}
+
+/** A share of the hardware's ceiling (the physics floor over the time): "42%", "0.3%". */
+export function shareText(/** @type {number} */ share) {
+  const pct = 100 * share;
+  return `${pct >= 10 ? pct.toFixed(0) : pct.toPrecision(1)}%`;
 }
 
 function update(drawn, key, value, write) {
