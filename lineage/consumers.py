@@ -4,8 +4,9 @@ Protocol (every frame is {"type", "data"}):
 - on connect: {"type": "card", "data": {"revision": n, "what": null}}: the card's
   revision now;
 - then, whenever the card changes, {"type": "card", "data": {"revision": n, "what": w}},
-  w one of roundtrip, review, edit, comment, card (null when the change was noticed by
-  reading the row rather than told). The page then reads the card again from the API:
+  w what made that revision (the card's `last_change`: roundtrip, review, edit, comment,
+  card), read from the row whether the change was told through the channel layer or
+  noticed by reading the row. The page then reads the card again from the API:
   the socket carries no card data, so it can tell nothing a viewer may not read.
 
 Who may connect: whoever may read the card's library (lineage.selectors.
@@ -54,7 +55,7 @@ class SkillCardConsumer(AsyncJsonWebsocketConsumer):
         # committed after it brings a message.
         await self.channel_layer.group_add(live.card_group(self.card_pk), self.channel_name)
         await self.accept()
-        self.revision = await _revision(self.card_pk) or self.revision
+        self.revision = (await _revision(self.card_pk) or (self.revision, ""))[0]
         await self.send_json({"type": "card", "data": {"revision": self.revision, "what": None}})
         if settings.OPTIML_CARD_POLL_S > 0:
             self.poll = asyncio.create_task(self._watch())
@@ -70,20 +71,24 @@ class SkillCardConsumer(AsyncJsonWebsocketConsumer):
         """Viewers only listen; what they send is ignored."""
 
     async def skill_changed(self, message: dict) -> None:
-        await self._check(message.get("what"))
+        await self._check()
 
     async def _watch(self) -> None:
         while True:
             await asyncio.sleep(settings.OPTIML_CARD_POLL_S)
-            await self._check(None)
+            await self._check()
 
-    async def _check(self, what: str | None) -> None:
-        revision = await _revision(self.card_pk)
-        if revision is None:  # the card is gone (its team deleted): nothing more to follow
+    async def _check(self) -> None:
+        """Send the card's revision and what made it, from the row, if it is newer than the
+        last sent (a message only says "look": the row says what)."""
+        found = await _revision(self.card_pk)
+        if found is None:  # the card is gone (its team deleted): nothing more to follow
             await self.close(code=REFUSED)
-        elif revision > self.revision:
+            return
+        revision, what = found
+        if revision > self.revision:
             self.revision = revision
-            await self.send_json({"type": "card", "data": {"revision": revision, "what": what}})
+            await self.send_json({"type": "card", "data": {"revision": revision, "what": what or None}})
 
 
 @database_sync_to_async
@@ -98,5 +103,5 @@ def _open(user, card_id: str, team_id: int | None) -> tuple[int, int] | None:
 
 
 @database_sync_to_async
-def _revision(card_pk: int) -> int | None:
-    return SkillCard.objects.filter(pk=card_pk).values_list("revision", flat=True).first()
+def _revision(card_pk: int) -> tuple[int, str] | None:
+    return SkillCard.objects.filter(pk=card_pk).values_list("revision", "last_change").first()

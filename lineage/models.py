@@ -120,7 +120,8 @@ class SkillCard(models.Model):
     set: copied from the default library or imported, read and discussed by the team's
     members, reviewed by its admins and reviewers). A card id is unique per library.
     `revision` counts every change a viewer of the card should see (a roundtrip's
-    admission, a review, an edit, a comment): the card's page follows it live."""
+    admission, a review, an edit, a comment), and `last_change` which of them made the
+    newest one: the card's page follows both live."""
 
     class Status(models.TextChoices):
         INDUCED = "induced"
@@ -140,6 +141,7 @@ class SkillCard(models.Model):
     data = models.JSONField()  # cards.SkillCard.to_dict()
     lineages = models.ManyToManyField(Lineage, related_name="skill_cards", blank=True)
     revision = models.PositiveIntegerField(default=1)
+    last_change = models.CharField(max_length=20, blank=True)  # what made the newest revision
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -223,7 +223,7 @@ def _changed(card: SkillCard, what: str = "card") -> None:
 
     from lineage import live
 
-    SkillCard.objects.filter(pk=card.pk).update(revision=F("revision") + 1)
+    SkillCard.objects.filter(pk=card.pk).update(revision=F("revision") + 1, last_change=what)
     live.card_changed_after_commit(card_pk=card.pk, what=what)
 
 

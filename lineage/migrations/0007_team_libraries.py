@@ -19,6 +19,11 @@ class Migration(migrations.Migration):
         ),
         migrations.AddField(
             model_name='skillcard',
+            name='last_change',
+            field=models.CharField(blank=True, max_length=20),
+        ),
+        migrations.AddField(
+            model_name='skillcard',
             name='revision',
             field=models.PositiveIntegerField(default=1),
         ),

@@ -423,6 +423,71 @@ def test_a_reviewer_approves_a_card_with_a_comment_and_a_member_sees_it_with_its
         assert (SHOTS / f"{name}.png").stat().st_size > 10_000, name
 
 
+TEAM_SKILLS_SCRIPT = Path(__file__).with_name("skills_team.mjs")
+TEAM_LIBRARY = """
+from django.contrib.auth.models import User
+from accounts import services as accounts
+from lineage.models import SkillCard
+from profiling.harness import tasks
+from search import services as search
+from search.models import Run, RunNode
+ada, bob = User.objects.get(username="ada"), User.objects.get(username="bob")
+team = accounts.team_create(name="kernels", admin=ada)
+accounts.membership_set(team=team, user=bob)
+vec4 = SkillCard.objects.get(card_id="vec4-v1")
+SkillCard.objects.create(card_id="fast_math-v1", intent="FAST_MATH", status="induced",
+                         data={**vec4.data, "id": "fast_math-v1", "intent": "FAST_MATH",
+                               "sentence": "fast math"})
+relu = tasks.get("relu")
+run = search.run_create(task_name="relu", source=relu.naive_source, plan=relu.naive_plan, budget=3, user=ada,
+                        team=team, intent="the team's relu")
+Run.objects.filter(pk=run.pk).update(status="finished")
+root = RunNode.objects.get(run=run, node_id=0)
+RunNode.objects.filter(pk=root.pk).update(state="done", status="passed", level="full", time_ms=0.8)
+RunNode.objects.create(run=run, node_id=1, parent_id=0, candidate=root.candidate, state="done",
+                       engine={**root.engine, "id": 1, "parent": 0, "depth": 1, "created": 1},
+                       source="skill:vec4-v1", title="VEC4: relu's step", status="passed", level="full",
+                       time_ms=0.4, detail={"params": {"card": "vec4-v1", "card_version": {
+                           "library": f"team:{team.pk}", "version": 1, "status": "approved"}}})
+print("TEAM", team.pk, "RUN", run.pk)
+"""
+
+
+def test_a_team_copies_the_library_reviews_its_own_card_follows_a_node_to_it_and_sees_a_roundtrip_live(
+        server, app_env, tmp_path):
+    _manage(app_env, "shell", "-c", STORED_CARD)
+    team, run = _manage(app_env, "shell", "-c", TEAM_LIBRARY).split("TEAM ")[-1].split(" RUN ")
+    admission = tmp_path / "admission.json"
+    admission.write_text(json.dumps({"source": "e2e", "cards": {"fast_math-v1": {"status": "verified",
+                                                                                 "trials": []}}}))
+    result = _browse(TEAM_SKILLS_SCRIPT, *server, E2E_MEMBER=MEMBER, E2E_MEMBER_PASSWORD=MEMBER_PASSWORD,
+                     E2E_TEAM=team.strip(), E2E_RUN=run.strip(), E2E_PYTHON=sys.executable,
+                     E2E_REPO=str(REPO), E2E_APP_ENV=json.dumps(app_env), E2E_ADMISSION=str(admission))
+    assert "its runs use the default library" in result["empty_notice"], result
+    assert result["copy_message"].startswith("Copied 2 cards from the default library")
+    assert sorted(result["team_rows"]) == ["FAST_MATH", "VEC4"]
+    assert result["library_url"].endswith(f"?team={team.strip()}")
+    # The copy keeps what the roundtrip found (verified), not the project's review; the
+    # team's admin approves the team's copy, and the default card stays as it was.
+    assert result["team_card_status"] == "verified" and result["team_card_after"] == "approved"
+    assert result["team_card_library"] == "kernels's library" and result["copied_from"] == "/skills/vec4-v1/"
+    assert result["effect_points"] >= 1  # the relu lineage's VEC4 steps
+    stored = _manage(app_env, "shell", "-c", (
+        "from lineage.models import SkillCard\n"
+        "print(*[f'{c.team_id or 0}:{c.status}' for c in SkillCard.objects.filter(card_id='vec4-v1')"
+        ".order_by('team_id')])"))
+    assert sorted(stored.split()[-2:]) == sorted(["0:verified", f"{team.strip()}:approved"])
+    # The node the card made links to the team's card, and the card's usage links back.
+    assert result["node_card_link"] == f"/skills/vec4-v1/?team={team.strip()}"
+    assert result["usage_rows"] == 1 and result["back_at"] == f"/runs/{run.strip()}/"
+    # The admission landed from another process; the member's page showed it, unreloaded.
+    assert (result["live_before"], result["live_after"]) == ("induced", "verified")
+    assert "roundtrip finished" in result["live_notice"] and result["member_reloaded"] == 1
+    assert result["live_seconds"] < 30 and result["page_errors"] == []
+    for name in ("skills-team-library", "skill-card-team", "skill-card-live"):
+        assert (SHOTS / f"{name}.png").stat().st_size > 10_000, name
+
+
 TEAMS_SCRIPT = Path(__file__).with_name("teams.mjs")
 
 

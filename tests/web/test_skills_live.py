@@ -74,12 +74,13 @@ def test_a_change_made_where_the_layer_does_not_reach_is_read_from_the_row(card,
         await ws.receive_json_from(timeout=5)
         # As another process would: the row changes, and no message comes.
         await database_sync_to_async(
-            lambda: SkillCard.objects.filter(pk=card.pk).update(revision=F("revision") + 1))()
+            lambda: SkillCard.objects.filter(pk=card.pk).update(revision=F("revision") + 1,
+                                                                last_change="review"))()
         frame = await ws.receive_json_from(timeout=5)
         await ws.disconnect()
         return frame
 
-    assert async_to_sync(scenario)() == {"type": "card", "data": {"revision": 2, "what": None}}
+    assert async_to_sync(scenario)() == {"type": "card", "data": {"revision": 2, "what": "review"}}
 
 
 def test_a_bad_team_is_a_bad_request_and_a_stranger_is_refused(card, people, settings):

@@ -12,6 +12,8 @@ import { renderEffects } from "./charts.js";
 import { facts, fill, h, table } from "./dom.js";
 
 const REVIEWING_ROLES = ["admin", "reviewer"];
+/** @type {Record<string, string>} */
+const LIVE_TEXT = { connecting: " · connecting…", open: " · live", retrying: " · reconnecting…", refused: " · not live" };
 
 /** @param {HTMLElement} root */
 export async function mountSkillLibrary(root) {
@@ -86,7 +88,22 @@ export async function mountSkillCard(root, cardId) {
   }
 
   let revision = 0;
+  let liveStatus = "connecting"; // the socket's, shown beside the crumbs across renders
+  /** @type {Promise<void>|null} */
+  let rendering = null;
   async function render() {
+    // One render at a time: a change heard while the page's own write renders waits for
+    // that render, which may already show it.
+    while (rendering) await rendering;
+    rendering = draw();
+    try {
+      await rendering;
+    } finally {
+      rendering = null;
+    }
+  }
+
+  async function draw() {
     const [card, versions, usage, effects] = await Promise.all([api(at("")), api(at("versions/")), api(at("usage/")),
       api(at("effects/"))]);
     revision = card.revision;
@@ -95,7 +112,7 @@ export async function mountSkillCard(root, cardId) {
     if (effects.groups.length) renderEffects(chart, effects.groups);
     fill(root,
       h("p", { class: "crumbs" }, h("a", { href: withTeam("/skills/", team) }, card.library.team == null ? "Skill library" : `${card.library.name}'s library`),
-        ` / ${card.card_id}`, h("span", { class: "live-status", id: "card-live" })),
+        ` / ${card.card_id}`, h("span", { class: "live-status", id: "card-live", "data-status": liveStatus }, LIVE_TEXT[liveStatus] ?? "")),
       h("h1", null, card.intent, " ", h("span", { id: "card-status", class: `status status-${card.status}` }, card.status)),
       h("p", { class: "lede", id: "card-sentence" }, card.sentence),
       data.notes ? h("p", { class: "notes", id: "card-notes" }, data.notes) : null,
@@ -164,19 +181,33 @@ export async function mountSkillCard(root, cardId) {
   // page's own writes render at once (act), so their echo finds nothing newer.
   const live = new LiveClient({ url: () => cardSocketUrl(cardId, team), lastSeq: () => revision, onEvents: () => {},
     onStatus: (status) => {
+      liveStatus = status;
       const shown = document.getElementById("card-live");
       if (shown) {
-        shown.textContent = { connecting: " · connecting…", open: " · live", retrying: " · reconnecting…" }[String(status)] ?? "";
+        shown.textContent = LIVE_TEXT[status] ?? "";
         shown.dataset.status = status;
       }
     },
     onMessage: async (/** @type {any} */ m) => {
-      if (m.type !== "card" || !(m.data?.revision > revision)) return;
+      if (m.type !== "card") return;
+      while (rendering) await rendering;
+      if (!(m.data?.revision > revision)) return; // our own write's echo, shown already
+      if (typing()) {
+        // Not under the person's cursor: what they are writing stays until they choose.
+        fill(message, "The card changed while you were writing. ",
+          h("button", { type: "button", class: "link", id: "show-change", onclick: () => act(async () => {}, "") }, "Show it"));
+        return;
+      }
       await render();
       say(changeNotice(m.data.what ?? null, root.dataset.cardStatus ?? ""));
-      const shown = document.getElementById("card-live");
-      if (shown) { shown.textContent = " · live"; shown.dataset.status = "open"; }
     } });
+
+  /** Whether the person has something half-written on the page (a review, a comment, an edit). */
+  function typing() {
+    const written = ["review-comment", "comment-text"].some((id) =>
+      /** @type {HTMLTextAreaElement|null} */ (document.getElementById(id))?.value);
+    return written || Boolean(root.querySelector("details.edit-box[open]"));
+  }
   live.start();
 }
 
