@@ -102,7 +102,7 @@ class SkillLibraryCopyApi(APIView):
 
 
 class SkillLibraryApi(APIView):
-    @extend_schema(responses=SkillCardRowSerializer(many=True), parameters=[
+    @extend_schema(responses={200: SkillCardRowSerializer(many=True), 404: ErrorSerializer}, parameters=[
         TEAM, OpenApiParameter("intent", str),
         OpenApiParameter("task", str, description="a task in the card's scope"),
         OpenApiParameter("arch", str, description="sm_90, say"),
@@ -114,7 +114,7 @@ class SkillLibraryApi(APIView):
         query = request.query_params
         library = _library(request)
         cards = selectors.skill_library(
-            team=library.team,
+            team=library.team, user=request.user,
             intent=params.query_text(query, "intent", max_length=60),
             task=params.query_text(query, "task", max_length=100),
             arch=params.query_text(query, "arch", max_length=20),
@@ -223,7 +223,7 @@ class SkillEffectsApi(APIView):
 
 
 class SkillLibraryExportApi(APIView):
-    @extend_schema(responses=OpenApiTypes.OBJECT, parameters=[TEAM])
+    @extend_schema(responses={200: OpenApiTypes.OBJECT, 404: ErrorSerializer}, parameters=[TEAM])
     def get(self, request: Request) -> Response:
         """The whole library as one JSON file, for another team to import."""
         return Response(selectors.skill_library_export(team=_library(request).team),
@@ -236,7 +236,7 @@ class SkillLibraryImportApi(APIView):
         return settings.OPTIML_MAX_IMPORT_BYTES
 
     @extend_schema(request=OpenApiTypes.OBJECT, parameters=[TEAM],
-                   responses={201: OpenApiTypes.OBJECT, 403: ErrorSerializer})
+                   responses={201: OpenApiTypes.OBJECT, 403: ErrorSerializer, 404: ErrorSerializer})
     def post(self, request: Request) -> Response:
         """Import a library file into the library (its reviewers): new cards are stored as
         induced, to pass their roundtrip here; cards already stored are skipped."""

@@ -86,7 +86,7 @@ SKILL_SORTS = ("intent", "effect", "evidence")
 
 
 def skill_library(*, intent: str = "", task: str = "", status: str = "", arch: str = "",
-                  sort: str = "intent", team: Any = None) -> list[SkillCard]:
+                  sort: str = "intent", team: Any = None, user=None) -> list[SkillCard]:
     """The library as its page lists it: filtered by intent, task family (a task in the
     card's scope), architecture and status; sorted by intent, by effect (the median
     measured speed-up, best first) or by evidence (lineages, then steps, most first).
@@ -99,12 +99,34 @@ def skill_library(*, intent: str = "", task: str = "", status: str = "", arch: s
              if (not task or task in c.data.get("scope", {}).get("tasks", []))
              and (not arch or arch == c.data.get("scope", {}).get("arch"))]
     cards.sort(key=lambda c: (c.intent, c.card_id))
+    runs = skill_runs_behind(user=user, team=team) if user is not None else {}
+    for card in cards:
+        card.run_count = len(runs.get(card.card_id, ()))
     if sort == "effect":
         cards.sort(key=lambda c: (-(c.data["effects"]["speedup"].get("median") or 0), c.card_id))
     elif sort == "evidence":
         cards.sort(key=lambda c: (-c.data["evidence"]["lineages"], -c.data["evidence"]["transitions"],
                                   c.card_id))
     return cards
+
+
+def skill_runs_behind(*, user, team: Any = None) -> dict[str, set[int]]:
+    """Card id -> the runs `user` may see where that library's copy of the card made a
+    node (as each node recorded its card's library), in one query."""
+    from search.models import RunNode
+    from search.selectors import runs_visible_to
+
+    label = Library(team).label
+    runs = runs_visible_to(user=user)
+    if team is not None:
+        runs = runs.filter(team=team)
+    found: dict[str, set[int]] = {}
+    nodes = RunNode.objects.filter(run__in=runs, source__startswith="skill:")
+    for source, run_id, library in nodes.values_list("source", "run_id",
+                                                     "detail__params__card_version__library"):
+        if (library or "default") == label:
+            found.setdefault(source.removeprefix("skill:"), set()).add(run_id)
+    return found
 
 
 def skill_card_get(*, card_id: str, team: Any = None) -> SkillCard | None:
@@ -245,6 +267,33 @@ def skill_card_effects(*, card: SkillCard, user) -> dict:
                                    f"{' (' + t['guard'] + ')' if t.get('guard') else ''}", "link": None}
                                   for t in failed]})
     return {"groups": groups, "metrics": metrics}
+
+
+def skill_card_anchor_code(*, card: SkillCard, most: int = 4) -> list[dict]:
+    """The card's anchor in the code it came from: for each step of its vector (at most
+    `most`), the before-state's source as the project's expert reads now, cut to the
+    lines the step changes in it (the diff to the after-state, made here:
+    lineage/engine/excerpts.py) and a few around them. A step whose expert is not in this
+    project (an imported card's) is left out."""
+    from lineage.engine import experts
+    from lineage.engine.excerpts import anchor_lines, excerpt
+
+    shown = []
+    for step in (card.data.get("vector") or [])[:most]:
+        try:
+            expert = experts.load(step.get("task", ""))
+        except experts.ExpertError:
+            continue
+        before, after = (frozenset(f for f in (step.get(key) or "").split(",") if f)
+                         for key in ("before", "after"))
+        if not (expert.valid(before) and expert.valid(after)):
+            continue
+        source = expert.plain_source(before)
+        lines = anchor_lines(text_diff(source, expert.plain_source(after), "before.cu", "after.cu"))
+        if lines:
+            shown.append({"task": step["task"], "state": step.get("before") or "", "after": step.get("after"),
+                          **excerpt(source, lines)})
+    return shown
 
 
 def _used_library(node) -> str:

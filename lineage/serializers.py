@@ -31,6 +31,9 @@ class SkillCardRowSerializer(serializers.Serializer):
     effect = serializers.SerializerMethodField()
     lineages = serializers.SerializerMethodField()
     steps = serializers.SerializerMethodField()
+    runs = serializers.IntegerField(source="run_count", default=0,
+                                    help_text="the runs you may see where it made a node")
+    arch = serializers.SerializerMethodField()
     tasks = serializers.SerializerMethodField()
     reviews = serializers.IntegerField(source="review_count", default=0)
     comments = serializers.IntegerField(source="comment_count", default=0)
@@ -48,6 +51,9 @@ class SkillCardRowSerializer(serializers.Serializer):
 
     def get_steps(self, card: SkillCard) -> int:
         return card.data["evidence"]["transitions"]
+
+    def get_arch(self, card: SkillCard) -> str:
+        return card.data.get("scope", {}).get("arch", "")
 
     def get_tasks(self, card: SkillCard) -> list[str]:
         return card.data.get("scope", {}).get("tasks", [])
@@ -75,6 +81,7 @@ class SkillCardSerializer(SkillCardRowSerializer):
 
     card = serializers.SerializerMethodField()
     library = serializers.SerializerMethodField()
+    anchor_code = serializers.SerializerMethodField()
     revision = serializers.IntegerField()
     can_review = serializers.SerializerMethodField()
     lineages_behind = serializers.SerializerMethodField()
@@ -92,6 +99,12 @@ class SkillCardSerializer(SkillCardRowSerializer):
 
         request = self.context.get("request")
         return skill_card_can_review(user=request.user, team=card.team) if request else False
+
+    def get_anchor_code(self, card: SkillCard) -> list[dict[str, Any]]:
+        """Where its steps act, in each lineage's own code (selectors.skill_card_anchor_code)."""
+        from lineage.selectors import skill_card_anchor_code
+
+        return skill_card_anchor_code(card=card)
 
     def get_library(self, card: SkillCard) -> dict[str, Any]:
         """The library it is in (team None: the project's default one), and the default

@@ -13,7 +13,7 @@ describe("the skill library's query", () => {
   });
   it("reads a URL back, unknown values dropped", () => {
     expect(skillFiltersFromQuery(new URLSearchParams("task=relu&status=nope&sort=evidence")))
-      .toEqual({ team: "", intent: "", task: "relu", status: "", sort: "evidence" });
+      .toEqual({ team: "", intent: "", task: "relu", arch: "", status: "", sort: "evidence" });
     expect(skillFiltersFromQuery(new URLSearchParams("team=7")).team).toBe("7");
     expect(skillFiltersFromQuery(new URLSearchParams("team=7;drop")).team).toBe("");
   });
@@ -104,5 +104,15 @@ describe("a risk's link", () => {
     expect(link).toBe("/lineages/3/#state=OPT_GRID_STRIDE%2COPT_VEC4");
     expect(new URLSearchParams(link.split("#")[1]).get("state")).toBe("OPT_GRID_STRIDE,OPT_VEC4");
     expect(stateLink("/lineages/3/", "")).toBe("/lineages/3/#state=(plain%20attempt)");
+  });
+});
+
+describe("a card's anchor in its code", () => {
+  it("numbers the excerpt from its first line and flags the anchor's lines", async () => {
+    const { excerptBlock } = await import("../src/views/code.js");
+    const block = excerptBlock("a\nb\nc\n", 10, [11]);
+    expect(block.querySelector(".line-numbers")?.textContent).toBe("10\n▶11\n12");
+    expect([...block.querySelectorAll("mark.anchor-line")].map((m) => m.textContent)).toEqual(["▶11"]);
+    expect(block.querySelector("pre.code")?.textContent).toBe("a\nb\nc\n");
   });
 });

@@ -318,3 +318,25 @@ def test_a_cards_effects_are_its_lineages_steps_and_the_lineage_page_shows_the_s
     assert measured and all(r["share_of_ceiling"] == pytest.approx(graph["floor_ms"] / r["time_ms"])
                             for r in measured)
     assert all(0 < r["share_of_ceiling"] <= 1.0 for r in measured)  # nothing beats physics
+
+
+def test_a_cards_anchor_is_shown_in_the_code_it_came_from(people):
+    from rest_framework.test import APIClient
+
+    import_recorded("relu", "softmax")
+    call_command("lineage", "induce", stdout=StringIO())
+    client = APIClient()
+    client.force_authenticate(people["bob"])
+    card = client.get("/api/skills/restrict-v1/").json()
+    assert {s["task"] for s in card["anchor_code"]} == {"relu", "softmax"}
+    for shown in card["anchor_code"]:
+        expert = experts.load(shown["task"])
+        flags = (frozenset(f for f in state.split(",") if f) for state in (shown["state"], shown["after"]))
+        before, after = (expert.plain_source(f).splitlines() for f in flags)
+        removed = set(before) - set(after)
+        lines = shown["text"].splitlines()
+        marked = [lines[n - shown["first_line"]] for n in shown["marked"]]
+        # The marked lines are the state's own lines that the step rewrites: the pointer
+        # parameters that gain __restrict__.
+        assert marked and set(marked) <= removed, (marked, removed)
+        assert all("float" in line for line in marked)

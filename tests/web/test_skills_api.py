@@ -222,6 +222,11 @@ def test_a_card_lists_where_it_was_applied_in_runs_you_may_see_and_the_node_link
     assert use["page"] == f"/runs/{mine.pk}/" and use["api"] == f"/api/runs/{mine.pk}/nodes/99/"
     assert len(api(people["alice"]).get("/api/skills/vec4-v1/usage/").json()) == 2
     assert api(people["carol"]).get("/api/skills/vec4-v1/usage/").json() == []
+    # The library's row counts the runs behind the card that the reader may see.
+    runs = {who: {r["card_id"]: r["runs"] for r in api(people[who]).get("/api/skills/").json()}
+            for who in ("bob", "alice", "carol")}
+    assert (runs["bob"]["vec4-v1"], runs["alice"]["vec4-v1"], runs["carol"]["vec4-v1"]) == (1, 2, 0)
+    assert runs["alice"]["fast_math-v1"] == 0
     assert api(people["bob"]).get("/api/skills/fast_math-v1/usage/").json() == []
     node = api(people["bob"]).get(use["api"]).json()
     assert node["skill_card_url"] == "/api/skills/vec4-v1/"

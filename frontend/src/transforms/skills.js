@@ -4,7 +4,7 @@ export const SKILL_STATUSES = /** @type {const} */ (["induced", "verified", "fai
 export const SKILL_SORTS = /** @type {const} */ (["intent", "effect", "evidence"]);
 
 /**
- * @param {{team?: string, intent?: string, task?: string, status?: string, sort?: string}} filters
+ * @param {{team?: string, intent?: string, task?: string, arch?: string, status?: string, sort?: string}} filters
  * @returns {string} "?task=softmax&sort=effect", or "" with no filter
  */
 export function skillsQuery(filters) {
@@ -12,6 +12,7 @@ export function skillsQuery(filters) {
   if (filters.team && /^[0-9]+$/.test(filters.team)) params.set("team", filters.team);
   if (filters.intent) params.set("intent", filters.intent);
   if (filters.task) params.set("task", filters.task);
+  if (filters.arch) params.set("arch", filters.arch);
   if (filters.status && SKILL_STATUSES.includes(/** @type {any} */ (filters.status))) params.set("status", filters.status);
   if (filters.sort && filters.sort !== "intent" && SKILL_SORTS.includes(/** @type {any} */ (filters.sort))) params.set("sort", filters.sort);
   const text = params.toString();
@@ -27,6 +28,7 @@ export function skillFiltersFromQuery(params) {
     team: /^[0-9]+$/.test(team) ? team : "",
     intent: params.get("intent") ?? "",
     task: params.get("task") ?? "",
+    arch: params.get("arch") ?? "",
     status: SKILL_STATUSES.includes(/** @type {any} */ (status)) ? status : "",
     sort: SKILL_SORTS.includes(/** @type {any} */ (sort)) ? sort : "intent",
   };

@@ -14,6 +14,21 @@ export function codeBlock(source) {
 }
 
 /** @param {string} diffText */
+/**
+ * An excerpt of a source from line `firstLine`, the `marked` lines flagged in the gutter
+ * (a skill card's anchor in the code it came from).
+ * @param {string} text @param {number} firstLine @param {number[]} marked
+ */
+export function excerptBlock(text, firstLine, marked) {
+  const count = text.replace(/\n$/, "").split("\n").length;
+  const flagged = new Set(marked);
+  const numbers = Array.from({ length: count }, (_, i) => firstLine + i)
+    .map((n) => flagged.has(n) ? h("mark", { class: "anchor-line" }, `▶${n}`) : String(n));
+  return h("div", { class: "code-block excerpt" },
+    h("pre", { class: "line-numbers", "aria-hidden": "true" }, numbers.flatMap((n, i) => (i ? ["\n", n] : [n]))),
+    h("pre", { class: "code" }, h("code", { html: highlightCuda(text) })));
+}
+
 export function diffBlock(diffText) {
   const lines = parseUnifiedDiff(diffText);
   if (lines.length === 0) return h("p", { class: "muted" }, "No change.");

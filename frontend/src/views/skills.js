@@ -9,6 +9,7 @@ import { fieldErrors } from "../transforms/forms.js";
 import { changeNotice, effectText, reviewActions, SKILL_SORTS, SKILL_STATUSES, skillFiltersFromQuery, skillsQuery,
   stateLink, vectorDiff, withTeam } from "../transforms/skills.js";
 import { renderEffects } from "./charts.js";
+import { excerptBlock } from "./code.js";
 import { facts, fill, h, table } from "./dom.js";
 
 const REVIEWING_ROLES = ["admin", "reviewer"];
@@ -25,6 +26,18 @@ export async function mountSkillLibrary(root) {
   const taskSelect = select("task", "all tasks", tasks.map((/** @type {any} */ t) => t.name), filters.task);
   const statusSelect = select("status", "any status", SKILL_STATUSES, filters.status);
   const sortSelect = select("sort", "", SKILL_SORTS, filters.sort);
+  // The intents and architectures the library holds, learnt from what it lists.
+  const intentSelect = select("intent", "any intent", filters.intent ? [filters.intent] : [], filters.intent);
+  const archSelect = select("arch", "any architecture", filters.arch ? [filters.arch] : [], filters.arch);
+  const seen = { intent: new Set(filters.intent ? [filters.intent] : []), arch: new Set(filters.arch ? [filters.arch] : []) };
+  const learn = (/** @type {"intent"|"arch"} */ name, /** @type {HTMLElement} */ box, /** @type {string[]} */ values) => {
+    const before = seen[name].size;
+    values.filter(Boolean).forEach((v) => seen[name].add(v));
+    if (seen[name].size === before) return;
+    const current = /** @type {HTMLSelectElement} */ (box).value;
+    fill(box, h("option", { value: "" }, name === "intent" ? "any intent" : "any architecture"),
+      [...seen[name]].sort().map((v) => h("option", { value: v, selected: v === current }, v)));
+  };
   // The library: the project's default one, or one of the reader's teams'.
   const librarySelect = h("select", { name: "team", id: "filter-team" }, libraries.map((/** @type {any} */ l) =>
     h("option", { value: l.team == null ? "" : String(l.team), selected: String(l.team ?? "") === filters.team },
@@ -34,7 +47,9 @@ export async function mountSkillLibrary(root) {
   const message = h("p", { class: "skill-message", role: "status" });
   const form = h("form", { class: "filters", onchange: () => load(), onsubmit: (/** @type {Event} */ e) => { e.preventDefault(); load(); } },
     h("label", { for: "filter-team" }, "Library "), librarySelect,
-    h("label", { for: "filter-task" }, "Task "), taskSelect, h("label", { for: "filter-status" }, "Status "), statusSelect,
+    h("label", { for: "filter-intent" }, "Intent "), intentSelect,
+    h("label", { for: "filter-task" }, "Task "), taskSelect, h("label", { for: "filter-arch" }, "Architecture "), archSelect,
+    h("label", { for: "filter-status" }, "Status "), statusSelect,
     h("label", { for: "filter-sort" }, "Sort by "), sortSelect);
   fill(root, h("h1", null, "Skill library"),
     h("p", { class: "lede" }, "Optimizations induced from expert kernels, each admitted by a roundtrip on the GPU and reviewed by the team. "
@@ -44,6 +59,7 @@ export async function mountSkillLibrary(root) {
   async function load() {
     const team = /** @type {HTMLSelectElement} */ (librarySelect).value;
     const current = { team, task: /** @type {HTMLSelectElement} */ (taskSelect).value,
+      intent: /** @type {HTMLSelectElement} */ (intentSelect).value, arch: /** @type {HTMLSelectElement} */ (archSelect).value,
       status: /** @type {HTMLSelectElement} */ (statusSelect).value, sort: /** @type {HTMLSelectElement} */ (sortSelect).value };
     const query = skillsQuery(current);
     window.history.replaceState(null, "", `/skills/${query}`);
@@ -60,11 +76,13 @@ export async function mountSkillLibrary(root) {
           }
         } }, "Copy the default library into this team's") : null);
     const rows = await api(`/api/skills/${query}`);
-    fill(list, rows.length ? table(["intent", "effect (median, range)", "lineages", "steps", "status", "reviews", "comments"],
+    learn("intent", intentSelect, rows.map((/** @type {any} */ r) => r.intent));
+    learn("arch", archSelect, rows.map((/** @type {any} */ r) => r.arch));
+    fill(list, rows.length ? table(["intent", "effect (median, range)", "lineages", "steps", "runs", "status", "reviews", "comments"],
       rows.map((/** @type {any} */ r) => [h("a", { href: withTeam(`/skills/${r.card_id}/`, team), class: "skill-link" }, r.intent),
-        effectText(r.effect), String(r.lineages), String(r.steps), h("span", { class: `status status-${r.status}` }, r.status),
+        effectText(r.effect), String(r.lineages), String(r.steps), String(r.runs), h("span", { class: `status status-${r.status}` }, r.status),
         String(r.reviews), String(r.comments)]), { class: "skills" })
-      : h("p", { class: "empty" }, team && !rows.length && !current.status && !current.task
+      : h("p", { class: "empty" }, team && !rows.length && !current.status && !current.task && !current.intent && !current.arch
         ? "This team's library is empty: its runs use the default library until it copies or imports cards." : "No card matches."));
   }
   await load();
@@ -127,6 +145,7 @@ export async function mountSkillCard(root, cardId) {
         card.lineages_behind.map((/** @type {any} */ l, /** @type {number} */ i) => [i ? ", " : "", h("a", { href: l.page, class: "lineage-link" }, l.task)]), ".") : null,
       section("Effects: measured speed-ups", [effects.groups.length ? chart : h("p", null, "Nothing measured yet."),
         effects.metrics.length ? metricTable(effects.metrics) : null]),
+      section("The anchor, in the code it came from", anchorView(card.anchor_code ?? [])),
       section("The vector: the experts' steps", vectorView(data.vector)),
       section("Generalised patterns", patterns(data.anchor?.rewrites ?? [])),
       section("Preconditions", preconditions(data.preconditions ?? {})),
@@ -221,6 +240,15 @@ function metricTable(/** @type {{label: string, steps: number, median: Record<st
 
 function section(/** @type {string} */ title, /** @type {any} */ body) {
   return h("section", { class: "skill-section" }, h("h2", null, title), body);
+}
+
+/** Each step's before-state, cut to the lines it acts on (marked) and a few around them. */
+function anchorView(/** @type {{task: string, state: string, first_line: number, text: string, marked: number[]}[]} */ shown) {
+  if (!shown.length) return h("p", null, "Not shown: no step's expert is in this project.");
+  return shown.map((s) => h("div", { class: "anchor-code", "data-task": s.task },
+    h("p", null, h("strong", null, s.task), ` in {${s.state || "plain"}}: line${s.marked.length === 1 ? "" : "s"} `,
+      s.marked.join(", ")),
+    excerptBlock(s.text, s.first_line, s.marked)));
 }
 
 function vectorView(/** @type {any[]} */ vector) {
