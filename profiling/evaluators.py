@@ -115,15 +115,16 @@ class GateEvaluator:
         "incomplete" as it always has."""
         if self.gpu() == NO_GPU:
             return None
-        with self._screen_lock:
+        # Starting the screener is GPU work too (its process makes a CUDA context and
+        # allocates): inside the turn, so it never runs beside another process's timing.
+        with self._screen_lock, gpu_turn():
             if self._screener is None:
                 workdir = str(Path(self.workdir) / "screen") if self.workdir else None
                 self._screener = self._screener_factory(ScreenOptions(workdir=workdir))
                 # Its GPU process also leaves when ours does (it reads our pipe to EOF);
                 # this only ends it in order at a normal exit.
                 atexit.register(self.close)
-            with gpu_turn():
-                return self._screener.screen(task_name, candidate, screen_options_for(options))
+            return self._screener.screen(task_name, candidate, screen_options_for(options))
 
     def close(self) -> None:
         """Stop the screen's GPU process, if one was started."""

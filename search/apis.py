@@ -30,7 +30,6 @@ from profiling.harness import tasks as task_registry
 from profiling.harness.candidate import CandidateError
 from profiling.harness.expr import ExpressionError
 from search import inspector, selectors, services
-from search.engine.judges import LLMConfigError
 from search.importing import TrajectoryError, parse_trajectory
 from search.models import Run
 from search.serializers import (
@@ -156,8 +155,6 @@ class RunListApi(APIView):
             raise ValidationError({_candidate_field(error): [str(error)]}) from None
         except ExpressionError as error:  # a grid, block or argument expression that does not parse
             raise ValidationError({"plan": [f"launch plan: {error}"]}) from None
-        except LLMConfigError as error:
-            raise ValidationError({"judge": [str(error)]}) from None
         except services.RunError as error:
             raise ValidationError({error.field or "non_field_errors": [str(error)]}) from None
         context = {"request": request, "notice": notice}

@@ -57,14 +57,21 @@ class RunError(ValueError):
 
 
 def judges_for(choice: str):
-    """(judge, fallback) for "rules" or "llm"; the rule judge always stands behind an LLM."""
-    from search.engine.judges import LLMJudge, RuleJudge
+    """(judge, fallback) for "rules" or "llm"; the rule judge always stands behind an LLM.
+    An LLM judge the environment does not configure is a RunError on the judge field. The
+    LLM's module (and the openai package) is imported only when an LLM judge is asked for."""
+    from search.engine.judges import RuleJudge
 
     rules = RuleJudge()
     if choice == "rules":
         return rules, rules
     if choice == "llm":
-        return LLMJudge.from_env(), rules
+        from search.engine.judges import LLMConfigError, LLMJudge
+
+        try:
+            return LLMJudge.from_env(), rules
+        except LLMConfigError as error:
+            raise RunError(str(error), field="judge") from None
     raise RunError(f"unknown judge {choice!r}: use 'rules' or 'llm'", field="judge")
 
 

@@ -68,3 +68,43 @@ def test_a_killed_holder_leaves_the_gpu_free(device):
     began = time.monotonic()
     with gpu_turn(device):
         assert time.monotonic() - began < 1.0
+
+
+def test_starting_the_screeners_gpu_process_is_inside_the_turn(device, monkeypatch):
+    """The screener's process makes a CUDA context and allocates when it starts: that is
+    GPU work, so it waits for the turn like a timing (a stand-in screener asks whether
+    another process could take the lock while it starts)."""
+    import fcntl
+
+    from profiling import evaluators
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", device)
+    seen = []
+
+    def lock_free() -> bool:
+        with open(lock_path(device), "a") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return False
+            fcntl.flock(handle, fcntl.LOCK_UN)
+            return True
+
+    class StandIn:
+        def __init__(self, options) -> None:
+            # flock locks belong to the open file: another open of the lock, as another
+            # process would make, is refused while the turn is held.
+            seen.append(("started", lock_free()))
+
+        def screen(self, task, candidate, options):
+            seen.append(("screened", lock_free()))
+            return "verdict"
+
+        def close(self) -> None:
+            pass
+
+    evaluator = evaluators.GateEvaluator(screener_factory=StandIn)
+    monkeypatch.setattr(evaluator, "gpu", lambda: "NVIDIA H200")
+    assert evaluator.screen("relu", object(), evaluators.GateOptions()) == "verdict"
+    assert seen == [("started", False), ("screened", False)]
+    evaluator.close()
