@@ -81,8 +81,12 @@ def run_gate_options(*, run: Run, screening: bool) -> GateOptions:
     """The run's gate options, with the run's secret gate seed. A screened run keeps its
     seeded inputs and references on this host, shared by the screen and the full gate (as
     the CLI's --workdir inputs/): each candidate then skips generating them, seconds per
-    1 GB seed. One folder per run, since no other run has its seed: what a finished run
-    leaves there (gigabytes) is never read again, and the folder says whose it is."""
+    1 GB seed. `screening`: whether the run screens at all (screening_for), the root's
+    full gate included: it builds the inputs first, and every later gate reads them (on
+    the H200, relu's root spent ~51 s building inputs that the first promoted candidate
+    then built again). One folder per run, since no other run has its seed: what a
+    finished run leaves there (gigabytes) is never read again, and the folder says whose
+    it is."""
     options = dataclasses.replace(options_from_dict(run.gate_options), seed=run_gate_seed(run=run))
     if screening and options.input_cache is None:
         folder = Path(settings.OPTIML_WORKDIR) / "inputs" / run.task.name / f"run-{run.pk}"

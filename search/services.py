@@ -205,7 +205,7 @@ def run_step(*, run_id: int, evaluator: Evaluator | None = None, parallel: int |
             return run
         asked, best_full_ms, new_events = _step_ask(run, parallel or run.parallel, evaluator)
         _announce(run, new_events)
-    options = run_gate_options(run=run, screening=best_full_ms is not None)
+    options = run_gate_options(run=run, screening=screening_for(run=run, evaluator=evaluator))
     unmeasured = []
     for node_id, candidate in asked:
         binary = node_binary_ensure(run_id=run_id, node_id=node_id) if settings.OPTIML_COMPILE_AHEAD else ""
@@ -425,8 +425,9 @@ def node_evaluate(*, run_id: int, node_id: int, best_full_ms: float | None,
     if run.status != Run.Status.RUNNING:
         return "idle"
     evaluator = evaluator or get_evaluator()
-    screening = best_full_ms is not None and screening_for(run=run, evaluator=evaluator)
-    options = run_gate_options(run=run, screening=screening)
+    screens = screening_for(run=run, evaluator=evaluator)
+    screening = best_full_ms is not None and screens
+    options = run_gate_options(run=run, screening=screens)
     measured = candidate_measure(run=run, candidate=row.candidate.to_harness(), options=options,
                                  evaluator=evaluator, best_full_ms=best_full_ms if screening else None)
     if measured is None:

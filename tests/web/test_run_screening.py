@@ -45,11 +45,13 @@ class StandInScreen:
         self.failing = failing
         self.screened: list[str] = []  # candidate hashes, in order
         self.options: list = []
+        self.full_options: list = []  # the full gate's, in order
 
     def gpu(self) -> str:
         return self.full.gpu()
 
     def evaluate(self, task_name, candidate, options):
+        self.full_options.append(options)
         return self.full.evaluate(task_name, candidate, options)
 
     def screen(self, task_name, candidate, options):
@@ -107,9 +109,11 @@ def test_a_screened_run_fixes_its_secret_gate_seed_and_keeps_its_inputs_in_its_o
     evaluator = StandInScreen()
     run = services.run_drive(run_id=new_run(budget=3, seed=7).pk, evaluator=evaluator)
 
-    # The run's own gate seed (from the server's secret), not the user's search seed 7.
-    assert {(o.seed, o.input_cache) for o in evaluator.options} == \
+    # The run's own gate seed (from the server's secret), not the user's search seed 7,
+    # and one input folder for the screen and every full gate, the root's first.
+    assert {(o.seed, o.input_cache) for o in evaluator.options + evaluator.full_options} == \
         {(run_gate_seed(run=run), str(tmp_path / "inputs" / "relu" / f"run-{run.pk}"))}
+    assert evaluator.full_options and evaluator.full_options[0].input_cache
 
 
 def test_the_inspector_shows_a_screened_node_as_screened_with_its_checks_and_time():
