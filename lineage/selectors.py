@@ -213,6 +213,7 @@ def skill_card_usage(*, card: SkillCard, user) -> list[dict]:
                      "node": node.node_id, "title": node.title, "status": node.status, "guard": node.guard,
                      "level": node.level, "time_ms": node.time_ms, "parent_time_ms": before,
                      "card_version": (node.detail or {}).get("params", {}).get("card_version"),
+                     "deltas_vs_parent": (node.detail or {}).get("deltas_vs_parent") or {},
                      "speedup_vs_parent": before / node.time_ms if before and node.time_ms else None,
                      "page": f"/runs/{node.run_id}/",
                      "api": f"/api/runs/{node.run_id}/nodes/{node.node_id}/"})
@@ -227,11 +228,10 @@ def skill_card_effects(*, card: SkillCard, user) -> dict:
     - each run `user` may see where the card made a node: that node over its parent;
     - its roundtrip's failed trials, where it kept them (the measured speed-up, or none
       when the trial failed the gate).
-    And `metrics`: per lineage, the median of each Nsight Compute metric's relative change
-    over its steps (lineages without profiles have none)."""
-    from statistics import median
-
-    from lineage.models import Transition
+    And `metrics`: per lineage and per run, the median over its steps (nodes) of each
+    Nsight Compute metric's ratio after / before, from the states' (nodes') profiles;
+    those without profiles have none."""
+    from lineage.models import LineageState, Transition
 
     groups, metrics = [], []
     steps = (Transition.objects.filter(lineage__in=card.lineages.all(), intent=card.intent)
@@ -239,23 +239,26 @@ def skill_card_effects(*, card: SkillCard, user) -> dict:
     by_lineage: dict[int, list] = {}
     for step in steps:
         by_lineage.setdefault(step.lineage_id, []).append(step)
+    profiles = {(s.lineage_id, s.key): (s.measurement or {}).get("metrics") or {}
+                for s in LineageState.objects.filter(lineage_id__in=list(by_lineage))}
     for lineage_id, found in by_lineage.items():
         task = found[0].lineage.task.name
         groups.append({"kind": "lineage", "label": f"{task}'s lineage", "link": f"/lineages/{lineage_id}/",
                        "points": [{"speedup": s.speedup, "what": f"{{{s.before or 'plain'}}} + {s.flag}",
                                    "link": f"/lineages/{lineage_id}/#state={s.after}"} for s in found]})
-        deltas: dict[str, list[float]] = {}
-        for step in found:
-            for metric, value in (step.metric_deltas or {}).items():
-                if isinstance(value, int | float):
-                    deltas.setdefault(metric, []).append(float(value))
-        if deltas:
+        ratios = [_ratios(profiles.get((lineage_id, step.before), {}),
+                          profiles.get((lineage_id, step.after), {})) for step in found]
+        if any(ratios):
             metrics.append({"label": f"{task}'s lineage", "steps": len(found),
-                            "median": {m: median(v) for m, v in sorted(deltas.items())}})
+                            "median": _median_each(ratios)})
     by_run: dict[int, list] = {}
     for use in skill_card_usage(card=card, user=user):
         by_run.setdefault(use["run"], []).append(use)
     for run_id, uses in by_run.items():
+        ratios = [u.get("deltas_vs_parent") or {} for u in uses]
+        if any(ratios):
+            metrics.append({"label": f"run {run_id} ({uses[0]['task']})", "steps": len(uses),
+                            "median": _median_each(ratios)})
         groups.append({"kind": "run", "label": f"run {run_id} ({uses[0]['task']})", "link": uses[0]["page"],
                        "points": [{"speedup": u["speedup_vs_parent"],
                                    "what": f"node #{u['node']}: {u['status'] or 'pending'}",
@@ -294,6 +297,23 @@ def skill_card_anchor_code(*, card: SkillCard, most: int = 4) -> list[dict]:
             shown.append({"task": step["task"], "state": step.get("before") or "", "after": step.get("after"),
                           **excerpt(source, lines)})
     return shown
+
+
+def _ratios(before: dict, after: dict) -> dict[str, float]:
+    """Each metric's after / before, where both are numbers and before is not zero."""
+    return {m: after[m] / value for m, value in before.items()
+            if isinstance(value, int | float) and value and isinstance(after.get(m), int | float)}
+
+
+def _median_each(ratios: list[dict[str, float]]) -> dict[str, float]:
+    from statistics import median
+
+    found: dict[str, list[float]] = {}
+    for one in ratios:
+        for metric, value in one.items():
+            if isinstance(value, int | float):
+                found.setdefault(metric, []).append(float(value))
+    return {metric: median(values) for metric, values in sorted(found.items())}
 
 
 def _used_library(node) -> str:

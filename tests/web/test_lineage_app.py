@@ -309,7 +309,20 @@ def test_a_cards_effects_are_its_lineages_steps_and_the_lineage_page_shows_the_s
     assert sum(len(g["points"]) for g in lineages) == steps.count() > 0
     assert sorted(p["speedup"] for g in lineages for p in g["points"]) == sorted(s.speedup for s in steps)
     assert all(p["link"].startswith(g["link"] + "#state=") for g in lineages for p in g["points"])
-    assert all(m["steps"] >= 1 and m["median"] for m in effects["metrics"])
+    # The metric changes are ratios after / before, from the states' own profiles: the
+    # recorded walks profiled only the expert's state, so no step has both; give one
+    # step's before-state a profile and its ratio appears.
+    assert effects["metrics"] == []
+    relu = Lineage.objects.get(task__name="relu")
+    profiled = next(t for t in steps.filter(lineage=relu)
+                    if LineageState.objects.get(lineage=relu, key=t.after).measurement.get("metrics"))
+    after = LineageState.objects.get(lineage=relu, key=profiled.after).measurement["metrics"]["duration_ns"]
+    before = LineageState.objects.get(lineage=relu, key=profiled.before)
+    before.measurement = {**before.measurement, "metrics": {"duration_ns": 2 * after}}
+    before.save()
+    effects = client.get("/api/skills/restrict-v1/effects/").json()
+    assert effects["metrics"] == [{"label": "relu's lineage", "steps": len(steps.filter(lineage=relu)),
+                                   "median": {"duration_ns": 0.5}}]
     # The lineage page: each measured state's share of the H200's ceiling (floor / time).
     lineage = Lineage.objects.get(task__name="relu")
     graph = selectors.lineage_graph(lineage=lineage)

@@ -397,10 +397,17 @@ def test_a_teams_copy_lists_the_nodes_its_runs_made_and_the_node_links_to_the_co
                                        "created": node_id},
                                source="skill:vec4-v1", title="VEC4", status="passed", level="screen",
                                time_ms=0.5, detail={"params": {"card": "vec4-v1", "card_version": {
-                                   "library": library_label, "version": 1, "status": "approved"}}})
+                                   "library": library_label, "version": 1, "status": "approved"}},
+                                   "deltas_vs_parent": {"dram_read_bytes": 0.5 if node_id == 98 else 0.9}})
     bob = api(people["bob"])
     assert [u["node"] for u in bob.get(f"/api/skills/vec4-v1/usage/?team={team.pk}").json()] == [98]
     assert [u["node"] for u in bob.get("/api/skills/vec4-v1/usage/").json()] == [99]
+    # The team copy's effects: its node's speed-up and metric change, not the default's.
+    effects = bob.get(f"/api/skills/vec4-v1/effects/?team={team.pk}").json()
+    (runs,) = [g for g in effects["groups"] if g["kind"] == "run"]
+    assert [p["link"] for p in runs["points"]] == [f"/runs/{run.pk}/#node-98"]
+    assert effects["metrics"] == [{"label": f"run {run.pk} (relu)", "steps": 1,
+                                   "median": {"dram_read_bytes": 0.5}}]
     assert bob.get(f"/api/runs/{run.pk}/nodes/98/").json()["skill_card_url"] == \
         f"/api/skills/vec4-v1/?team={team.pk}"
     assert bob.get(f"/api/runs/{run.pk}/nodes/99/").json()["skill_card_url"] == "/api/skills/vec4-v1/"

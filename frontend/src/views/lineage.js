@@ -10,6 +10,12 @@ import { facts, fill, h, table } from "./dom.js";
 import { TreeView } from "./tree.js";
 import { shareText } from "./treeNodes.js";
 
+/** A difference with its sign, to four significant digits: "+1.234e+6", "-12.5". */
+function signed(/** @type {number} */ value) {
+  if (!Number.isFinite(value)) return "—";
+  return `${value > 0 ? "+" : ""}${Number(value.toPrecision(4))}`;
+}
+
 /** @param {HTMLElement} root @param {number} lineageId */
 export async function mountLineage(root, lineageId) {
   const graph = await api(`/api/lineages/${lineageId}/`);
@@ -46,7 +52,8 @@ export async function mountLineage(root, lineageId) {
         ? `${shareText(row.share_of_ceiling)} (the physics floor over this time)` : null],
       ["on the path to the expert", graph.path.includes(id) ? "yes" : "no"]]),
     row.message ? h("p", { class: "error" }, row.message) : null,
-    deltas.length ? table(["metric", "change"], deltas.map(([k, v]) => [k, `${(100 * Number(v)).toFixed(1)}%`]), { class: "deltas" }) : null,
+    // The walk records each metric's difference, after − before, in the metric's own unit.
+    deltas.length ? table(["metric", "after − before"], deltas.map(([k, v]) => [k, signed(Number(v))]), { class: "deltas" }) : null,
     row.diff ? diffBlock(row.diff) : null);
   }
 }

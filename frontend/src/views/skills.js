@@ -230,12 +230,16 @@ export async function mountSkillCard(root, cardId) {
   live.start();
 }
 
-/** The median metric deltas per lineage: a row per lineage, a column per metric. */
+/**
+ * The median change of each metric per lineage and per run (the API gives ratios
+ * after / before): a row per source, a column per metric, as a relative change.
+ */
 function metricTable(/** @type {{label: string, steps: number, median: Record<string, number>}[]} */ rows) {
   const metrics = [...new Set(rows.flatMap((r) => Object.keys(r.median)))].sort().slice(0, 12);
-  return table(["lineage", "steps", ...metrics], rows.map((r) => [r.label, String(r.steps),
-    ...metrics.map((m) => r.median[m] == null ? "—" : `${r.median[m] >= 0 ? "+" : ""}${(100 * r.median[m]).toFixed(1)}%`)]),
-  { class: "metric-medians" });
+  const change = (/** @type {number} */ ratio) => `${ratio >= 1 ? "+" : ""}${(100 * (ratio - 1)).toFixed(1)}%`;
+  return [h("p", { class: "muted" }, "Median change of each Nsight Compute metric over the steps (after / before − 1)."),
+    table(["source", "steps", ...metrics], rows.map((r) => [r.label, String(r.steps),
+      ...metrics.map((m) => r.median[m] == null ? "—" : change(r.median[m]))]), { class: "metric-medians" })];
 }
 
 function section(/** @type {string} */ title, /** @type {any} */ body) {
