@@ -29,14 +29,11 @@ from profiling import selectors as gate_selectors
 from profiling import services as gate_services
 from profiling.evaluators import Evaluator, can_screen, options_from_dict
 from profiling.harness.candidate import Candidate as HarnessCandidate
-from profiling.harness.candidate import CandidateError
-from profiling.harness.compile import CompilerUnavailable, compile_candidate
 from profiling.harness.gate import GateOptions
-from profiling.harness.policy import PolicyViolation
 from profiling.harness.seeds import gate_seed
 from profiling.models import Candidate, Evaluation
 from profiling.serialization import text_for_users, verdict_for_users
-from search.engine.binaries import binary_key
+from search.engine.binaries import compiled_binary, gate_sizes
 from search.engine.evaluators import measurement_from_verdict, promoted
 from search.engine.types import Measurement
 from search.models import Run
@@ -53,14 +50,7 @@ def candidate_binary(*, run: Run, candidate: HarnessCandidate) -> str:
     refused it, the policy did, or this host cannot compile. The gate then says why."""
     if not settings.OPTIML_COMPILE_AHEAD:
         return ""
-    spec = gate_services.task_spec(name=run.task.name)
-    try:
-        report = compile_candidate(candidate)
-    except (PolicyViolation, CompilerUnavailable, CandidateError) as error:
-        logger.info("no binary for candidate %s: %s", candidate.content_hash()[:12], error)
-        return ""
-    cubin = report.cubin_sha256 if report.ok else None
-    return binary_key(candidate, cubin, [*spec.l0_sizes, spec.sizes]) or ""
+    return compiled_binary(candidate, gate_sizes(gate_services.task_spec(name=run.task.name))) or ""
 
 
 def screening_for(*, run: Run, evaluator: Evaluator) -> bool:

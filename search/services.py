@@ -35,6 +35,7 @@ from profiling.harness.candidate import Candidate as HarnessCandidate
 from profiling.harness.gate import GateOptions
 from profiling.serialization import json_safe
 from search import broadcast
+from search.engine.binaries import gate_sizes
 from search.engine.explain import why_it_ended
 from search.engine.search import Search, SearchConfig
 from search.engine.sources import fast_math_allowed
@@ -175,7 +176,7 @@ def run_create(*, task_name: str, source: str, plan: dict, budget: int, judge: s
     search = Search(task_name, root, judge=judge_obj, sources=sources,
                     fallback_judge=fallback, config=SearchConfig(budget=budget, seed=seed),
                     tolerance_allows_fast_math=fast_math_allowed(spec), root_proposal=written,
-                    binary_sizes=[*spec.l0_sizes, spec.sizes])  # a binary is refined once
+                    binary_sizes=gate_sizes(spec))  # a binary is refined once
     # `seed` steers the search only. The gate's seed is the run's secret one, derived at
     # each step (search.measuring.run_gate_seed) and never stored here or chosen by a user:
     # whoever knew it would know the inputs every candidate of the run is checked on.

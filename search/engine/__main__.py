@@ -9,6 +9,11 @@ best, step by step) and a summary (best time against the starting kernel and the
 vendor library, evaluations, wall time, when the best was found). --json writes the
 trajectory: the summary, the account, the tree's rows and the full resumable state.
 
+As on the web path, each asked kernel is compiled here first (nvcc; no GPU needed): one
+that compiles to the same binary as a node with a smaller id (search/engine/binaries.py)
+is not evaluated but done from that node's measurement, and not refined. --no-dedupe
+evaluates every kernel, as searches recorded before dedupe did.
+
 Two seeds, for two things: --seed steers the search's own choices (the same seed and the
 same measurements give the same tree, as --replay shows), and --gate-seed is the gate's
 base seed for the correctness inputs, one for the whole search so that its inputs are
@@ -26,6 +31,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +43,7 @@ from profiling.harness.screen import ScreenOptions
 from profiling.harness.seeds import SEED_BITS
 from profiling.harness.spec import Task
 
+from .binaries import compiled_binary, gate_sizes
 from .evaluators import GateEvaluator, RecordingEvaluator, ReplayEvaluator, ScreeningEvaluator
 from .explain import render_why, why_faster
 from .search import Search, SearchConfig, run_search
@@ -91,6 +98,10 @@ def build_parser() -> argparse.ArgumentParser:
                           "long-lived process, full gate for those faster than the best)")
     run.add_argument("--screen-runs", type=int, default=ScreenOptions.timing_runs,
                      help="timed runs of the screen")
+    run.add_argument("--no-dedupe", action="store_true",
+                     help="evaluate and refine every kernel, even one that compiles to the same "
+                          "binary as an earlier node (default: each asked kernel is compiled "
+                          "here first, and such a one is done from that node's measurement)")
     return parser
 
 
@@ -124,14 +135,16 @@ def optimize(args: argparse.Namespace, *, judge: Judge | None = None,
         sources = _make_sources([p.strip() for p in named.split(",") if p.strip()])
     written = _written_root(args, task, judge, out)
     root = written.candidate if written is not None else _root_candidate(args, task)
+    sizes = None if args.no_dedupe else gate_sizes(task)  # a binary is refined once
     search = Search(task.name, root, judge=judge, sources=sources,
                     fallback_judge=fallback_judge, root_title=_root_title(args),
                     root_proposal=written,
                     config=SearchConfig(budget=args.budget, seed=args.seed, max_depth=args.max_depth),
-                    tolerance_allows_fast_math=fast_math_allowed(task))
+                    tolerance_allows_fast_math=fast_math_allowed(task), binary_sizes=sizes)
     started = time.monotonic()
     try:
         run_search(search, evaluator, budget=args.budget, parallel=args.parallel,
+                   binary_of=None if sizes is None else partial(compiled_binary, sizes=sizes),
                    on_event=_progress(search, args.budget, out),
                    time_limit_s=args.time_limit * 60 if args.time_limit else None)
     finally:
@@ -283,8 +296,9 @@ def _progress(search: Search, budget: int, out: Printer) -> Callable[[str, dict[
             result = f"{m.status}{f' ({m.guard})' if m.guard else ''}: {m.message[:80]}"
         result += " [screen]" if m.level == "screen" else ""
         index = f"{node.evaluation:>3}/{budget}" if node.evaluation else " reused"
+        twin = f"  (same binary as node {node.duplicate_of})" if node.duplicate_of is not None else ""
         out(f"[{index}] {where} {node.proposal.source}: {node.proposal.title} -> {result}"
-            f"  reward {node.reward:+.3f}{'  (replayed)' if m.replayed else ''}")
+            f"  reward {node.reward:+.3f}{'  (replayed)' if m.replayed else ''}{twin}")
     return on_event
 
 

@@ -12,19 +12,46 @@ gate runs the kernel at (L0's and L1's: grid, block, dynamic shared memory and t
 arguments, evaluated from the plan's expressions with the sizes and the tunables) and
 the scratch buffers resolved likewise. Two nodes with the same key are the same
 program on the same inputs. A verdict without a cubin hash has no key.
+
+Before a candidate is evaluated, `compiled_binary` compiles it here (a CPU is enough;
+nvcc's output is cached by content, so the gate finds it compiled) and gives its key:
+the web path's CPU workers (search.measuring.candidate_binary) and the command line's
+loop (search.run_search) both ask it, and tell the search (Search.tell_binary).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from profiling.harness import expr
-from profiling.harness.candidate import Candidate
+from profiling.harness.candidate import Candidate, CandidateError
+from profiling.harness.compile import CompilerUnavailable, compile_candidate
+from profiling.harness.policy import PolicyViolation
+from profiling.harness.spec import Task
 
 from .types import Measurement
+
+logger = logging.getLogger(__name__)
+
+
+def gate_sizes(task: Task) -> list[dict[str, int]]:
+    """The sizes the gate runs a task's kernels at: its L0 shapes, then L1's full size."""
+    return [*(dict(s) for s in task.l0_sizes), dict(task.sizes)]
+
+
+def compiled_binary(candidate: Candidate, sizes: Sequence[Mapping[str, int]]) -> str | None:
+    """The binary of this candidate, compiled here; None when it cannot be told: nvcc
+    refused it, the policy did, or this host cannot compile. The gate then says why."""
+    try:
+        report = compile_candidate(candidate)
+    except (PolicyViolation, CompilerUnavailable, CandidateError) as error:
+        logger.info("no binary for candidate %s: %s", candidate.content_hash()[:12], error)
+        return None
+    return binary_key(candidate, report.cubin_sha256 if report.ok else None, sizes)
 
 
 def measured_binary(candidate: Candidate, measurement: Measurement,

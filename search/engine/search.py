@@ -47,6 +47,7 @@ from .types import (
 
 STATE_VERSION = 1
 EventSink = Callable[[str, dict[str, Any]], None]
+BinaryOf = Callable[[Candidate], str | None]  # what a candidate compiles to (binaries.py)
 
 
 @dataclass(frozen=True)
@@ -387,30 +388,70 @@ class Search:
 
 def run_search(search: Search, evaluator: Evaluator, *, budget: int | None = None,
                on_event: EventSink | None = None, parallel: int = 1,
-               collect_timeout_s: float = 1.0, time_limit_s: float | None = None) -> Search:
+               collect_timeout_s: float = 1.0, time_limit_s: float | None = None,
+               binary_of: BinaryOf | None = None) -> Search:
     """Ask up to `parallel` candidates, submit them, collect, tell; until the search has
     made `budget` evaluations in all (those before a resume count; default
     config.budget), the tree has nothing left to try, or `time_limit_s` has passed (no
     new candidate is asked for after it). Every result in flight is collected before
-    returning, so the state it leaves has nothing half-done."""
+    returning, so the state it leaves has nothing half-done.
+
+    `binary_of` (binaries.compiled_binary at the task's sizes, say) gives what each asked
+    candidate compiles to before it is submitted, as the web path's CPU workers do
+    (search.services.node_compile): one whose binary a node with a smaller id runs is not
+    submitted but done from that node's measurement (Search.tell_binary), no evaluation
+    spent. None: every asked candidate is submitted."""
     target = search.config.budget if budget is None else budget
     deadline = None if time_limit_s is None else time.monotonic() + time_limit_s
     in_flight: set[str] = set()
-    while True:
-        room = min(parallel - len(in_flight), target - search.evaluations - len(in_flight))
+    twins: dict[str, str] = {}  # duplicates waiting for their twin's measurement: hash -> binary
+
+    def room() -> int:
         if deadline is not None and time.monotonic() >= deadline:
-            room = 0
-        for _, candidate in search.ask(room) if room > 0 else []:
-            evaluator.submit(search.task, candidate)
-            in_flight.add(candidate.content_hash())
+            return 0
+        return min(parallel - len(in_flight), target - search.evaluations - len(in_flight))
+
+    while True:
+        duplicates = True
+        while duplicates and room() > 0:  # duplicates take no room: ask again after them
+            duplicates = False
+            for _, candidate in search.ask(room()):
+                if _is_duplicate(search, candidate, binary_of, twins):
+                    duplicates = True
+                else:
+                    evaluator.submit(search.task, candidate)
+                    in_flight.add(candidate.content_hash())
         _deliver(search, on_event)
         if not in_flight:
+            # Nothing measures their twins any more: they are handed out again on resume.
+            search.release(search.tree.find(h) for h in twins)
             return search
         for candidate_hash, measurement in evaluator.collect(collect_timeout_s):
             if candidate_hash in in_flight:
                 in_flight.discard(candidate_hash)
                 search.tell(candidate_hash, measurement)
+        for candidate_hash, binary in list(twins.items()):  # their twins measured now: done too
+            _told_twin(search, candidate_hash, binary, twins)
         _deliver(search, on_event)
+
+
+def _is_duplicate(search: Search, candidate: Candidate, binary_of: BinaryOf | None,
+                  twins: dict[str, str]) -> bool:
+    """Whether an asked candidate runs the binary of a node with a smaller id (then it is
+    not to be evaluated)."""
+    binary = binary_of(candidate) if binary_of is not None else None
+    return bool(binary) and _told_twin(search, candidate.content_hash(), binary, twins)
+
+
+def _told_twin(search: Search, candidate_hash: str, binary: str, twins: dict[str, str]) -> bool:
+    """Tell the search a pending node's binary; whether a node with a smaller id runs it.
+    Such a node is done now when that node is measured, else it waits in `twins`."""
+    duplicate = search.tell_binary(candidate_hash, binary) is not None
+    if duplicate and not search.tree[search.tree.find(candidate_hash)].done:
+        twins[candidate_hash] = binary
+    else:
+        twins.pop(candidate_hash, None)
+    return duplicate
 
 
 def _deliver(search: Search, on_event: EventSink | None) -> None:

@@ -16,10 +16,14 @@ from search.engine.evaluators import ReplayEvaluator
 from search.engine.search import Search
 
 
-def run_cli(tmp_path, *extra: str) -> tuple[int, list[str]]:
+def run_cli(tmp_path, *extra: str, dedupe: bool = False) -> tuple[int, list[str]]:
+    """The CLI on the synthetic table, which times UNROLL and VEC variants as if relu's
+    kernel read them; it does not, so each compiles to its BLOCK's binary: without
+    --no-dedupe those are not evaluated (tests of dedupe below)."""
     recordings = write_recordings(tmp_path / "relu.json")
     args = build_parser().parse_args(["optimize", "--task", "relu", "--budget", "12", "--seed", "3",
-                                      "--replay", str(recordings), *extra])
+                                      "--replay", str(recordings), *extra,
+                                      *(() if dedupe else ("--no-dedupe",))])
     lines: list[str] = []
     code = optimize(args, judge=FixedJudge(), fallback_judge=FixedJudge(), sources=[StepSource()],
                     out=lines.append)
@@ -74,6 +78,42 @@ def test_optimize_starts_from_a_given_kernel_file(tmp_path):
     assert "[  1/12] node 0 root: starting kernel mine.cu" in "\n".join(lines)
     # not in the synthetic recordings: an honest error, and nothing to improve on
     assert "no recording for this candidate" in "\n".join(lines)
+
+
+def test_a_kernel_that_compiles_to_an_earlier_nodes_binary_is_not_evaluated(tmp_path):
+    """Real nvcc: relu's naive kernel does not read UNROLL or VEC, so a variant that sets
+    only those compiles to its parent's cubin, with the same launches."""
+    out = tmp_path / "run.json"
+
+    code, lines = run_cli(tmp_path, "--json", str(out), dedupe=True)
+
+    data = json.loads(out.read_text())
+    nodes = data["search"]["tree"]["nodes"]
+    duplicates = [n for n in nodes if n["duplicate_of"] is not None]
+    measured = [n for n in nodes if n["evaluation"] is not None]
+    assert code == 0 and duplicates
+    assert data["summary"]["evaluations"] == len(measured) < 12  # the search ran out of binaries
+    assert len({n["binary"] for n in measured}) == len(measured)
+    by_id = {n["id"]: n for n in nodes}
+    for node in duplicates:
+        twin = by_id[node["duplicate_of"]]
+        assert twin["id"] < node["id"] and twin["binary"] == node["binary"]
+        assert node["reused"] and node["evaluation"] is None and node["untried"] == []
+        assert node["measurement"] == twin["measurement"]
+        assert node["diagnosis"]["bottleneck"] == "duplicate"
+        assert f"the same binary as node #{twin['id']}" in node["diagnosis"]["summary"]
+    assert "[ reused] node 1 <- 0 tunable: UNROLL 1->2 -> " in "\n".join(lines)
+    assert any(line.endswith("(same binary as node 0)") for line in lines)
+
+
+def test_no_dedupe_evaluates_every_kernel_as_searches_recorded_before_dedupe_did(tmp_path):
+    out = tmp_path / "run.json"
+
+    run_cli(tmp_path, "--json", str(out))
+
+    data = json.loads(out.read_text())
+    assert data["summary"]["evaluations"] == 12
+    assert all(n["duplicate_of"] is None for n in data["search"]["tree"]["nodes"])
 
 
 def test_fast_math_is_offered_only_where_the_tolerance_allows_it():
