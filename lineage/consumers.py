@@ -12,7 +12,8 @@ Protocol (every frame is {"type", "data"}):
 Who may connect: whoever may read the card's library (lineage.selectors.
 skill_library_open): anyone signed in for the default library, the team's members for a
 team's. Others, and cards that do not exist, are refused (close code 4404) before the
-socket is accepted. A bad `team` is accepted only to be closed with 4400 and a reason.
+socket is accepted. A bad `team` is accepted only to be closed with 4400 and a reason
+(optiml_web.params.close_bad_request).
 """
 
 from __future__ import annotations
@@ -29,7 +30,6 @@ from lineage.models import SkillCard
 from optiml_web import params
 
 REFUSED = 4404
-BAD_REQUEST = 4400
 
 
 class SkillCardConsumer(AsyncJsonWebsocketConsumer):
@@ -43,8 +43,7 @@ class SkillCardConsumer(AsyncJsonWebsocketConsumer):
             raw = query.get("team", [None])[-1]
             team_id = None if raw is None else params.parse_int(raw, "team", minimum=1)
         except params.ParameterError as error:
-            await self.accept()
-            await self.close(code=BAD_REQUEST, reason=str(error).encode()[:123].decode(errors="ignore"))
+            await params.close_bad_request(self, error)
             return
         found = await _open(self.scope.get("user"), card_id, team_id)
         if found is None:

@@ -12,14 +12,11 @@ revision every OPTIML_CARD_POLL_S seconds (one indexed row per viewer)."""
 
 from __future__ import annotations
 
-import logging
 from functools import partial
 
-from asgiref.sync import async_to_sync
-from channels.layers import get_channel_layer
 from django.db import transaction
 
-logger = logging.getLogger(__name__)
+from search.broadcast import group_send
 
 MESSAGE_TYPE = "skill.changed"  # handled by SkillCardConsumer.skill_changed
 
@@ -29,16 +26,6 @@ def card_group(card_pk: int) -> str:
 
 
 def card_changed_after_commit(*, card_pk: int, what: str) -> None:
-    transaction.on_commit(partial(_send, card_pk, what))
-
-
-def _send(card_pk: int, what: str) -> None:
-    # As search.broadcast: a failure to send is logged, never raised. The row is written;
-    # a viewer catches up when it next reads the revision.
-    layer = get_channel_layer()
-    if layer is None:
-        return
-    try:
-        async_to_sync(layer.group_send)(card_group(card_pk), {"type": MESSAGE_TYPE, "what": what})
-    except Exception:
-        logger.exception("skill card %s: %s not broadcast", card_pk, what)
+    # As a run's events: a failure to send is logged, never raised (search.broadcast).
+    # The row is written; a viewer catches up when it next reads the revision.
+    transaction.on_commit(partial(group_send, card_group(card_pk), {"type": MESSAGE_TYPE, "what": what}))

@@ -13,8 +13,12 @@ that default to what a 64-bit database integer holds.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
+from typing import TYPE_CHECKING
 
 from rest_framework.exceptions import ValidationError
+
+if TYPE_CHECKING:
+    from channels.generic.websocket import AsyncWebsocketConsumer
 
 # The largest value of a signed 64-bit integer: PostgreSQL's bigint, SQLite's INTEGER,
 # Django's BigAutoField (DEFAULT_AUTO_FIELD). Ids and sequence numbers never exceed it.
@@ -113,6 +117,21 @@ def _api(parse, raw: str, name: str, *args, **kwargs):
         return parse(raw, name, *args, **kwargs)
     except ParameterError as error:
         raise ValidationError({error.name: [error.message]}) from None
+
+
+# -- websockets ---------------------------------------------------------------------------
+
+BAD_REQUEST_CLOSE = 4400  # application close code: a query parameter that cannot be understood
+MAX_CLOSE_REASON_BYTES = 123  # RFC 6455 5.5: a control frame's payload is at most 125 bytes
+
+
+async def close_bad_request(consumer: AsyncWebsocketConsumer, error: ParameterError) -> None:
+    """A consumer's answer to a bad parameter: accept the socket, then close it with 4400
+    and the error as the reason (a socket refused before it is accepted would tell the
+    client nothing), cut to what a close frame holds without splitting a character."""
+    await consumer.accept()
+    reason = str(error).encode()[:MAX_CLOSE_REASON_BYTES].decode(errors="ignore")
+    await consumer.close(code=BAD_REQUEST_CLOSE, reason=reason)
 
 
 # -- path parameters --------------------------------------------------------------------

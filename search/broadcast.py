@@ -39,10 +39,7 @@ def event_after_commit(*, run_id: int, seq: int, kind: str, data: dict[str, Any]
 
 
 def event_committed(*, run_id: int, seq: int, kind: str, data: dict[str, Any]) -> None:
-    # A failure to send is logged, never raised: the row is written, and viewers catch up
-    # from the database when they next hear of the run or reconnect. A broken channel
-    # layer must not fail the search.
-    _send(run_id, {"type": MESSAGE_TYPE, "seq": seq, "kind": kind, "data": data})
+    group_send(run_group(run_id), {"type": MESSAGE_TYPE, "seq": seq, "kind": kind, "data": data})
 
 
 def events_after_commit(*, run_id: int, events: list[tuple[int, str, dict[str, Any]]]) -> None:
@@ -55,17 +52,23 @@ def events_after_commit(*, run_id: int, events: list[tuple[int, str, dict[str, A
 
 def share_revoked_after_commit(*, run_id: int, share_id: int) -> None:
     """Viewers who came in by this link are closed once its revocation commits."""
-    transaction.on_commit(partial(_send, run_id, {"type": "share.revoked", "share_id": share_id}))
+    transaction.on_commit(partial(group_send, run_group(run_id), {"type": "share.revoked",
+                                                                   "share_id": share_id}))
 
 
-def _send(run_id: int, message: dict[str, Any]) -> None:
+def group_send(group: str, message: dict[str, Any]) -> None:
+    """Send one message to a channel group now: every app's "this subject has news" (a
+    run's events here, a skill card's changes in lineage.live). A failure to send is
+    logged, never raised: the row is written, and viewers catch up from the database when
+    they next hear of the subject, read it or reconnect. A broken channel layer must not
+    fail the write that announced it."""
     layer = get_channel_layer()
     if layer is None:
         return
     try:
-        async_to_sync(layer.group_send)(run_group(run_id), message)
+        async_to_sync(layer.group_send)(group, message)
     except Exception:
-        logger.exception("run %s: %s not broadcast", run_id, message["type"])
+        logger.exception("%s: %s not broadcast", group, message["type"])
 
 
 def _send_all(run_id: int, messages: list[dict[str, Any]]) -> None:

@@ -20,8 +20,7 @@ viewer who came in by a link is closed (4404) when that link is revoked.
 
 A bad `after` (not a whole number of ASCII digits that a sequence number can be) is a bad
 request: the socket is accepted only to be closed with 4400 and a reason that names the
-parameter and what it must be (a socket refused before it is accepted would tell the
-client nothing).
+parameter and what it must be (optiml_web.params.close_bad_request, as every consumer).
 """
 
 from __future__ import annotations
@@ -39,8 +38,6 @@ from search import broadcast, live, selectors
 
 FRAME_EVENTS = 500  # events per frame when replaying a long backlog
 REFUSED = 4404  # application close code: no such run, or not yours to see
-BAD_REQUEST = 4400  # application close code: a query parameter that cannot be understood
-MAX_CLOSE_REASON_BYTES = 123  # RFC 6455 5.5: a control frame's payload is at most 125 bytes
 
 
 class RunConsumer(AsyncJsonWebsocketConsumer):
@@ -53,7 +50,7 @@ class RunConsumer(AsyncJsonWebsocketConsumer):
         try:
             after = params.parse_int(query.get("after", ["0"])[-1], "after")
         except params.ParameterError as error:
-            await self._refuse_bad_request(str(error))
+            await params.close_bad_request(self, error)
             return
         if self.run_id > params.MAX_DB_INT:  # no run has such an id: do not ask the database
             await self.close(code=REFUSED)
@@ -78,11 +75,6 @@ class RunConsumer(AsyncJsonWebsocketConsumer):
         self.last_sent = min(after, self.wanted)
         await self._send_new()
         await self.send_json({"type": "synced", "data": {"last_seq": self.last_sent}})
-
-    async def _refuse_bad_request(self, message: str) -> None:
-        await self.accept()
-        reason = message.encode()[:MAX_CLOSE_REASON_BYTES].decode(errors="ignore")
-        await self.close(code=BAD_REQUEST, reason=reason)
 
     async def disconnect(self, code: int) -> None:
         if self.feed is None:

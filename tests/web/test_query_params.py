@@ -105,3 +105,26 @@ def test_the_largest_id_a_database_holds_is_a_plain_no_such_run(api, people):
     response = api(people["alice"]).get(f"/api/runs/{2**63 - 1}/")
 
     assert response.status_code == 404 and response.json() == {"detail": "no such run"}
+
+
+def test_a_consumer_answers_a_bad_parameter_by_accepting_then_closing_with_a_reason_a_frame_holds():
+    from asgiref.sync import async_to_sync
+
+    class Consumer:
+        def __init__(self) -> None:
+            self.calls: list[tuple] = []
+
+        async def accept(self) -> None:
+            self.calls.append(("accept",))
+
+        async def close(self, code: int, reason: str) -> None:
+            self.calls.append(("close", code, reason))
+
+    consumer = Consumer()
+    error = params.ParameterError("team", "é" * 100)  # two bytes a character: one is cut in half
+
+    async_to_sync(params.close_bad_request)(consumer, error)
+
+    (accepted,), (closed, code, reason) = consumer.calls
+    assert (accepted, closed, code) == ("accept", "close", 4400)
+    assert reason == "team: " + "é" * 58 and len(reason.encode()) == 122 <= params.MAX_CLOSE_REASON_BYTES

@@ -98,3 +98,23 @@ def test_a_bad_team_is_a_bad_request_and_a_stranger_is_refused(card, people, set
     bob, carol = _session(people["bob"]), _session(people["carol"])
     assert async_to_sync(outcome)(bob, "/ws/skills/vec4-v1/?team=x") == 4400
     assert async_to_sync(outcome)(carol, f"/ws/skills/vec4-v1/?team={people['team'].pk}") == 4404
+
+
+def test_a_change_the_channel_layer_cannot_send_is_logged_as_a_runs_event_is_never_raised(
+        card, monkeypatch, caplog):
+    """One sender for both apps (search.broadcast.group_send): a broken layer is the
+    same log line for a card's change as for a run's event, and neither write fails."""
+    from lineage import live
+    from search import broadcast
+
+    class BrokenLayer:
+        async def group_send(self, group, message):
+            raise ConnectionError("the layer is down")
+
+    monkeypatch.setattr(broadcast, "get_channel_layer", lambda: BrokenLayer())
+
+    live.card_changed_after_commit(card_pk=card.pk, what="review")  # no transaction: sent now
+    broadcast.event_committed(run_id=7, seq=3, kind="node_added", data={})
+
+    logged = [r.getMessage() for r in caplog.records if r.name == "search.broadcast"]
+    assert logged == [f"skill.{card.pk}: skill.changed not broadcast", "run.7: run.event not broadcast"]
