@@ -31,6 +31,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bench.search_summary import SUITE_REWRITES  # noqa: E402
 from profiling.harness import tasks  # noqa: E402
 from profiling.harness.candidate import Candidate  # noqa: E402
 from profiling.harness.compile import compile_candidate  # noqa: E402
@@ -51,7 +52,8 @@ def replayed(task_name: str, recordings: Path) -> tuple[Search, int]:
     budget = len(evaluator._recorded)
     judge = RuleJudge()
     search = Search(task_name, Candidate.from_source_and_plan(task.naive_source, task.naive_plan),
-                    judge=judge, fallback_judge=judge, sources=[TunableSource(), RewriteSource()],
+                    judge=judge, fallback_judge=judge,
+                    sources=[TunableSource(), RewriteSource(SUITE_REWRITES)],
                     config=SearchConfig(budget=budget, seed=0),
                     tolerance_allows_fast_math=fast_math_allowed(task))
     return run_search(search, evaluator, budget=budget), budget
@@ -90,7 +92,8 @@ def compiled_ahead(task_name: str, recordings: Path, budget: int) -> dict:
     evaluator = ReplayEvaluator(recordings / f"rec-{task_name}.json")
     judge = RuleJudge()
     search = Search(task_name, Candidate.from_source_and_plan(task.naive_source, task.naive_plan),
-                    judge=judge, fallback_judge=judge, sources=[TunableSource(), RewriteSource()],
+                    judge=judge, fallback_judge=judge,
+                    sources=[TunableSource(), RewriteSource(SUITE_REWRITES)],
                     config=SearchConfig(budget=budget, seed=0),
                     tolerance_allows_fast_math=fast_math_allowed(task), binary_sizes=sizes)
     caught = compiled = 0

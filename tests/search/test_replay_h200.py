@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.search_summary import SUITE_REWRITES
 from profiling.harness import tasks
 from profiling.harness.candidate import Candidate
 from search.engine.__main__ import fast_math_allowed
@@ -19,7 +20,7 @@ from search.engine.sources import TunableSource
 
 RECORDINGS = Path(__file__).parents[1] / "fixtures" / "replay"
 # Rewrites written after these measurements were taken: their kernels were never run there.
-ADDED_SINCE_RECORDING = frozenset({"grid_stride_accumulate", "block_per_row"})
+ADDED_SINCE_RECORDING = frozenset({"grid_stride_accumulate", "block_per_row", "vectorize_rows"})
 RECORDED_REWRITES = tuple(r for r in all_rewrites() if r.name not in ADDED_SINCE_RECORDING)
 
 
@@ -69,7 +70,8 @@ def replayed_suite_search(task_name: str, recordings: Path = SUITE) -> Search:
     budget = len(evaluator._recorded)
     judge = RuleJudge()
     search = Search(task_name, Candidate.from_source_and_plan(task.naive_source, task.naive_plan),
-                    judge=judge, fallback_judge=judge, sources=[TunableSource(), RewriteSource()],
+                    judge=judge, fallback_judge=judge,
+                    sources=[TunableSource(), RewriteSource(SUITE_REWRITES)],
                     config=SearchConfig(budget=budget, seed=0),
                     tolerance_allows_fast_math=fast_math_allowed(task))  # as the CLI sets it
     return run_search(search, evaluator, budget=budget)

@@ -46,8 +46,9 @@ from .syntax import (
 SUM_TYPES = frozenset({"float", "double", "int"})  # types __shfl_down_sync moves and + combines
 EXTREMA = {"fmaxf": "max", "fminf": "min"}  # float only
 # Calls whose effect depends on which threads run them, or that reach memory behind our back.
-_FORBIDDEN_CALLS = ("atomic", "__sync", "__shfl", "__ballot", "__any", "__all", "__activemask", "__match",
-                    "__reduce", "__nanosleep", "__threadfence", "printf", "assert", "malloc", "free")
+THREAD_SENSITIVE_CALLS = ("atomic", "__sync", "__shfl", "__ballot", "__any", "__all", "__activemask",
+                          "__match", "__reduce", "__nanosleep", "__threadfence", "printf", "assert",
+                          "malloc", "free")
 _FORBIDDEN_NODES = ("return_statement", "break_statement", "continue_statement", "goto_statement",
                     "labeled_statement", "gnu_asm_expression")
 
@@ -99,7 +100,7 @@ def _uniform_problem(kernel: Kernel, statements: list[Node]) -> str | None:
         name = _call_name(node) if node.type == "call_expression" else ""
         if node.type == "identifier" and text(node) in THREAD_BUILTINS:
             return f"line {line(node)} reads {text(node)}; only the row index may"
-        if name.startswith(_FORBIDDEN_CALLS) or "::" in name or name in functions:
+        if name.startswith(THREAD_SENSITIVE_CALLS) or "::" in name or name in functions:
             return f"line {line(node)} calls {name}, whose effects are not analysed"
         static = node.type == "storage_class_specifier" and text(node) == "static"
         if node.type in _FORBIDDEN_NODES or static:

@@ -22,16 +22,18 @@ from .fast_math import FastMath
 from .grid_stride import GridStride
 from .grid_stride_accumulate import GridStrideAccumulate
 from .launch_bounds import LaunchBounds
+from .online_softmax import OnlineSoftmax
 from .restrict import Restrict
 from .syntax import RewriteError, parse
 from .unroll import Unroll
 from .vectorize import VectorizeFloat4
+from .vectorize_rows import VectorizeRows
 from .warp_reduce import WarpShuffleReduce
 
 
 def all_rewrites() -> tuple[Rewrite, ...]:
     return (Restrict(), Unroll(), LaunchBounds(), GridStride(), VectorizeFloat4(), GridStrideAccumulate(),
-            WarpShuffleReduce(), BlockPerRow(), FastMath())
+            WarpShuffleReduce(), BlockPerRow(), OnlineSoftmax(), VectorizeRows(), FastMath())
 
 
 class RewriteSource:

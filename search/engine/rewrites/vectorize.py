@@ -52,7 +52,7 @@ class VectorSite:
     grids: dict[int, str]  # launch index -> its new grid
 
 
-def _role(access: Node, statement: Node) -> str:
+def access_role(access: Node, statement: Node) -> str:
     """"read", "write" (p[i] = ...), "update" (p[i] += ..., p[i]++), "nested" (an assignment
     inside a larger expression) or "address" (&p[i], or a reference bound to it)."""
     parent = access.parent
@@ -78,7 +78,7 @@ def _is_access(node: Node, index: str, pointers: set[str]) -> bool:
             and len(inner) == 1 and inner[0].type == "identifier" and text(inner[0]) == index)
 
 
-_REFUSED_ROLES = {"nested": "is assigned inside a larger expression", "address": "has its address taken"}
+REFUSED_ROLES = {"nested": "is assigned inside a larger expression", "address": "has its address taken"}
 
 
 def _subscripts(statement: Node) -> list[Node]:
@@ -94,9 +94,9 @@ def _statement_problem(statement: Node, shape: IndexedBody, floats: set[str],
     for node in _subscripts(statement):
         if not _is_access(node, shape.index, floats):
             return f"{where}: {text(node)} is not <float pointer>[{shape.index}]"
-        role = _role(node, statement)
-        if role in _REFUSED_ROLES:
-            return f"{where}: {text(node)} {_REFUSED_ROLES[role]}"
+        role = access_role(node, statement)
+        if role in REFUSED_ROLES:
+            return f"{where}: {text(node)} {REFUSED_ROLES[role]}"
     for node in identifiers(statement):
         parent = node.parent
         in_access = parent is not None and (parent.type == "subscript_argument_list" or (
@@ -117,7 +117,7 @@ def _accesses(shape: IndexedBody) -> tuple[list[Node], set[str], set[str]] | str
         if problem:
             return problem
         for node in _subscripts(statement):
-            role, name = _role(node, statement), text(node.child_by_field_name("argument"))
+            role, name = access_role(node, statement), text(node.child_by_field_name("argument"))
             if role in ("read", "update"):
                 reads.add(name)
             if role in ("write", "update"):
