@@ -352,7 +352,7 @@ def lineage_graph(*, lineage: Lineage) -> dict:
         expert = data.order[0] if data.order else ""
     graph = lineage_rows(data, expert)
     # The share of the ceiling: the physics floor over the state's time (1: at the floor).
-    floor_ms = gate_services.task_floor_ms(name=lineage.task.name, gpu=lineage.gpu)
+    floor_ms = gate_services.task_floor_ms(task=lineage.task, gpu=lineage.gpu)
     for row in graph["rows"]:
         time_ms = row.get("time_ms")
         row["share_of_ceiling"] = floor_ms / time_ms if floor_ms and time_ms else None

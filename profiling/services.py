@@ -21,7 +21,8 @@ import dataclasses
 import hashlib
 import hmac
 import logging
-from datetime import timedelta
+from datetime import datetime, timedelta
+from functools import lru_cache
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
@@ -121,14 +122,24 @@ def task_get_or_sync(*, name: str) -> Task:
     return task_upsert(spec=task_spec(name=name))
 
 
-def task_floor_ms(*, name: str, gpu: str = "NVIDIA H200") -> float | None:
+def task_floor_ms(*, task: Task, gpu: str = "NVIDIA H200") -> float | None:
     """The physics floor of the task at its timed sizes on `gpu` (its datasheet
     ceilings): the least time any correct kernel could take. None when the task or the
-    GPU's ceilings are unknown."""
+    GPU's ceilings are unknown.
+
+    Worked out once per version of the task in this process (a run's page asks at every
+    poll): the key holds the row's `updated`, which every save of the task moves on
+    (task_upsert: tasks_sync, a declared task's creation), so a task defined again is
+    worked out again."""
+    return _floor_ms(task.name, task.updated, gpu or "NVIDIA H200")
+
+
+@lru_cache(maxsize=1024)  # a few dozen tasks, each with a version or two per process
+def _floor_ms(name: str, version: datetime, gpu: str) -> float | None:
     from profiling.harness.ceilings import ceilings_for, physics_floor_ms
     from profiling.harness.tasks import UnknownTask
 
-    ceilings = ceilings_for(gpu or "NVIDIA H200")
+    ceilings = ceilings_for(gpu)
     try:
         spec = task_spec(name=name)
     except UnknownTask:

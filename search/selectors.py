@@ -189,7 +189,7 @@ def run_floor_ms(*, run: Run) -> float | None:
     ceilings): the least time any correct kernel could take. None if the task is gone."""
     from profiling import services as gate_services
 
-    return gate_services.task_floor_ms(name=run.task.name)
+    return gate_services.task_floor_ms(task=run.task)
 
 
 def run_best_path(*, run: Run) -> list[dict]:

@@ -274,6 +274,34 @@ def test_the_run_summary_has_progress_the_last_seq_and_why(api, people, relu_run
     assert body["why"] == [] and body["best_node"] == 0 and body["speedup"] == pytest.approx(1.0)
 
 
+def test_the_physics_floor_is_worked_out_once_per_version_of_the_task_not_at_every_poll(
+        api, people, relu_run, monkeypatch):
+    import dataclasses
+
+    from profiling import services as gate_services
+
+    run = relu_run(budget=1, user=people["alice"])
+    looked_up = []
+    task_spec = gate_services.task_spec
+    monkeypatch.setattr(gate_services, "task_spec",
+                        lambda *, name: looked_up.append(name) or task_spec(name=name))
+    alice = api(people["alice"])
+
+    floors = [alice.get(f"/api/runs/{run.pk}/").json()["floor_ms"] for _ in range(3)]
+
+    assert floors[0] > 0 and floors == [floors[0]] * 3 and looked_up == ["relu"]
+    # The task defined again at twice the size (as tasks_sync or a declared task's creation
+    # saves it): the next poll works out the new floor.
+    relu = task_registry.get("relu")
+    bigger = dataclasses.replace(relu, sizes={name: 2 * n for name, n in relu.sizes.items()})
+    monkeypatch.setattr(gate_services, "task_spec", lambda *, name: looked_up.append(name) or bigger)
+    gate_services.task_upsert(spec=bigger)
+
+    again = alice.get(f"/api/runs/{run.pk}/").json()["floor_ms"]
+
+    assert again == pytest.approx(2 * floors[0], rel=1e-6) and looked_up == ["relu", "relu"]
+
+
 def test_nodes_are_flat_rows_the_browser_can_stratify(api, people, relu_run):
     run = relu_run(user=people["alice"])
 
