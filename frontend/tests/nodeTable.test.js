@@ -1,6 +1,6 @@
 // @vitest-environment happy-dom
 import { describe, expect, it } from "vitest";
-import { defaultQuery, PAGE, tableRows, toggleSort } from "../src/transforms/nodeTable.js";
+import { defaultQuery, matchingIds, PAGE, tableRows, toggleSort } from "../src/transforms/nodeTable.js";
 
 const ROWS = [
   { id: 0, parentId: null, state: "done", status: "passed", time_ms: 0.9, source: "root", title: "naive", level: "full" },
@@ -58,5 +58,16 @@ describe("the node table's view", () => {
     table.render(rows.values(), null, 1);
     expect(container.querySelector("tbody")).toBe(body); // same version: nothing rebuilt
     expect(container.querySelector(".node-count")?.textContent).toBe("2 of 5 nodes");
+  });
+
+  it("gives the tree every node its search matches, past the first page, by the table's rule", () => {
+    expect(matchingIds(ROWS, defaultQuery())).toBeNull(); // nothing asked: nothing to highlight
+    expect([...(matchingIds(ROWS, { ...defaultQuery(), text: "block" }) ?? [])]).toEqual([3, 4]);
+    expect([...(matchingIds(ROWS, { ...defaultQuery(), status: "failed" }) ?? [])]).toEqual([2]);
+    expect(matchingIds(ROWS, { ...defaultQuery(), text: "nothing like it" })?.size).toBe(0);
+    const many = Array.from({ length: PAGE + 50 }, (_, id) => ({ id, parentId: null, state: "done", status: "passed", title: "same" }));
+    const query = { ...defaultQuery(), text: "same" };
+    expect(matchingIds(many, query)?.size).toBe(PAGE + 50);
+    expect(tableRows(many, query).matched).toBe(PAGE + 50);
   });
 });

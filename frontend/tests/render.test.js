@@ -137,16 +137,43 @@ describe("TreeView", () => {
     expect([...targets]).toEqual(["42"]);
   });
 
-  it("lays labels out only where they can be read", () => {
+  it("keeps labels readable zoomed out, hiding those that would overlap a more important one", () => {
     const container = document.createElement("div");
     const view = new TreeView(container, { width: 600, height: 300 });
     view.render({ root: stratifyRows(smallRun()).root, rows: new Map(smallRun().map((r) => [r.id, r])), run: {} });
     const svg = /** @type {SVGSVGElement} */ (container.querySelector("svg.tree"));
-    view.svg.call(/** @type {any} */ (view.zoom).transform, zoomIdentity.scale(0.2)); // 11 px labels at 2.2 px
-    expect(svg.classList.contains("labels-hidden")).toBe(true);
+    const shown = () => [...container.querySelectorAll("text.label:not(.culled)")].map((t) => t.textContent).sort();
+
+    view.svg.call(/** @type {any} */ (view.zoom).transform, zoomIdentity.scale(0.2));
+    expect(svg.style.getPropertyValue("--label-scale")).toBe("5"); // 11 px on screen, not 2.2
+    expect(shown()).toEqual(["#5 450.0 µs"]); // the best's; the root's and the stub's would overlap it
+
     view.svg.call(/** @type {any} */ (view.zoom).transform, zoomIdentity.scale(1));
-    expect(svg.classList.contains("labels-hidden")).toBe(false);
+    expect(svg.style.getPropertyValue("--label-scale")).toBe("1");
+    expect(shown()).toEqual(["#0 800.0 µs", "#5 450.0 µs", "2 failed"]);
     expect(container.querySelector("g.viewport")?.getAttribute("transform")).toBe("translate(0,0) scale(1)");
+  });
+
+  it("labels the node under the pointer, and no longer once the pointer leaves", () => {
+    const { container } = drawTree(smallRun());
+    const node = /** @type {Element} */ (container.querySelector('g.node[data-id="2"] circle'));
+    node.dispatchEvent(new MouseEvent("mouseover", { bubbles: true }));
+    expect(container.querySelector('g.node[data-id="2"] text.label')?.textContent).toBe("#2 900.0 µs");
+    node.dispatchEvent(new MouseEvent("mouseout", { bubbles: true }));
+    expect(container.querySelector('g.node[data-id="2"] text.label')).toBeNull();
+  });
+
+  it("highlights and labels the nodes a search matched, and dims the others", () => {
+    const { container, view, byId } = drawTree(smallRun(), { matches: new Set([1, 2]) });
+    const classes = (id) => container.querySelector(`g.node[data-id="${id}"]`)?.getAttribute("class") ?? "";
+    expect(container.querySelector("svg.tree")?.classList.contains("searching")).toBe(true);
+    expect([classes(1), classes(2)].every((c) => c.split(" ").includes("match"))).toBe(true);
+    expect([classes(0), classes(5)].every((c) => c.split(" ").includes("unmatched"))).toBe(true);
+    expect(container.querySelector('g.node[data-id="1"] text.label')?.textContent).toBe("#1 500.0 µs");
+
+    view.render({ root: stratifyRows(smallRun()).root, rows: byId, run: {}, matches: null });
+    expect(container.querySelector("svg.tree")?.classList.contains("searching")).toBe(false);
+    expect(container.querySelectorAll("g.node.match, g.node.unmatched")).toHaveLength(0);
   });
 
   it("reports clicks: a node selects it, a failed stub unfolds its parent", () => {

@@ -25,16 +25,8 @@ export function defaultQuery() {
  * @returns {{rows: TableRow[], total: number, matched: number}}
  */
 export function tableRows(rows, query) {
-  const all = [...rows].map((/** @type {import("./rows.js").NodeRow} */ r) => ({
-    id: r.id, time_ms: Number.isFinite(r.time_ms) ? /** @type {number} */ (r.time_ms) : null,
-    source: String(r.source ?? ""), title: String(r.title ?? ""), guard: String(r.guard ?? ""),
-    level: String(r.level ?? ""), reward: Number.isFinite(r.reward) ? /** @type {number} */ (r.reward) : null,
-    visits: Number(r.visits ?? 0), status: statusClass(r),
-  }));
-  const words = query.text.trim().toLowerCase().split(/\s+/).filter(Boolean);
-  const matched = all.filter((r) => (!query.status || r.status === query.status)
-    && (!query.level || r.level === query.level)
-    && words.every((w) => `#${r.id} ${r.source} ${r.title} ${r.guard}`.toLowerCase().includes(w)));
+  const all = [...rows].map(tableRow);
+  const matched = all.filter(matcher(query));
   const key = COLUMNS.some(([k]) => k === query.sort) ? query.sort : "id";
   const sign = query.descending ? -1 : 1;
   matched.sort((a, b) => {
@@ -46,6 +38,42 @@ export function tableRows(rows, query) {
     return sign * order || a.id - b.id;
   });
   return { rows: matched.slice(0, PAGE), total: all.length, matched: matched.length };
+}
+
+/**
+ * The nodes the table's search and filters match, for the tree to highlight: the same
+ * rule as the table's, over every node (not one page). null when nothing is asked for.
+ * @param {Iterable<import("./rows.js").NodeRow>} rows
+ * @param {TableQuery} query
+ * @returns {Set<number>|null}
+ */
+export function matchingIds(rows, query) {
+  if (!query.text.trim() && !query.status && !query.level) return null;
+  const matches = matcher(query);
+  const ids = new Set();
+  for (const r of rows) {
+    const row = tableRow(r);
+    if (matches(row)) ids.add(row.id);
+  }
+  return ids;
+}
+
+/** @param {TableQuery} query @returns {(row: TableRow) => boolean} */
+function matcher(query) {
+  const words = query.text.trim().toLowerCase().split(/\s+/).filter(Boolean);
+  return (r) => (!query.status || r.status === query.status)
+    && (!query.level || r.level === query.level)
+    && words.every((w) => `#${r.id} ${r.source} ${r.title} ${r.guard}`.toLowerCase().includes(w));
+}
+
+/** @param {import("./rows.js").NodeRow} r @returns {TableRow} */
+function tableRow(r) {
+  return {
+    id: r.id, time_ms: Number.isFinite(r.time_ms) ? /** @type {number} */ (r.time_ms) : null,
+    source: String(r.source ?? ""), title: String(r.title ?? ""), guard: String(r.guard ?? ""),
+    level: String(r.level ?? ""), reward: Number.isFinite(r.reward) ? /** @type {number} */ (r.reward) : null,
+    visits: Number(r.visits ?? 0), status: statusClass(r),
+  };
 }
 
 /**

@@ -1,5 +1,6 @@
 // The node table beside the tree: sortable by any column, filtered by words (search in
-// the tree), status and level; clicking a row selects the node. Rebuilt only when the
+// the tree: the tree highlights what matches), status and level; clicking a row selects
+// the node. Rebuilt only when the
 // rows, the query or the selection changed.
 import { COLUMNS, defaultQuery, PAGE, tableRows, toggleSort } from "../transforms/nodeTable.js";
 import { format } from "../transforms/runs.js";
@@ -8,11 +9,14 @@ import { fill, h } from "./dom.js";
 export class NodeTable {
   /**
    * @param {HTMLElement} container
-   * @param {{onSelect: (id: number) => void}} options
+   * @param {{onSelect: (id: number) => void,
+   *   onQuery?: (query: import("../transforms/nodeTable.js").TableQuery) => void}} options
+   *   onQuery: told each new search or filter (the tree highlights what it matches)
    */
-  constructor(container, { onSelect }) {
+  constructor(container, { onSelect, onQuery = () => {} }) {
     this.container = container;
     this.onSelect = onSelect;
+    this.onQuery = onQuery;
     this.query = defaultQuery();
     this.key = "";
     /** @type {Iterable<import("../transforms/rows.js").NodeRow>} */
@@ -38,6 +42,7 @@ export class NodeTable {
   update(change) {
     this.query = { ...this.query, ...change };
     this.draw();
+    this.onQuery(this.query);
   }
 
   /**

@@ -8,6 +8,7 @@ import { stratifyRows } from "../transforms/stratify.js";
 import { bestSoFar } from "../transforms/timeline.js";
 import { format, progressLine, statusLabel } from "../transforms/runs.js";
 import { formatPercent, metricDeltas } from "../transforms/deltas.js";
+import { defaultQuery, matchingIds } from "../transforms/nodeTable.js";
 import { TimelineView } from "./charts.js";
 import { facts, fill, h } from "./dom.js";
 import { renderInspector } from "./inspector.js";
@@ -127,8 +128,18 @@ export async function mountSession(root, source) {
   });
 
   const timeline = new TimelineView(el.timeline, { onSelect: (id) => select(id) });
-  const nodeTable = new NodeTable(el.table, { onSelect: (id) => select(id) });
+  let query = defaultQuery();
+  const nodeTable = new NodeTable(el.table, { onSelect: (id) => select(id),
+    onQuery: (next) => { query = next; scheduleRender(); } });
   let rowsVersion = 0;
+  // What the table's search matches, highlighted in the tree: worked out again only when
+  // the rows or the search changed.
+  let matched = { key: "", ids: /** @type {Set<number>|null} */ (null) };
+  function matches() {
+    const key = JSON.stringify([rowsVersion, query.text, query.status, query.level]);
+    if (key !== matched.key) matched = { key, ids: matchingIds(state.rows.values(), query) };
+    return matched.ids;
+  }
 
   function toggle(set, id) {
     if (set.has(id)) set.delete(id);
@@ -156,7 +167,7 @@ export async function mountSession(root, source) {
     drawnRows = state.rows;
     if (changed.shape) tree = stratifyRows(state.rows.values());
     treeView.render({ root: tree.root, rows: state.rows, run: state.run, selectedId: ui.selectedId,
-      expanded: ui.expanded, collapsed: ui.collapsed, collapseFailed: ui.collapseFailed });
+      expanded: ui.expanded, collapsed: ui.collapsed, collapseFailed: ui.collapseFailed, matches: matches() });
     nodeTable.render(state.rows.values(), ui.selectedId, rowsVersion);
     renderHeader();
     renderProgress(tree.waiting.length);

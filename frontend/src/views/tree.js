@@ -3,22 +3,20 @@
 // that most of the tree stays put, and the tree is drawn in blocks (groups with their own
 // offset, transforms/stable.js) so that a subtree the layout shifted moves by one
 // attribute; links are drawn in chunks of one path each, rewritten only when one of their
-// links moved. Zoom and pan set one transform on one group; labels too small to read are
-// not laid out.
+// links moved. Zoom and pan set one transform on one group. Labels keep a readable size
+// at any zoom (one style variable scales them all) and those that would overlap a more
+// important one are hidden (transforms/labels.js); the node under the pointer and the
+// nodes a search matched are labelled, the others dimmed.
 import { select } from "d3-selection";
 import { zoom, zoomIdentity, zoomTransform } from "d3-zoom";
 import { bestNodeId, pathFromRoot } from "../transforms/best.js";
+import { labelScale, placeLabels } from "../transforms/labels.js";
 import { layoutTree } from "../transforms/layout.js";
 import { checkOptions } from "../transforms/options.js";
 import { fitTransform, linksPathData } from "../transforms/paths.js";
 import { chunkLinks, placeBlocks } from "../transforms/stable.js";
 import { nodeColourScale, nodeRadiusScale } from "../transforms/style.js";
 import { SVG, createNode, paintNode } from "./treeNodes.js";
-
-// Labels are 11 px (styles.css); under 5 px on screen text cannot be read, and thousands
-// of SVG text elements are laid out again at every zoom step.
-const LABEL_PX = 11;
-const LEGIBLE_PX = 5;
 
 /**
  * @typedef {import("./treeNodes.js").DrawnNode} DrawnNode
@@ -70,14 +68,21 @@ export class TreeView {
     this.laidOut = { root: null, shape: "" };
     // One listener for all nodes (event delegation), not one per node.
     this.nodeLayer.on("click", (event) => this.fromNode(event, (d) => this.clicked(event, d)))
-      .on("dblclick", (event) => this.fromNode(event, (d) => this.doubleClicked(event, d)));
+      .on("dblclick", (event) => this.fromNode(event, (d) => this.doubleClicked(event, d)))
+      .on("mouseover", (event) => this.fromNode(event, (d) => this.hover(d.nodeId)))
+      .on("mouseout", () => this.hover(null));
     this.userMoved = false;
     this.extent = null;
-    this.labelsHidden = false;
+    /** @type {number|null} */
+    this.hoveredId = null;
+    /** @type {import("./treeNodes.js").Look|null} */
+    this.look = null;
+    this.searching = false;
+    this.labelK = 1; // the zoom the labels were last placed at (1: --label-scale unset means 1)
     if (this.o.zoom) {
       this.zoom = zoom().scaleExtent([0.02, 8]).on("zoom", (event) => {
         this.viewport.attr("transform", event.transform);
-        this.showLabels(event.transform.k * LABEL_PX >= LEGIBLE_PX);
+        this.placeLabels();
         if (event.sourceEvent) this.userMoved = true; // a person panned: stop auto-fitting
       });
       this.svg.call(/** @type {any} */ (this.zoom)).on("dblclick.zoom", null);
@@ -88,10 +93,12 @@ export class TreeView {
    * `root` is the rows' hierarchy (stratifyRows). Given the same object again (and the same
    * folding), the view reuses its layout and only repaints nodes whose rows changed: pass
    * it again only while no node was added or removed, changed parent, or failed.
+   * `matches`: the nodes a search matched, highlighted and labelled (null: no search).
    * @param {{root: any, rows: Map<number, any>, run?: Record<string, any>, selectedId?: number|null,
-   *   expanded?: Set<number>, collapsed?: Set<number>, collapseFailed?: boolean}} view
+   *   expanded?: Set<number>, collapsed?: Set<number>, collapseFailed?: boolean,
+   *   matches?: Set<number>|null}} view
    */
-  render({ root, rows, run = {}, selectedId = null, expanded, collapsed, collapseFailed = true }) {
+  render({ root, rows, run = {}, selectedId = null, expanded, collapsed, collapseFailed = true, matches = null }) {
     // The same hierarchy with the same folding is the same layout: nodes are repainted
     // from their current rows, nothing is laid out or moved.
     const shape = `${collapseFailed}|${[...(expanded ?? [])].sort()}|${[...(collapsed ?? [])].sort()}`;
@@ -109,7 +116,10 @@ export class TreeView {
     const onPath = new Set(pathFromRoot(rows, bestId).map(String));
     const colour = nodeColourScale(rows.values());
     const radius = nodeRadiusScale(rows.values());
-    this.drawNodes(layout.nodes, { rows, colour, radius, bestId, onPath, selectedId, styleKey: `${colour.key}|${radius.key}` });
+    this.look = { rows, colour, radius, bestId, onPath, selectedId, styleKey: `${colour.key}|${radius.key}`,
+      matches, hoveredId: this.hoveredId };
+    this.drawNodes(layout.nodes, this.look);
+    if (this.searching !== (matches != null)) this.svg.classed("searching", (this.searching = matches != null));
     if (relayout) {
       this.drawLinks(layout.links);
       this.removeStaleBlocks();
@@ -118,6 +128,7 @@ export class TreeView {
     if (bestPathData !== this.bestPathData) this.bestLinks.attr("d", (this.bestPathData = bestPathData));
     this.extent = layout.extent;
     if (this.o.zoom && !this.userMoved && layout.nodes.length) this.fit(false);
+    this.placeLabels(true);
     return layout;
   }
 
@@ -235,11 +246,42 @@ export class TreeView {
     this.linkTexts = texts;
   }
 
-  /** Labels are laid out only where they can be read; switched when the zoom crosses that. */
-  showLabels(show) {
-    if (show === !this.labelsHidden) return;
-    this.labelsHidden = !show;
-    this.svg.classed("labels-hidden", this.labelsHidden);
+  /**
+   * Shows the labels that fit at the current zoom, at a size that can be read, and hides
+   * the rest (class "culled"); only the labels whose state changed are written. Again
+   * after a redraw (`changed`), or when the zoom's scale changed (a pan moves nothing).
+   */
+  placeLabels(changed = false) {
+    const k = this.zoom ? zoomTransform(/** @type {Element} */ (this.svg.node())).k : 1;
+    if (!changed && k === this.labelK) return;
+    if (labelScale(k) !== labelScale(this.labelK)) {
+      this.svg.style("--label-scale", String(labelScale(k)));
+    }
+    this.labelK = k;
+    /** @type {import("../transforms/labels.js").LabelCandidate[]} */
+    const candidates = [];
+    for (const [id, drawn] of this.drawn) {
+      if (drawn.text) candidates.push({ id, x: drawn.x, y: drawn.y, text: drawn.label, rank: drawn.rank });
+    }
+    const shown = placeLabels(candidates, k);
+    for (const [id, drawn] of this.drawn) {
+      const culled = !!drawn.text && !shown.has(id);
+      if (drawn.text && drawn.culled !== culled) drawn.text.classList.toggle("culled", culled);
+      drawn.culled = culled;
+    }
+  }
+
+  /** The node under the pointer gets a label of the first rank; null: none. */
+  hover(/** @type {number|null} */ id) {
+    if (id === this.hoveredId || !this.look) return;
+    const before = this.hoveredId;
+    this.hoveredId = id;
+    this.look = { ...this.look, hoveredId: id };
+    for (const nodeId of [before, id]) {
+      const drawn = nodeId == null ? undefined : this.drawn.get(String(nodeId));
+      if (drawn?.g.__data__) paintNode(drawn, drawn.g.__data__, drawn.cx, drawn.cy, this.look);
+    }
+    this.placeLabels(true);
   }
 
   fromNode(event, handle) {

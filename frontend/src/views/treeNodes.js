@@ -1,6 +1,7 @@
 // One tree node in SVG: <g class="node ..." data-id> holding a circle, a label while it
-// has one, and a tooltip. Written attribute by attribute, only where a value changed:
+// has one (whether it is shown is the tree's call: transforms/labels.js), and a tooltip. Written attribute by attribute, only where a value changed:
 // at 5,000 nodes a redraw that rewrites them all costs a frame's style, layout and paint.
+import { LABEL_RANK } from "../transforms/labels.js";
 import { statusClass } from "../transforms/rows.js";
 import { format } from "../transforms/runs.js";
 import { COLOURS } from "../transforms/style.js";
@@ -13,9 +14,11 @@ export const SVG = "http://www.w3.org/2000/svg";
  * @typedef {{g: SVGGElement & {__data__?: any}, circle: SVGCircleElement, text: SVGTextElement|null,
  *   title: SVGTitleElement, block: string|null, x: number, y: number, cx: number, cy: number, row: any,
  *   hiddenCount: number, flags: number, styleKey: string, classes: string, r: string, fill: string,
- *   label: string, tip: string, generation: number}} DrawnNode
+ *   label: string, rank: number, culled: boolean, tip: string, generation: number}} DrawnNode
  * @typedef {{rows: Map<number, any>, colour: (row: any) => string, radius: (visits: number|undefined) => number,
- *   bestId: number|null, onPath: Set<string>, selectedId: number|null, styleKey: string}} Look
+ *   bestId: number|null, onPath: Set<string>, selectedId: number|null, styleKey: string,
+ *   matches: Set<number>|null, hoveredId: number|null}} Look
+ *   matches: the nodes a search matched (null: no search); hoveredId: the node under the pointer
  */
 
 /** @returns {DrawnNode} */
@@ -26,10 +29,11 @@ export function createNode(doc, id) {
   const title = doc.createElementNS(SVG, "title");
   g.append(circle, title);
   return { g, circle, text: null, title, block: null, x: NaN, y: NaN, cx: NaN, cy: NaN, row: undefined,
-    hiddenCount: -1, flags: -1, styleKey: "", classes: "", r: "", fill: "", label: "", tip: "", generation: 0 };
+    hiddenCount: -1, flags: -1, styleKey: "", classes: "", r: "", fill: "", label: "", rank: 0, culled: false,
+    tip: "", generation: 0 };
 }
 
-const ON_BEST = 1, BEST = 2, SELECTED = 4;
+const ON_BEST = 1, BEST = 2, SELECTED = 4, MATCH = 8, UNMATCHED = 16, HOVERED = 32;
 
 /**
  * Writes what a node shows at (cx, cy) in its group, skipping it when nothing it depends on
@@ -41,9 +45,10 @@ const ON_BEST = 1, BEST = 2, SELECTED = 4;
  * @param {number} cy
  * @param {Look} look
  */
-export function paintNode(drawn, d, cx, cy, { rows, colour, radius, bestId, onPath, selectedId, styleKey }) {
+export function paintNode(drawn, d, cx, cy, { rows, colour, radius, bestId, onPath, selectedId, styleKey, matches, hoveredId }) {
   const row = d.kind === "node" ? (rows.get(/** @type {number} */ (d.nodeId)) ?? d.row) : null;
-  const flags = (onPath.has(d.id) ? ON_BEST : 0) | (row && row.id === bestId ? BEST : 0) | (row && row.id === selectedId ? SELECTED : 0);
+  const flags = (onPath.has(d.id) ? ON_BEST : 0) | (row && row.id === bestId ? BEST : 0) | (row && row.id === selectedId ? SELECTED : 0)
+    | (matches && row ? (matches.has(row.id) ? MATCH : UNMATCHED) : 0) | (row && row.id === hoveredId ? HOVERED : 0);
   drawn.x = d.x;
   drawn.y = d.y;
   if (drawn.row === row && drawn.cx === cx && drawn.cy === cy && drawn.flags === flags &&
@@ -54,10 +59,14 @@ export function paintNode(drawn, d, cx, cy, { rows, colour, radius, bestId, onPa
   const status = stub ? "failed-stub" : statusClass(row);
   const screened = !stub && row.level === "screen";
   const classes = ["node", status, screened ? "screened" : "", flags & ON_BEST ? "on-best" : "",
-    flags & BEST ? "best" : "", flags & SELECTED ? "selected" : "",
-    d.hiddenCount > 0 && !stub ? "folded" : ""].filter(Boolean).join(" ");
-  const label = stub ? `${d.hiddenCount} failed` : d.hiddenCount > 0 ? `+${d.hiddenCount}`
-    : flags & BEST || row.parentId == null ? `#${row.id} ${format.ms(row.time_ms)}` : "";
+    flags & BEST ? "best" : "", flags & SELECTED ? "selected" : "", flags & MATCH ? "match" : "",
+    flags & UNMATCHED ? "unmatched" : "", d.hiddenCount > 0 && !stub ? "folded" : ""].filter(Boolean).join(" ");
+  const rank = stub ? LABEL_RANK.stub : flags & HOVERED ? LABEL_RANK.hovered : flags & SELECTED ? LABEL_RANK.selected
+    : flags & BEST ? LABEL_RANK.best : row.parentId == null ? LABEL_RANK.root : flags & MATCH ? LABEL_RANK.match
+      : d.hiddenCount > 0 ? LABEL_RANK.folded : -1;
+  const label = rank < 0 ? "" : stub ? `${d.hiddenCount} failed`
+    : `#${row.id} ${format.ms(row.time_ms)}${d.hiddenCount > 0 ? ` +${d.hiddenCount}` : ""}`;
+  drawn.rank = rank;
   const tip = stub ? `${d.hiddenCount} failed node(s) folded: click to show`
     : `#${row.id} ${row.title ?? ""}\n${row.source ?? ""} · ${status}${row.guard ? ` (${row.guard})` : ""}` +
       (screened ? " · screened, not profiled" : "") +
@@ -93,6 +102,7 @@ function paintLabel(drawn, label, moved) {
     drawn.text?.remove();
     drawn.text = null;
     drawn.label = "";
+    drawn.culled = false;
     return;
   }
   let text = drawn.text;
@@ -103,6 +113,7 @@ function paintLabel(drawn, label, moved) {
     text.setAttribute("text-anchor", "middle");
     drawn.g.insertBefore(text, drawn.title);
     drawn.label = "";
+    drawn.culled = false; // until the tree places it (TreeView.placeLabels)
     moved = true;
   }
   if (moved) {
