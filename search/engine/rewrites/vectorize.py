@@ -14,6 +14,7 @@ Distinct buffers per pointer keep each element's reads and writes in the same or
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -188,29 +189,40 @@ def vector_site(kernel: Kernel, candidate: Candidate, context: NodeContext) -> V
     return VectorSite(shape, tuple(accesses), tuple(sorted(reads)), tuple(sorted(writes)), grids)
 
 
+def four_lanes(source: bytes, work: tuple[Node, Node], accesses: tuple[Node, ...], loaded: tuple[str, ...],
+               stored: tuple[str, ...], indent: str, index: str, unit: str,
+               row: Callable[[str], str] = str) -> list[str]:
+    """The lines of one step of four: a float4 load per pointer read, the work's statements
+    (first..last) four times, each in its own block with p[...] read from or written to
+    lane x, y, z or w of p_f4, and a float4 store per pointer written. `row(p)` is where
+    pointer p's float4s start (p itself, or p plus an offset); `index` counts float4s."""
+    first, last = work
+    const = {p: "" if p in stored else "const " for p in loaded}
+    lines = [f"{indent}{const[p]}float4 {p}_f4 = reinterpret_cast<{const[p]}float4*>({row(p)})[{index}];"
+             for p in loaded]
+    lines += [f"{indent}float4 {p}_f4;" for p in stored if p not in loaded]
+    for number, lane in enumerate(LANES):
+        edits = [Edit(a.start_byte, a.end_byte, f"{text(a.child_by_field_name('argument'))}_f4.{lane}")
+                 for a in accesses]
+        lines += [f"{indent}{{  // {unit} 4 * {index} + {number}",
+                  reblock(source, first, last, indent + "    ", edits), f"{indent}}}"]
+    lines += [f"{indent}reinterpret_cast<float4*>({row(p)})[{index}] = {p}_f4;" for p in stored]
+    return lines
+
+
 def render(source: bytes, site: VectorSite) -> str:
     shape = site.shape
     first, last = shape.statements[0], shape.statements[-1]
     indent, inner = indent_at(source, shape.start), indent_at(source, shape.start) + "    "
     kind, init, bound = shape.index_type, text(shape.init), text(shape.bound)
-    const = {p: "" if p in site.stored else "const " for p in site.loaded}
-    loads = [f"{inner}{const[p]}float4 {p}_f4 = reinterpret_cast<{const[p]}float4*>({p})[vec_i];"
-             for p in site.loaded]
-    fresh = [f"{inner}float4 {p}_f4;" for p in site.stored if p not in site.loaded]
-    lanes = []
-    for number, lane in enumerate(LANES):
-        edits = [Edit(a.start_byte, a.end_byte, f"{text(a.child_by_field_name('argument'))}_f4.{lane}")
-                 for a in site.accesses]
-        lanes += [f"{inner}{{  // element 4 * vec_i + {number}",
-                  reblock(source, first, last, inner + "    ", edits), f"{inner}}}"]
-    stores = [f"{inner}reinterpret_cast<float4*>({p})[vec_i] = {p}_f4;" for p in site.stored]
     return "\n".join([
         "// vectorize_float4: elements 4 * vec_i .. 4 * vec_i + 3 through one float4 per pointer",
         f"{indent}// (the harness's buffers are 256-byte aligned), then the last {bound} % 4 one by one.",
         f"{indent}const {kind} vec_count = ({bound}) / 4;",
         f"{indent}const {kind} vec_stride = ({kind})blockDim.x * gridDim.x;",
         f"{indent}for ({kind} vec_i = {init}; vec_i < vec_count; vec_i += vec_stride) {{",
-        *loads, *fresh, *lanes, *stores,
+        *four_lanes(source, (first, last), site.accesses, site.loaded, site.stored, inner, "vec_i",
+                    "element"),
         f"{indent}}}",
         f"{indent}for ({kind} {shape.index} = 4 * vec_count + {init}; {shape.index} < {bound}; "
         f"{shape.index} += vec_stride) {{",

@@ -61,7 +61,7 @@ from .syntax import (
     text,
     walk,
 )
-from .vectorize import LANES, REFUSED_ROLES, access_role
+from .vectorize import REFUSED_ROLES, access_role, four_lanes
 
 _HELPERS = ("vec_c", "vec_n")
 
@@ -286,18 +286,7 @@ def render(source: bytes, loop: RowLoop) -> str:
     kind, j, bound = loop.kind, loop.variable, text(loop.bound)
     touched = sorted({*loop.loaded, *loop.stored})
     aligned = f" |\n{inner}    ".join(f"reinterpret_cast<unsigned long long>({loop.row(p)})" for p in touched)
-    const = {p: "" if p in loop.stored else "const " for p in loop.loaded}
-    loads = [f"{body}{const[p]}float4 {p}_f4 = reinterpret_cast<const float4*>({loop.row(p)})[vec_c];"
-             for p in loop.loaded]
-    fresh = [f"{body}float4 {p}_f4;" for p in loop.stored if p not in loop.loaded]
     first, last = loop.statements[0], loop.statements[-1]
-    lanes = []
-    for number, lane in enumerate(LANES):
-        edits = [Edit(a.start_byte, a.end_byte, f"{text(a.child_by_field_name('argument'))}_f4.{lane}")
-                 for a in loop.accesses]
-        lanes += [f"{body}{{  // column 4 * vec_c + {number}",
-                  reblock(source, first, last, body + "    ", edits), f"{body}}}"]
-    stores = [f"{body}reinterpret_cast<float4*>({loop.row(p)})[vec_c] = {p}_f4;" for p in loop.stored]
     return "\n".join([
         f"// vectorize_rows: four consecutive columns per float4 while {', '.join(touched)} "
         f"{'is' if len(touched) == 1 else 'are'} 16-byte",
@@ -306,7 +295,8 @@ def render(source: bytes, loop: RowLoop) -> str:
         f"{indent}if (({aligned}) % 16 == 0) {{",
         f"{inner}const {kind} vec_n = ({bound}) / 4;",
         f"{inner}for ({kind} vec_c = threadIdx.x; vec_c < vec_n; vec_c += blockDim.x) {{",
-        *loads, *fresh, *lanes, *stores,
+        *four_lanes(source, (first, last), loop.accesses, loop.loaded, loop.stored, body, "vec_c", "column",
+                    loop.row),
         f"{inner}}}",
         f"{inner}for ({kind} {j} = 4 * vec_n + threadIdx.x; {j} < {bound}; {j} += blockDim.x) {{",
         reblock(source, first, last, body),
