@@ -42,6 +42,8 @@ app.conf.task_reject_on_worker_lost = True
 app.conf.beat_schedule = {
     "restart-stalled-runs": {"task": "search.restart_stalled_runs", "schedule": 60.0},
     "sweep-input-caches": {"task": "search.sweep_input_caches", "schedule": 600.0},
+    # Writing jobs whose worker died end failed (search/writing_jobs.py).
+    "fail-stale-writing-jobs": {"task": "search.fail_stale_writing_jobs", "schedule": 60.0},
 }
 
 # Redis keeps the messages a worker holds unacknowledged aside, and gives one back to the

@@ -180,8 +180,10 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     # One name for the skill cards' statuses wherever they appear (a card's, a review's
-    # before and after).
-    "ENUM_NAME_OVERRIDES": {"SkillCardStatusEnum": "lineage.models.SkillCard.Status"},
+    # before and after); runs and writing jobs each name theirs, two sets of one field name.
+    "ENUM_NAME_OVERRIDES": {"SkillCardStatusEnum": "lineage.models.SkillCard.Status",
+                            "RunStatusEnum": "search.models.Run.Status",
+                            "WritingJobStatusEnum": "search.models.WritingJob.Status"},
 }
 
 STATIC_URL = "static/"
@@ -263,6 +265,11 @@ OPTIML_RUN_STALL_S = env_int("OPTIML_RUN_STALL_S", 900)
 OPTIML_GENERATION_EXPERTS = env_str("OPTIML_GENERATION_EXPERTS", "")
 OPTIML_GENERATION_K = env_int("OPTIML_GENERATION_K", 3)  # active experts per task, primary included
 OPTIML_GENERATION_ROUNDS = env_int("OPTIML_GENERATION_ROUNDS", 3)  # repairs after the first kernel
+# A writing job (POST /api/kernels/write/, search.writing) that has not moved for this
+# long is failed: its worker died, or no worker took it. Each attempt moves it, so this
+# must exceed one attempt: the drafts (in parallel) and the primary's composition, each
+# up to an expert's timeout and retry (120 s twice by default), plus nvcc.
+OPTIML_WRITING_STALE_S = env_int("OPTIML_WRITING_STALE_S", 900)
 # Where `manage.py generation dataset` finds verified kernels besides the suite's and the
 # search nodes': dotted paths of functions returning search.generation.dataset pairs.
 OPTIML_GENERATION_KERNEL_SOURCES = [

@@ -12,7 +12,7 @@ from django.conf import settings
 from django.http import FileResponse, Http404
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import permissions, status
 from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.request import Request
@@ -29,13 +29,12 @@ from profiling.harness import declared
 from profiling.harness import tasks as task_registry
 from profiling.harness.candidate import CandidateError
 from profiling.harness.expr import ExpressionError
-from search import inspector, selectors, services
+from search import inspector, selectors, services, writing_jobs
 from search.importing import TrajectoryError, parse_trajectory
 from search.models import Run
 from search.serializers import (
     EventSerializer,
     KernelWriteSerializer,
-    KernelWrittenSerializer,
     NodeDetailSerializer,
     NodeRowSerializer,
     RunCreatedSerializer,
@@ -46,6 +45,7 @@ from search.serializers import (
     SharedRunSerializer,
     ShareSerializer,
     SourceSerializer,
+    WritingJobSerializer,
 )
 
 AFTER = OpenApiParameter("after", int, description="the last seq the client has (default 0)")
@@ -162,29 +162,54 @@ class RunListApi(APIView):
 
 
 class KernelWriteApi(APIView):
-    """A first kernel written from an intent by OptiML-G's experts (search/generation/),
+    """Queue a first kernel written from an intent by OptiML-G's experts (search/generation/),
     or by the LLM judge's model when none are configured, checked up to nvcc and repaired
     with the compiler's messages, for the person to review in the editor before starting
-    a run. Every attempt is kept (who wrote it, where it stopped)."""
+    a run. Writing takes minutes, so it is a job (search/writing_jobs.py): this answers 202
+    with the job at once, and its url says how it goes. What can be checked at once (the
+    task, the intent, that somebody is configured to write) is a 400 here."""
 
-    @extend_schema(request=KernelWriteSerializer, responses={200: KernelWrittenSerializer})
+    @extend_schema(request=KernelWriteSerializer, responses={202: OpenApiResponse(
+        WritingJobSerializer, description="queued: read its url until it is done or failed")})
     def post(self, request: Request) -> Response:
         form = KernelWriteSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         data = form.validated_data
         _check_declared_task_visible(request, data["task"])
         try:
-            written = services.kernel_write(task_name=data["task"], intent=data["intent"],
-                                            user=request.user)
+            job = writing_jobs.writing_job_create(task_name=data["task"], intent=data["intent"],
+                                                  user=request.user)
         except task_registry.UnknownTask:
             raise _unknown_task(request, data["task"]) from None
         except services.RunError as error:
             raise ValidationError({error.field or "non_field_errors": [str(error)]}) from None
-        return Response(KernelWrittenSerializer({
-            "source": written.candidate.source, "plan": written.candidate.plan_dict(),
-            "title": written.title, "rationale": written.rationale, "writer": written.source,
-            "experts": written.params.get("experts", []),
-            "attempts": written.params.get("attempts", [])}).data)
+        return Response(_writing_job(job), status=status.HTTP_202_ACCEPTED)
+
+
+class KernelWriteJobApi(APIView):
+    """A writing job of yours: its status, the attempts so far (who wrote, who contributed,
+    where each stopped) and, once done, the kernel and plan; failed, the reason. Anybody
+    else's answers 404."""
+
+    @extend_schema(responses=WritingJobSerializer)
+    def get(self, request: Request, job_id: int) -> Response:
+        job = writing_jobs.writing_job_visible(user=request.user, job_id=job_id)
+        if job is None:
+            raise Http404("no such writing job")
+        if writing_jobs.writing_jobs_expire(stale_after_s=settings.OPTIML_WRITING_STALE_S, job_id=job.pk):
+            job.refresh_from_db()  # its worker died, and the beat has not said so yet
+        return Response(_writing_job(job))
+
+
+def _writing_job(job) -> dict:
+    attempts = [{"round": a.round, "writer": a.writer, "experts": a.experts, "stage": a.stage,
+                 "passed": a.passed, "message": a.message[:2000]}
+                for a in writing_jobs.writing_job_attempts(job=job)]
+    return WritingJobSerializer({
+        "id": job.pk, "url": reverse("api-kernel-write-job", args=[job.pk]), "task": job.task,
+        "intent": job.intent, "status": job.status, "message": job.message,
+        "stale_after_s": settings.OPTIML_WRITING_STALE_S, "attempts": attempts, "written": job.written,
+        "created": job.created, "updated": job.updated}).data
 
 
 def _task_spec(request: Request, name: str):

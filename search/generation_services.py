@@ -20,6 +20,7 @@ import importlib
 import json
 import os
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,7 @@ from profiling import services as gate_services
 from profiling.harness import tasks as task_registry
 from search.engine.types import Proposal
 from search.generation.experts import ExpertConfigError, ExpertSpec, build_experts, parse_experts
-from search.generation.loop import Checker, GateChecker, Generation, generate
+from search.generation.loop import Attempt, Checker, GateChecker, Generation, generate
 from search.generation.routing import ConfiguredOrder
 from search.generation.text import TextCollaboration, Writer
 from search.generation.writing import intent_text
@@ -105,27 +106,52 @@ def _router(names: list[str]):
                                       f"{str(error)[:200]})")
 
 
-def kernel_generate(*, task_name: str, intent: str, user=None, checker: Checker | None = None,
-                    specs: list[ExpertSpec] | None = None) -> tuple[Proposal, Generation]:
-    """A first kernel for the task from the intent: the Proposal a run can start from
-    (its source names the writer) and the whole generation. Every attempt is stored.
-    Raises RunError on the intent field when nobody can write or nothing usable came."""
+def writers_check(*, task_name: str, intent: str) -> list[ExpertSpec]:
+    """Who would write a kernel for the task from the intent, found without calling
+    anyone: what a request checks before it queues a writing job. Raises RunError on the
+    intent field (no intent, nobody configured, a misconfigured expert list) and
+    UnknownTask (which names the known ones)."""
     if not intent.strip():
         raise RunError("say what the kernel should do first", field="intent")
-    spec = gate_services.task_spec(name=task_name)  # UnknownTask names the known ones
+    gate_services.task_spec(name=task_name)
     try:
-        specs = experts_configured() if specs is None else specs
-        if not specs:
-            judge = _judge_expert()
-            specs = [judge] if judge else []
-        if not specs:
-            raise RunError(NO_WRITER, field="intent")
+        specs = experts_configured()
+    except ExpertConfigError as error:
+        raise RunError(f"the experts are misconfigured: {error}", field="intent") from None
+    if not specs:
+        judge = _judge_expert()
+        specs = [judge] if judge else []
+    if not specs:
+        raise RunError(NO_WRITER, field="intent")
+    return specs
+
+
+def kernel_generate(*, task_name: str, intent: str, user=None, checker: Checker | None = None,
+                    specs: list[ExpertSpec] | None = None, generation_id: uuid.UUID | None = None,
+                    on_attempt: Callable[[], None] | None = None) -> tuple[Proposal, Generation]:
+    """A first kernel for the task from the intent: the Proposal a run can start from
+    (its source names the writer) and the whole generation. Every attempt is stored as
+    soon as it is checked, under `generation_id` (a new one when None), and then
+    `on_attempt` is called. Raises RunError on the intent field when nobody can write or
+    nothing usable came."""
+    spec = gate_services.task_spec(name=task_name)  # UnknownTask names the known ones
+    if specs is None:
+        specs = writers_check(task_name=task_name, intent=intent)
+    elif not intent.strip():
+        raise RunError("say what the kernel should do first", field="intent")
+    try:
         writer = writer_for(specs)
     except ExpertConfigError as error:
         raise RunError(f"the experts are misconfigured: {error}", field="intent") from None
+    generation_id = generation_id or uuid.uuid4()
+
+    def record(attempt: Attempt) -> None:
+        attempt_record(attempt, task=task_name, intent=intent.strip(), generation_id=generation_id, user=user)
+        if on_attempt is not None:
+            on_attempt()
+
     generation = generate(spec, intent.strip(), writer, checker or GateChecker(run_l0=False),
-                          rounds=settings.OPTIML_GENERATION_ROUNDS)
-    generation_id = attempts_record(generation, user=user)
+                          rounds=settings.OPTIML_GENERATION_ROUNDS, on_attempt=record)
     if generation.written is None:
         last = generation.attempts[-1]
         raise RunError(f"the experts could not write a kernel ({len(generation.attempts)} attempts; the last "
@@ -144,15 +170,31 @@ def kernel_generate(*, task_name: str, intent: str, user=None, checker: Checker 
                     candidate=written.candidate, params=params), generation
 
 
+def attempt_record(attempt: Attempt, *, task: str, intent: str, generation_id: uuid.UUID,
+                   user=None) -> GenerationAttempt:
+    """One attempt of a generation, stored as it is made."""
+    row = _attempt_row(attempt, task=task, intent=intent, generation_id=generation_id, user=user)
+    row.save()
+    return row
+
+
 @transaction.atomic
 def attempts_record(generation: Generation, *, user=None) -> uuid.UUID:
+    """A whole generation's attempts at once (`manage.py generation evaluate`)."""
     generation_id = uuid.uuid4()
-    GenerationAttempt.objects.bulk_create(GenerationAttempt(
-        generation=generation_id, task=generation.task, intent=generation.intent, round=a.round,
-        writer=a.writer[:200], experts=a.experts, stage=a.stage, passed=a.passed, guard=a.guard or "",
-        message=a.message, candidate_hash=a.candidate_hash, record=a.record,
-        created_by=user if getattr(user, "is_authenticated", False) else None) for a in generation.attempts)
+    GenerationAttempt.objects.bulk_create(
+        _attempt_row(a, task=generation.task, intent=generation.intent, generation_id=generation_id,
+                     user=user) for a in generation.attempts)
     return generation_id
+
+
+def _attempt_row(attempt: Attempt, *, task: str, intent: str, generation_id: uuid.UUID,
+                 user=None) -> GenerationAttempt:
+    return GenerationAttempt(
+        generation=generation_id, task=task, intent=intent, round=attempt.round, writer=attempt.writer[:200],
+        experts=attempt.experts, stage=attempt.stage, passed=attempt.passed, guard=attempt.guard or "",
+        message=attempt.message, candidate_hash=attempt.candidate_hash, record=attempt.record,
+        created_by=user if getattr(user, "is_authenticated", False) else None)
 
 
 def router_outcomes() -> list:

@@ -12,6 +12,7 @@ from its last sequence number. Writes go through search.services, reads through 
 from __future__ import annotations
 
 import hashlib
+import uuid
 
 from django.conf import settings
 from django.db import models
@@ -186,3 +187,40 @@ class GenerationAttempt(models.Model):
     def __str__(self) -> str:
         return f"{self.task} round {self.round} by {self.writer}: {self.stage}"
 
+
+
+class WritingJob(models.Model):
+    """Writing a first kernel from an intent (POST /api/kernels/write/), as a job: the
+    request stores it `queued` and a CPU worker (search.tasks.write_kernel) claims it
+    (queued -> running) and runs the writers, which take minutes (every round is LLM calls
+    and nvcc). Each attempt is a GenerationAttempt row of `generation`, stored as it is
+    checked, and moves `updated` on; the job ends `done` with the kernel in `written`, or
+    `failed` with the reason in `message`. A queued or running job that has not moved for
+    OPTIML_WRITING_STALE_S is failed (search.writing_jobs.writing_jobs_expire): its worker died."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        DONE = "done"
+        FAILED = "failed"
+
+    generation = models.UUIDField(default=uuid.uuid4, unique=True)  # its GenerationAttempt rows
+    task = models.CharField(max_length=100)
+    intent = models.TextField()
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    message = models.TextField(blank=True)  # why it failed, in words
+    # done: source, plan, title, rationale, writer, experts, attempts (KernelWrittenSerializer)
+    written = models.JSONField(null=True, blank=True)
+    # Its creator alone sees it: the job holds an intent and a kernel not shared yet.
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                   on_delete=models.SET_NULL, related_name="writing_jobs")
+    created = models.DateTimeField(auto_now_add=True)
+    updated = models.DateTimeField(auto_now=True)  # the job's heartbeat: each attempt moves it
+    finished = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        # The beat looks for stale ones among those not ended.
+        indexes = [models.Index(fields=["status", "updated"], name="writing_job_status_updated")]
+
+    def __str__(self) -> str:
+        return f"writing job {self.pk} for {self.task} ({self.status})"

@@ -22,7 +22,7 @@ from optiml_web.limits import (
 )
 from optiml_web.params import MAX_DB_INT
 from search import selectors
-from search.models import Run, ShareLink
+from search.models import Run, ShareLink, WritingJob
 
 
 class RunSerializer(serializers.ModelSerializer):
@@ -177,6 +177,34 @@ class KernelWrittenSerializer(serializers.Serializer):
                                     help_text="everyone who contributed to it, the writer first")
     attempts = serializers.ListField(child=serializers.DictField(),
                                      help_text="each round: writer, stage where it ended, the gate's message")
+
+
+class WritingAttemptSerializer(serializers.Serializer):
+    round = serializers.IntegerField(help_text="0: the first kernel; 1 and on: repairs")
+    writer = serializers.CharField(help_text="whose kernel it is")
+    experts = serializers.ListField(child=serializers.CharField(),
+                                    help_text="everyone who contributed to it, the writer first")
+    stage = serializers.CharField(
+        help_text="where it stopped: endpoint, reply, plan, policy, compile, compiled, L0, passed")
+    passed = serializers.BooleanField()
+    message = serializers.CharField(allow_blank=True, help_text="what the gate (or the endpoint) said")
+
+
+class WritingJobSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    url = serializers.CharField(help_text="where to read the job (GET) until it ends")
+    task = serializers.CharField()
+    intent = serializers.CharField()
+    status = serializers.ChoiceField(choices=WritingJob.Status.choices,
+                                     help_text="queued, running, then done or failed")
+    message = serializers.CharField(allow_blank=True,
+                                    help_text="failed: why (nobody could write it, or its worker died)")
+    stale_after_s = serializers.IntegerField(
+        help_text="a queued or running job that does not move for this long is failed")
+    attempts = WritingAttemptSerializer(many=True, help_text="the attempts so far, as they were checked")
+    written = KernelWrittenSerializer(allow_null=True, help_text="done: the kernel and its plan")
+    created = serializers.DateTimeField()
+    updated = serializers.DateTimeField(help_text="when it last moved")
 
 
 class NodeRowSerializer(serializers.Serializer):

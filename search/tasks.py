@@ -9,7 +9,7 @@ from celery import shared_task
 from django.conf import settings
 from django.db import transaction
 
-from search import services
+from search import services, writing_jobs
 from search.models import Run
 
 logger = logging.getLogger(__name__)
@@ -106,3 +106,26 @@ def drive_run_enqueue(*, run_id: int, token: int, countdown_s: float = 0.0) -> N
     transaction.on_commit(
         lambda: drive_run.apply_async(args=[run_id, token], countdown=countdown_s or None)
     )
+
+
+@shared_task(name="search.write_kernel")
+def write_kernel(job_id: int) -> str | None:
+    """Run a queued writing job on this CPU worker (writing_jobs.writing_job_run): the
+    experts write, nvcc checks, the outcome is the job's row. A repeated message, or one
+    for a job that ended or went stale, does nothing and returns None."""
+    job = writing_jobs.writing_job_run(job_id=job_id)
+    return job.status if job is not None else None
+
+
+def write_kernel_enqueue(*, job_id: int) -> None:
+    """Queue a writing job (default queue: a CPU worker) once the current transaction commits."""
+    transaction.on_commit(lambda: write_kernel.apply_async(args=[job_id]))
+
+
+@shared_task(name="search.fail_stale_writing_jobs")
+def fail_stale_writing_jobs() -> list[int]:
+    """Every minute (the beat): writing jobs whose worker died are failed, not left running."""
+    failed = writing_jobs.writing_jobs_expire(stale_after_s=settings.OPTIML_WRITING_STALE_S)
+    if failed:
+        logger.warning("failed the stale writing jobs %s", failed)
+    return failed

@@ -12,6 +12,7 @@ params.register_converters()
 urlpatterns = [
     path("sources/", apis.SourceListApi.as_view(), name="api-sources"),
     path("kernels/write/", apis.KernelWriteApi.as_view(), name="api-kernel-write"),
+    path("kernels/write/<id:job_id>/", apis.KernelWriteJobApi.as_view(), name="api-kernel-write-job"),
     path("runs/", apis.RunListApi.as_view(), name="api-runs"),
     path("runs/import/", apis.RunImportApi.as_view(), name="api-run-import"),
     path("runs/compare/", apis.RunCompareApi.as_view(), name="api-run-compare"),

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -134,7 +135,10 @@ class Generation:
                 "attempts": [a.to_dict() for a in self.attempts]}
 
 
-def generate(task: Task, intent: str, writer: Writer, checker: Checker, *, rounds: int = 3) -> Generation:
+def generate(task: Task, intent: str, writer: Writer, checker: Checker, *, rounds: int = 3,
+             on_attempt: Callable[[Attempt], None] | None = None) -> Generation:
+    """`on_attempt` hears of each attempt as soon as it is checked (a job stores it then, so
+    that whoever watches sees the rounds as they come, not only at the end)."""
     started = time.monotonic()
     attempts: list[Attempt] = []
     previous: Written | None = None
@@ -153,6 +157,8 @@ def generate(task: Task, intent: str, writer: Writer, checker: Checker, *, round
                 check.stage, check.passed, check.message, check.guard)
         attempt.seconds = time.monotonic() - began
         attempts.append(attempt)
+        if on_attempt is not None:
+            on_attempt(attempt)
         if step.written is None:
             if previous is None or step.stage == "endpoint":
                 break  # nothing to repair, or nobody left to repair it

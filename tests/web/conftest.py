@@ -202,3 +202,32 @@ def store_recorded_lineage(task: str):
     path = sorted(results.glob(f"*-h200-lineages*/lineage-{task}.json"))[-1]
     return lineage_services.lineage_store(lineage=LineageData.from_dict(json.loads(path.read_text())),
                                           origin="import")
+
+
+# -- writing a kernel from an intent ---------------------------------------------------------
+
+
+@pytest.fixture
+def write_job(api, django_capture_on_commit_callbacks, monkeypatch):
+    """write_job(user, body) -> (the POST's answer, the job as its GET reads once its
+    Celery task has run here, in this process, as a CPU worker runs it; None when the
+    POST was refused). Nothing runs before the POST has answered and committed."""
+    from search import tasks
+
+    queued: list[int] = []
+    monkeypatch.setattr(tasks.write_kernel, "apply_async", lambda args, **options: queued.append(args[0]))
+
+    def write(user, body: dict):
+        client = api(user)
+        with django_capture_on_commit_callbacks(execute=True):
+            response = client.post("/api/kernels/write/", body, format="json")
+        if response.status_code != 202:
+            assert not queued, "a refused request queued a job"
+            return response, None
+        assert queued == [response.json()["id"]]
+        tasks.write_kernel.apply(args=[queued.pop()])
+        job = client.get(response.json()["url"])
+        assert job.status_code == 200, job.content
+        return response, job.json()
+
+    return write

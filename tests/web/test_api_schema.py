@@ -8,6 +8,7 @@ pytestmark = pytest.mark.django_db
 
 PATHS = [
     "/api/me/", "/api/tasks/", "/api/tasks/declared/", "/api/tasks/declared/{name}/", "/api/sources/",
+    "/api/kernels/write/", "/api/kernels/write/{job_id}/",
     "/api/runs/", "/api/runs/import/",
     "/api/runs/{run_id}/", "/api/runs/{run_id}/nodes/", "/api/runs/{run_id}/nodes/{node_id}/",
     "/api/runs/{run_id}/nodes/{node_id}/ncu-report/", "/api/runs/{run_id}/pause/",

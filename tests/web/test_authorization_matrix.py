@@ -31,7 +31,7 @@ from accounts import services as accounts
 from lineage.models import SkillCard, SkillCardVersion, SkillComment, SkillReview
 from profiling.harness import tasks as task_registry
 from profiling.models import DeclaredTask, Evaluation
-from search.models import Run, RunNode, ShareLink
+from search.models import Run, RunNode, ShareLink, WritingJob
 from tests.web.conftest import store_recorded_lineage
 
 pytestmark = pytest.mark.django_db
@@ -90,6 +90,7 @@ class World:
     other_team_id: int
     export: dict
     lineage_id: int
+    writing_job: int  # alice's
     users: dict[str, Any] = field(default_factory=dict)
     # marker -> the roles that may see it; a marker is text only that thing contains
     markers: dict[str, list[str]] = field(default_factory=dict)
@@ -136,14 +137,18 @@ def world(people, relu_run, api, task_dir, settings, tmp_path) -> World:
                                level="screen", time_ms=0.5)
     users = {"owner": alice, "member": people["bob"], "admin": people["dana"], "other_team": erin,
              "no_team": people["carol"]}
+    # A kernel alice had written from an intent: hers alone, whatever team she is in.
+    job = WritingJob.objects.create(task="relu", intent="MARK-WRITING-JOB intent", created_by=alice)
     return World(
         team_run=team_run, private_run=private_run, token=team_share["token"],
         private_token=private_share["token"], team_share=team_share["id"], private_share=private_share["id"],
         team_task=names["mark-team-task"], private_task=names["mark-private-task"], team_id=team.pk,
         other_team_id=other_team.pk, export=export, users=users, lineage_id=store_recorded_lineage("relu").pk,
+        writing_job=job.pk,
         # The team run's link opens it (and only it) to whoever holds the link.
         markers={"MARK-TEAM-RUN": [*TEAM, "share_holder"], "MARK-PRIVATE-RUN": ["owner"],
                  names["mark-team-task"]: TEAM, names["mark-private-task"]: ["owner"], "MARK-TEAM-CARD": TEAM,
+                 "MARK-WRITING-JOB": ["owner"],
                  team_share["token"]: [], private_share["token"]: []})
 
 
@@ -227,6 +232,8 @@ def matrix(world: World, api) -> dict[str, dict[str, list[Probe]]]:
         "api/kernels/write/": {"POST": [  # no LLM is configured: a 400 for all who get that far
             Probe("POST", "/api/kernels/write/", expect(400, anonymous=401, share_holder=401),
                   body={"task": world.private_task, "intent": "relu"})]},
+        "api/kernels/write/<id:job_id>/": {"GET": [
+            Probe("GET", f"/api/kernels/write/{world.writing_job}/", READ_PRIVATE_RUN)]},
         "api/runs/": {
             "GET": [Probe("GET", "/api/runs/", ANY_SIGNED_IN),
                     Probe("GET", f"/api/runs/?team={world.team_id}", ANY_SIGNED_IN)],
@@ -394,7 +401,8 @@ def _state() -> tuple:
             list(ShareLink.objects.order_by("pk").values_list("pk", "revoked_at")),
             list(DeclaredTask.objects.order_by("pk").values_list("pk", "name")),
             RunNode.objects.count(), list(SkillCard.objects.order_by("pk").values_list("pk", "status")),
-            SkillReview.objects.count(), SkillComment.objects.count(), SkillCardVersion.objects.count())
+            SkillReview.objects.count(), SkillComment.objects.count(), SkillCardVersion.objects.count(),
+            list(WritingJob.objects.order_by("pk").values_list("pk", "status")))
 
 
 def _body_text(response) -> str:

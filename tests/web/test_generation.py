@@ -1,6 +1,7 @@
-"""OptiML-G in the web app: experts configured in settings write a first kernel through
-POST /api/kernels/write/, against real local OpenAI-compatible servers that answer from
-scripts; nvcc (real, on this machine) checks each kernel and its errors feed the repair;
+"""OptiML-G in the web app: experts configured in settings write a first kernel in the
+job POST /api/kernels/write/ queues (run here as a CPU worker runs it), against real
+local OpenAI-compatible servers that answer from scripts; nvcc (real, on this machine)
+checks each kernel and its errors feed the repair;
 every attempt is stored (who wrote it, where it stopped) and trains the router."""
 
 from __future__ import annotations
@@ -37,18 +38,28 @@ def experts_fixture(settings, tmp_path):
         server.stop()
 
 
-def write(api, user, intent="clamp negatives to zero"):
-    return api(user).post("/api/kernels/write/", {"task": "relu", "intent": intent}, format="json")
+@pytest.fixture(name="write")
+def write_fixture(write_job):
+    """write(user) -> the writing job once it ended."""
+
+    def write(user, intent="clamp negatives to zero") -> dict:
+        response, job = write_job(user, {"task": "relu", "intent": intent})
+        assert response.status_code == 202, response.content
+        return job
+
+    return write
 
 
-def test_the_experts_draft_compose_and_repair_and_every_attempt_is_kept(api, people, experts):
+def test_the_experts_draft_compose_and_repair_and_every_attempt_is_kept(people, experts, write):
     experts["hpc"].script(reply(kernel(WRITTEN_RELU, "hpc's draft")))
     experts["qwen"].script(reply(kernel(BROKEN, "composed")), reply(kernel(WRITTEN_RELU, "repaired")))
 
-    response = write(api, people["alice"])
+    job = write(people["alice"])
 
-    assert response.status_code == 200, response.content
-    body = response.json()
+    assert job["status"] == "done", job
+    assert [(a["round"], a["writer"], a["experts"], a["stage"]) for a in job["attempts"]] == [
+        (0, "qwen", ["qwen", "hpc"], "compile"), (1, "qwen", ["qwen"], "compiled")]
+    body = job["written"]
     assert body["writer"] == "qwen" and body["title"] == "repaired" and body["experts"] == ["qwen"]
     assert [(a["round"], a["writer"], a["stage"]) for a in body["attempts"]] == [
         (0, "qwen", "compile"), (1, "qwen", "compiled")]
@@ -59,14 +70,26 @@ def test_the_experts_draft_compose_and_repair_and_every_attempt_is_kept(api, peo
     assert {d["expert"] for d in rows[0].record["drafts"]} == {"qwen", "hpc"}
 
 
-def test_when_no_expert_writes_anything_usable_the_intent_says_why(api, people, experts):
+def test_with_one_expert_down_the_other_writes_and_the_drafts_say_who_failed(people, experts, write):
+    experts["hpc"].script(http_error(503))
+    experts["qwen"].script(reply(kernel(WRITTEN_RELU, "qwen alone")))
+
+    job = write(people["alice"])
+
+    assert job["status"] == "done" and job["written"]["title"] == "qwen alone"
+    assert job["written"]["experts"] == ["qwen"] and job["attempts"][0]["experts"] == ["qwen"]
+    drafts = {d["expert"]: d for d in GenerationAttempt.objects.get().record["drafts"]}
+    assert "HTTP 503" in drafts["hpc"]["error"] and "error" not in drafts["qwen"]
+
+
+def test_when_no_expert_writes_anything_usable_the_job_says_why(people, experts, write):
     experts["hpc"].script(http_error(503))
     experts["qwen"].script(http_error(503))
 
-    response = write(api, people["alice"])
+    job = write(people["alice"])
 
-    assert response.status_code == 400
-    message = response.json()["intent"][0]
+    assert job["status"] == "failed" and job["written"] is None
+    message = job["message"]
     assert "could not write a kernel" in message and "HTTP 503" in message
     assert GenerationAttempt.objects.get().stage == "endpoint"
 
@@ -75,24 +98,25 @@ def test_a_misconfigured_expert_list_is_a_message_not_a_500(api, people, setting
     for value, words in [("[{\"name\": \"x\"}]", "'kind'"), ("not json", "not JSON"),
                          ("@/nonexistent/experts.json", "No such file")]:
         settings.OPTIML_GENERATION_EXPERTS = value
-        response = write(api, people["alice"])
+        response = api(people["alice"]).post("/api/kernels/write/", {"task": "relu", "intent": "x"},
+                                             format="json")
         assert response.status_code == 400, response.content
         assert "misconfigured" in response.json()["intent"][0] and words in response.json()["intent"][0]
 
 
-def test_the_router_trains_on_the_stored_outcomes_and_then_routes(api, people, experts, settings):
+def test_the_router_trains_on_the_stored_outcomes_and_then_routes(people, experts, settings, write):
     with pytest.raises(Exception, match="needs 8"):
         call_command("generation", "train-router")
     for _ in range(5):  # hpc writes kernels that compile; qwen's never do
         experts["hpc"].script(reply(kernel(WRITTEN_RELU)))
         experts["qwen"].script(reply(kernel(BROKEN)), reply(kernel(BROKEN)), reply(kernel(BROKEN)),
                                reply(kernel(BROKEN)))
-        assert write(api, people["alice"]).status_code == 400
+        assert write(people["alice"])["status"] == "failed"
         settings.OPTIML_GENERATION_K = 1
         experts["hpc"].script(reply(kernel(WRITTEN_RELU)))
         settings.OPTIML_GENERATION_EXPERTS = json.dumps(list(reversed(json.loads(
             settings.OPTIML_GENERATION_EXPERTS))))  # hpc first: it writes alone
-        assert write(api, people["alice"]).status_code == 200
+        assert write(people["alice"])["status"] == "done"
         settings.OPTIML_GENERATION_EXPERTS = json.dumps(list(reversed(json.loads(
             settings.OPTIML_GENERATION_EXPERTS))))
         settings.OPTIML_GENERATION_K = 2
@@ -101,7 +125,7 @@ def test_the_router_trains_on_the_stored_outcomes_and_then_routes(api, people, e
 
     settings.OPTIML_GENERATION_K = 1
     experts["hpc"].script(reply(kernel(WRITTEN_RELU, "routed to hpc")))
-    body = write(api, people["alice"]).json()
+    body = write(people["alice"])["written"]
     assert body["writer"] == "hpc" and body["title"] == "routed to hpc"
     routing = GenerationAttempt.objects.latest("created").record["routing"]
     assert routing["primary"] == "hpc" and "trained on" in routing["by"]
@@ -155,12 +179,14 @@ def test_train_mot_without_local_experts_says_what_it_needs(experts, tmp_path):
         call_command("generation", "train-mot", "--pairs", str(tmp_path / "none.json"))
 
 
-def test_a_corrupt_router_file_falls_back_to_the_configured_order_and_says_so(api, people, experts, settings):
+def test_a_corrupt_router_file_falls_back_to_the_configured_order_and_says_so(
+    people, experts, settings, write
+):
     settings.OPTIML_GENERATION_ROUTER.write_bytes(b"not a safetensors file")
     experts["hpc"].script(reply(kernel(WRITTEN_RELU)))
     experts["qwen"].script(reply(kernel(WRITTEN_RELU)))
 
-    assert write(api, people["alice"]).status_code == 200
+    assert write(people["alice"])["status"] == "done"
     routing = GenerationAttempt.objects.get().record["routing"]
     assert routing["primary"] == "qwen" and "is unusable" in routing["by"]
 

@@ -1,15 +1,29 @@
-"""POST /api/kernels/write/: a first kernel written by the configured LLM from an intent,
-against a real local OpenAI-compatible server that answers from a script; every way it
-cannot be written is a message on the intent field."""
+"""POST /api/kernels/write/ queues a job that writes a first kernel from an intent with
+the configured LLM, against a real local OpenAI-compatible server that answers from a
+script; GET on the job says how it goes. What can be checked at once is a 400 on its
+field; every way the kernel cannot be written is the failed job's message."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
+from django.utils import timezone
 
 from profiling.harness import tasks as task_registry
-from tests.search.scripted_llm import WRITTEN_RELU, http_error, llm_server_fixture, reply, written_relu  # noqa: F401
+from search.generation.loop import Check
+from search.models import GenerationAttempt, WritingJob
+from tests.search.scripted_llm import (  # noqa: F401
+    WRITTEN_RELU,
+    http_error,
+    llm_server_fixture,
+    malformed,
+    reply,
+    written_relu,
+)
 
 pytestmark = pytest.mark.django_db
+RELU = {"task": "relu", "intent": "clamp at 0"}
 
 @pytest.fixture
 def llm_env(monkeypatch, llm_server):
@@ -21,53 +35,180 @@ def llm_env(monkeypatch, llm_server):
     return llm_server
 
 
-def test_the_llm_writes_a_kernel_for_the_editor_and_names_itself(api, people, llm_env):
+def test_the_request_answers_202_with_a_queued_job_before_anyone_writes(
+    api, people, llm_env, django_capture_on_commit_callbacks, monkeypatch
+):
+    from search import tasks
+
+    queued = []
+    monkeypatch.setattr(tasks.write_kernel, "apply_async", lambda args, **options: queued.append(args))
+    llm_env.script(reply(written_relu()))
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        response = api(people["alice"]).post("/api/kernels/write/", RELU, format="json")
+
+    assert response.status_code == 202, response.content
+    body = response.json()
+    assert body["status"] == "queued" and body["url"] == f"/api/kernels/write/{body['id']}/"
+    assert body["attempts"] == [] and body["written"] is None and body["stale_after_s"] == 900
+    assert llm_env.requests == [] and queued == []  # nothing written, nothing queued before the commit
+    for callback in callbacks:
+        callback()
+    assert queued == [[body["id"]]]
+    assert llm_env.requests == []  # the worker writes, not the request
+    assert WritingJob.objects.get().created_by == people["alice"]
+
+
+def test_the_job_writes_a_kernel_for_the_editor_and_names_its_writer(people, llm_env, write_job):
     llm_env.script(reply(written_relu()))
 
-    response = api(people["alice"]).post("/api/kernels/write/", {"task": "relu", "intent": "clamp at 0"},
-                                         format="json")
+    response, job = write_job(people["alice"], RELU)
 
-    assert response.status_code == 200, response.content
-    body = response.json()
-    assert body["writer"] == "llm:scripted-7b" and body["title"] == "grid-stride relu"
-    assert body["source"].strip() == WRITTEN_RELU.strip()
-    assert body["plan"]["launches"][0]["kernel"] == "relu_grid"
+    assert response.status_code == 202 and job["status"] == "done", job
+    written = job["written"]
+    assert written["writer"] == "llm:scripted-7b" and written["title"] == "grid-stride relu"
+    assert written["source"].strip() == WRITTEN_RELU.strip()
+    assert written["plan"]["launches"][0]["kernel"] == "relu_grid"
+    assert [(a["round"], a["writer"], a["experts"]) for a in job["attempts"]] == [
+        (0, "llm:scripted-7b", ["llm:scripted-7b"])]
     assert "clamp at 0" in llm_env.prompts()[0]
+    assert GenerationAttempt.objects.get().generation == WritingJob.objects.get().generation
 
 
-def test_without_an_llm_endpoint_the_intent_field_says_so(api, people, monkeypatch):
+def test_each_attempt_is_readable_while_the_job_still_runs(api, people, llm_env, monkeypatch):
+    """The attempts a GET returns are the rows stored so far: the first, refused by nvcc,
+    is there (and the job running) while the repair is being checked."""
+    from search import tasks, writing_jobs
+
+    monkeypatch.setattr(tasks.write_kernel, "apply_async", lambda args, **options: None)
+    llm_env.script(reply(written_relu()), reply(written_relu()))
+    client = api(people["alice"])
+    job = client.post("/api/kernels/write/", RELU, format="json").json()
+    seen = []
+
+    class Peeking:
+        def check(self, task, candidate):
+            if seen:  # the repair: look at the job as the page does
+                seen.append(client.get(job["url"]).json())
+                return Check(False, "compiled", "compiled; L0 runs in the run's first gate", conclusive=False)
+            seen.append(None)
+            return Check(False, "compile", "line 3: expected a \";\"")
+
+    ended = writing_jobs.writing_job_run(job_id=job["id"], checker=Peeking())
+
+    midway = seen[1]
+    assert midway["status"] == "running" and midway["written"] is None
+    assert [(a["round"], a["stage"], a["message"]) for a in midway["attempts"]] == [
+        (0, "compile", "line 3: expected a \";\"")]
+    assert ended.status == "done"
+    assert [a["stage"] for a in ended.written["attempts"]] == ["compile", "compiled"]
+
+
+def test_without_an_llm_endpoint_the_intent_field_says_so_and_no_job_is_made(api, people, monkeypatch):
     monkeypatch.delenv("OPTIML_LLM_BASE_URL", raising=False)
 
-    response = api(people["alice"]).post("/api/kernels/write/", {"task": "relu", "intent": "clamp at 0"},
-                                         format="json")
+    response = api(people["alice"]).post("/api/kernels/write/", RELU, format="json")
 
     assert response.status_code == 400
     assert "no LLM endpoint is configured" in response.json()["intent"][0]
+    assert not WritingJob.objects.exists()
 
 
-def test_an_llm_that_refuses_is_a_message_on_the_intent(api, people, llm_env):
+def test_an_llm_that_refuses_fails_the_job_with_a_plain_message(people, llm_env, write_job):
     llm_env.script(http_error(401, "bad key"))
 
-    response = api(people["alice"]).post("/api/kernels/write/", {"task": "relu", "intent": "clamp at 0"},
-                                         format="json")
+    response, job = write_job(people["alice"], RELU)
 
-    assert response.status_code == 400
-    assert "could not write a kernel" in response.json()["intent"][0]
+    assert response.status_code == 202 and job["status"] == "failed" and job["written"] is None
+    assert "could not write a kernel" in job["message"]
+    assert [a["stage"] for a in job["attempts"]] == ["endpoint"]
+
+
+def test_a_reply_that_is_not_a_kernel_fails_the_job_and_says_where_it_stopped(people, llm_env, write_job):
+    llm_env.script(malformed("Sure! Here is a kernel, more or less."))
+
+    _, job = write_job(people["alice"], RELU)
+
+    assert job["status"] == "failed" and "could not write a kernel" in job["message"]
+    assert [(a["writer"], a["stage"]) for a in job["attempts"]] == [("llm:scripted-7b", "reply")]
 
 
 @pytest.mark.parametrize(("body", "field"), [({"task": "relu", "intent": "  "}, "intent"),
                                              ({"task": "no-such-task", "intent": "x"}, "task"),
-                                             ({"intent": "x"}, "task")])
-def test_bad_requests_name_their_field_and_call_no_llm(api, people, llm_env, body, field):
+                                             ({"intent": "x"}, "task"),
+                                             ({"task": "relu"}, "intent")])
+def test_bad_requests_name_their_field_and_neither_queue_nor_call_an_llm(api, people, llm_env, body, field):
     response = api(people["alice"]).post("/api/kernels/write/", body, format="json")
 
     assert response.status_code == 400 and field in response.json()
-    assert llm_env.requests == []
+    assert llm_env.requests == [] and not WritingJob.objects.exists()
 
 
 def test_signed_out_visitors_cannot_spend_the_llm(api, llm_env):
     response = api().post("/api/kernels/write/", {"task": "relu", "intent": "x"}, format="json")
-    assert response.status_code == 401 and llm_env.requests == []
+    assert response.status_code == 401 and llm_env.requests == [] and not WritingJob.objects.exists()
+
+
+def test_a_job_is_its_writers_alone(api, people, llm_env, write_job):
+    llm_env.script(reply(written_relu()))
+    _, job = write_job(people["alice"], RELU)
+
+    assert api(people["bob"]).get(job["url"]).status_code == 404  # her team mate: not his to see
+    assert api().get(job["url"]).status_code == 401
+    assert api(people["alice"]).get("/api/kernels/write/987654/").status_code == 404
+
+
+def _stale(job_id: int, seconds: float) -> None:
+    WritingJob.objects.filter(pk=job_id).update(updated=timezone.now() - timedelta(seconds=seconds))
+
+
+def test_a_job_whose_worker_died_is_failed_once_stale_and_a_late_finish_changes_nothing(
+    api, people, llm_env, settings, monkeypatch
+):
+    from search import tasks, writing_jobs
+
+    settings.OPTIML_WRITING_STALE_S = 60
+    monkeypatch.setattr(tasks.write_kernel, "apply_async", lambda args, **options: None)
+    client = api(people["alice"])
+    job = client.post("/api/kernels/write/", RELU, format="json").json()
+    WritingJob.objects.filter(pk=job["id"]).update(status="running")  # claimed, then the worker died
+    _stale(job["id"], 59)
+    assert client.get(job["url"]).json()["status"] == "running"  # not stale yet
+
+    _stale(job["id"], 61)
+    read = client.get(job["url"]).json()
+
+    assert read["status"] == "failed" and "its worker stopped" in read["message"]
+    assert "OPTIML_WRITING_STALE_S" in read["message"]
+    assert writing_jobs.writing_job_run(job_id=job["id"]) is None  # a redelivered message does nothing
+    assert WritingJob.objects.get().status == "failed" and llm_env.requests == []
+
+
+def test_the_beat_fails_stale_jobs_nobody_reads_and_leaves_the_others(
+    api, people, llm_env, settings, monkeypatch
+):
+    from search import tasks
+
+    settings.OPTIML_WRITING_STALE_S = 60
+    monkeypatch.setattr(tasks.write_kernel, "apply_async", lambda args, **options: None)
+    client = api(people["alice"])
+    lost, fresh, running = (client.post("/api/kernels/write/", RELU, format="json").json()["id"]
+                            for _ in range(3))
+    WritingJob.objects.filter(pk=running).update(status="running")
+    _stale(lost, 600)
+    _stale(running, 600)
+
+    assert sorted(tasks.fail_stale_writing_jobs.apply().get()) == sorted([lost, running])
+
+    jobs = {job.pk: job for job in WritingJob.objects.all()}
+    assert "no worker took it" in jobs[lost].message and "its worker stopped" in jobs[running].message
+    assert jobs[fresh].status == "queued"
+
+
+def test_writing_jobs_go_to_a_cpu_worker_and_the_beat_looks_for_stale_ones():
+    from optiml_web.celery import app
+
+    assert app.amqp.router.route({}, "search.write_kernel")["queue"].name == "celery"
+    assert app.conf.beat_schedule["fail-stale-writing-jobs"]["task"] == "search.fail_stale_writing_jobs"
 
 
 def test_manage_optimize_starts_from_the_kernel_written_from_the_intent(settings, llm_env, tmp_path):
