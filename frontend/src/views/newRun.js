@@ -5,6 +5,7 @@
 import { api, ApiError } from "../api.js";
 import { fieldErrors, JUDGES, MAX_PARALLEL, prefillFor, runPayload, writtenSummary } from "../transforms/forms.js";
 import { format } from "../transforms/runs.js";
+import { attemptRow, writingEnded, writingPollDelay, writingStatusLine } from "../transforms/writing.js";
 import { codeEditor } from "./code.js";
 import { defineTaskSection } from "./defineTask.js";
 import { fill, h } from "./dom.js";
@@ -44,6 +45,8 @@ export async function mountNewRun(root) {
   const draft = /** @type {HTMLButtonElement} */ (h("button", { type: "button", id: "id_draft", onclick: writeFromIntent },
     "Write the kernel from the intent (LLM)"));
   const drafted = h("p", { class: "hint", id: "drafted", role: "status" });
+  // The attempts of the writing job as they arrive (who wrote, who helped, where it stopped).
+  const attemptList = h("ol", { class: "hint", id: "writing-attempts" });
 
   let lastSource = /** @type {string|null} */ (null), lastPlan = /** @type {string|null} */ (null);
   function taskChanged() {
@@ -79,7 +82,7 @@ export async function mountNewRun(root) {
   const form = h("form", { class: "new-run", novalidate: true, onsubmit: send },
     general,
     field("task", "Task", task), taskInfo, defineTask,
-    field("intent", "Intent (optional)", h("div", null, intent, h("p", { class: "upload" }, draft), drafted),
+    field("intent", "Intent (optional)", h("div", null, intent, h("p", { class: "upload" }, draft), drafted, attemptList),
       "What the kernel should do, in words: kept with the run, and read by an LLM judge. The button asks the "
       + "configured experts (or the LLM judge's model) to write a first kernel and plan into the editor below; "
       + "each one is compiled, and compile errors go back to the writer. Without an endpoint or a local model "
@@ -100,15 +103,29 @@ export async function mountNewRun(root) {
   fill(root, h("h1", null, "New session"), form);
   taskChanged();
 
+  // Writing takes minutes (LLM rounds and nvcc): the POST queues a job, and the page reads
+  // it until it ends, showing each attempt as it arrives.
   async function writeFromIntent() {
     showErrors({}, []);
+    fill(attemptList);
     draft.disabled = true;
     draft.textContent = "Writing…";
     try {
-      const written = await api("/api/kernels/write/", { method: "POST", body: { task: task.value, intent: intent.value } });
-      editor.setValue(written.source);
-      plan.value = JSON.stringify(written.plan, null, 2);
-      fill(drafted, writtenSummary(written));
+      let job = await api("/api/kernels/write/", { method: "POST", body: { task: task.value, intent: intent.value } });
+      for (let reads = 0; !writingEnded(job); reads += 1) {
+        showWriting(job);
+        await new Promise((resolve) => setTimeout(resolve, writingPollDelay(reads)));
+        job = await api(job.url);
+      }
+      showWriting(job);
+      if (job.status === "failed") {
+        fill(drafted); // the reason goes by the intent, as a refused request's does; the attempts stay
+        showErrors({ intent: [job.message] }, []);
+        return;
+      }
+      editor.setValue(job.written.source);
+      plan.value = JSON.stringify(job.written.plan, null, 2);
+      fill(drafted, writtenSummary(job.written));
     } catch (error) {
       if (error instanceof ApiError && error.status === 400) {
         const { fields, general: top } = fieldErrors(error.body, FIELDS);
@@ -120,6 +137,14 @@ export async function mountNewRun(root) {
       draft.disabled = false;
       draft.textContent = "Write the kernel from the intent (LLM)";
     }
+  }
+
+  function showWriting(job) {
+    fill(drafted, writingStatusLine(job));
+    fill(attemptList, (job.attempts ?? []).map((a) => {
+      const row = attemptRow(a);
+      return h("li", { "data-stage": row.stage, "data-passed": String(row.passed) }, row.text);
+    }));
   }
 
   async function send(event) {
