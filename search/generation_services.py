@@ -10,8 +10,9 @@ training from those rows. Who writes, in order of preference:
 3. else nobody: RunError says that free-form generation needs an endpoint or a local
    model, and the caller starts from the task's naive kernel.
 
-A web request checks each kernel up to nvcc (policy, plan, compile) and repairs
-compile errors; it never takes the GPU. The run's root then gets the full gate.
+Writing for the browser (a job on a CPU worker: search/writing_jobs.py) checks each
+kernel up to nvcc (policy, plan, compile) and repairs compile errors; it never takes the
+GPU. The run's root then gets the full gate.
 """
 
 from __future__ import annotations
