@@ -188,14 +188,24 @@ class SkillSource:
             return []
         seen.add(kernel_key(entry))
         steps = sum(1 for c in self.cards for v in c.get("vector", []) if v.get("task") == context.task)
+        # What the lineage measured from this very kernel: its first steps (taken from the
+        # plain attempt), the children the search will be offered once it is in the tree.
+        first = [(c["intent"], float(step["speedup"])) for c in self.cards
+                 for step in c.get("anchor", {}).get("steps", [])
+                 if step.get("task") == context.task and not step.get("before") and step.get("speedup")]
+        best = max(first, key=lambda found: found[1], default=None)
+        expected = (f" Its best first step, {best[0]}, measured {best[1]:.2f}x from this kernel."
+                    if best else "")
         return [Proposal(
             source=f"lineage:{context.task}", title=f"{context.task}'s lineage: its plain attempt",
             rationale=(f"The skill library holds a verified lineage of {context.task} ({steps} "
                        "steps in its cards). This is its plain attempt, every optimization off, "
                        "as a person would write it: the kernel its cards' steps replay from, "
-                       "toward the expert. It replaces this kernel whole; the gate checks it."),
-            candidate=entry, families=(), diff=candidate_diff(context.candidate, entry),
-            params={"lineage": context.task, "state": "", "materialised_by": "lineage"})]
+                       f"toward the expert. It replaces this kernel whole; the gate checks it.{expected}"),
+            candidate=entry, families=tuple(dict.fromkeys(f for intent, _ in first for f in _FAMILIES.get(intent, ()))),
+            diff=candidate_diff(context.candidate, entry),
+            params={"lineage": context.task, "state": "", "materialised_by": "lineage"},
+            expected_speedup=best[1] if best else None)]
 
     def _waits(self, proposals: list[Proposal], context: NodeContext):
         """For a card, the intents it must wait for here (none: it may be proposed): the
