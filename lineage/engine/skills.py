@@ -202,8 +202,8 @@ class SkillSource:
                        "steps in its cards). This is its plain attempt, every optimization off, "
                        "as a person would write it: the kernel its cards' steps replay from, "
                        f"toward the expert. It replaces this kernel whole; the gate checks it.{expected}"),
-            candidate=entry, families=tuple(dict.fromkeys(f for intent, _ in first for f in _FAMILIES.get(intent, ()))),
-            diff=candidate_diff(context.candidate, entry),
+            candidate=entry, diff=candidate_diff(context.candidate, entry),
+            families=tuple(dict.fromkeys(f for intent, _ in first for f in _FAMILIES.get(intent, ()))),
             params={"lineage": context.task, "state": "", "materialised_by": "lineage"},
             expected_speedup=best[1] if best else None)]
 
