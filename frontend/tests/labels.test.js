@@ -42,6 +42,12 @@ describe("placeLabels", () => {
     expect([...placeLabels([root, best, hovered], 1)]).toEqual(["9"]);
   });
 
+  it("places a fold's label that tells of hidden search matches before a shown match's", () => {
+    const match = { id: "7", x: 0, y: 0, text: "#7 1.0 ms", rank: LABEL_RANK.match };
+    const stub = { id: "failed:3", x: 10, y: 2, text: "3 failed · 2 matches", rank: LABEL_RANK.holdsMatch };
+    expect([...placeLabels([match, stub], 1)]).toEqual(["failed:3"]);
+  });
+
   it("judges overlap on screen: labels apart at 100 % may meet at 10 %", () => {
     const a = { id: "1", x: 0, y: 0, text: "#1 1.0 ms", rank: LABEL_RANK.match };
     const b = { id: "2", x: 0, y: 40, text: "#2 1.0 ms", rank: LABEL_RANK.match };

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { failedSubtrees, layoutTree, levelStretch } from "../src/transforms/layout.js";
+import { failedSubtrees, foldedMatches, layoutTree, levelStretch } from "../src/transforms/layout.js";
 import { stratifyRows } from "../src/transforms/stratify.js";
 import { bestNodeId, pathFromRoot } from "../src/transforms/best.js";
 import { nodeColourScale, nodeRadiusScale, COLOURS, RADIUS } from "../src/transforms/style.js";
@@ -68,6 +68,25 @@ describe("layoutTree", () => {
 
   it("lays out nothing for no root", () => {
     expect(layoutTree(null).nodes).toEqual([]);
+  });
+});
+
+describe("foldedMatches", () => {
+  it("counts the matches a failed stub hides, and none for what is shown", () => {
+    const { nodes } = layoutTree(rootOf(smallRun()));
+    // 3 and 4 failed and are folded into failed:0; 1 is shown
+    expect([...foldedMatches(nodes, new Set([1, 3, 4]))]).toEqual([["failed:0", 2]]);
+    expect(foldedMatches(nodes, new Set([1, 2])).size).toBe(0);
+  });
+
+  it("counts the matches under a node collapsed by hand, down its whole subtree", () => {
+    const { nodes } = layoutTree(rootOf(smallRun()), { collapsed: new Set([0]) });
+    expect([...foldedMatches(nodes, new Set([0, 5, 3]))]).toEqual([["0", 2]]); // itself not counted: it shows
+  });
+
+  it("counts nothing once the fold is opened", () => {
+    const { nodes } = layoutTree(rootOf(smallRun()), { expanded: new Set([0]) });
+    expect(foldedMatches(nodes, new Set([3, 4])).size).toBe(0);
   });
 });
 

@@ -176,6 +176,19 @@ describe("TreeView", () => {
     expect(container.querySelectorAll("g.node.match, g.node.unmatched")).toHaveLength(0);
   });
 
+  it("marks a failed stub that hides matches, with their count, and dims one that hides none", () => {
+    const { container, view, byId } = drawTree(smallRun(), { matches: new Set([1, 3, 4]) });
+    const stub = () => /** @type {Element} */ (container.querySelector('g.node[data-id="failed:0"]'));
+    expect(stub().classList.contains("holds-match")).toBe(true);
+    expect(stub().classList.contains("unmatched")).toBe(false);
+    expect(stub().querySelector("text.label")?.textContent).toBe("2 failed · 2 matches");
+
+    view.render({ root: stratifyRows(smallRun()).root, rows: byId, run: {}, matches: new Set([1]) });
+    expect(stub().classList.contains("holds-match")).toBe(false);
+    expect(stub().classList.contains("unmatched")).toBe(true);
+    expect(stub().querySelector("text.label")?.textContent).toBe("2 failed");
+  });
+
   it("reports clicks: a node selects it, a failed stub unfolds its parent", () => {
     const { container, onSelect, onToggleFailed } = drawTree(smallRun());
     container.querySelector('g.node[data-id="2"]')?.dispatchEvent(new MouseEvent("click", { bubbles: true }));

@@ -507,3 +507,91 @@ def test_a_person_makes_a_team_and_a_colleague_sees_their_role(server, app_env):
     assert stored.splitlines()[-1] == f"[('ada', 'admin'), ('{MEMBER}', 'admin')]"
     for name in ("teams", "teams-member"):
         assert (SHOTS / f"{name}.png").stat().st_size > 10_000, name
+
+
+TREE_LABELS_SCRIPT = Path(__file__).with_name("tree_labels.mjs")
+# A finished relu run of 256 nodes, stored as the search stores them: twelve block sizes
+# under the root, twenty steps under each, every seventh a float4 rewrite; under #12,
+# three float4 rewrites that failed, which the tree folds into the stub "failed:12".
+MANY_NODES = """
+from django.contrib.auth.models import User
+from profiling.harness import tasks
+from search import services as search
+from search.models import Run, RunNode
+relu = tasks.get("relu")
+run = search.run_create(task_name="relu", source=relu.naive_source, plan=relu.naive_plan, budget=400,
+                        user=User.objects.get(username="ada"))
+root = RunNode.objects.get(run=run, node_id=0)
+RunNode.objects.filter(pk=root.pk).update(state="done", status="passed", level="full", time_ms=0.806,
+                                          visits=256)
+rows = []
+def node(node_id, parent, source, title, time_ms, status="passed", visits=1):
+    rows.append(RunNode(run=run, node_id=node_id, parent_id=parent, candidate=root.candidate, state="done",
+                        engine={**root.engine, "id": node_id, "parent": parent}, source=source, title=title,
+                        status=status, level="full" if status == "passed" else "", time_ms=time_ms,
+                        visits=visits))
+for block in range(1, 13):
+    node(block, 0, "tunable", f"BLOCK={32 * block}", 0.8 - 0.01 * block, visits=21)
+for step in range(240):
+    node_id, parent = 13 + step, 1 + step // 20
+    vectorized = step % 7 == 0
+    node(node_id, parent, "rewrite:vectorize" if vectorized else "rewrite:unroll",
+         "float4 loads" if vectorized else f"unroll {2 + step % 5}", 0.3 + (step * 37 % 101) / 200)
+for node_id in range(253, 256):
+    node(node_id, 12, "rewrite:vectorize", "float4 loads, misaligned", None, status="rejected")
+RunNode.objects.bulk_create(rows)
+Run.objects.filter(pk=run.pk).update(status="finished", evaluated=256, root_ms=0.806, best_ms=0.3,
+                                     best_node=13)
+print("RUN", run.pk)
+"""
+TREE_NODES = 256 - 3 + 1  # the three failed leaves are one stub
+VECTORIZED = {str(13 + step) for step in range(240) if step % 7 == 0}
+LABEL_MIN_PX = 10  # a label of 11 px (styles.css) a little rounded: readable on screen
+
+
+def _overlap(a: list[float], b: list[float]) -> float:
+    """The area two boxes on screen [left, top, right, bottom] share, in px²."""
+    return max(0.0, min(a[2], b[2]) - max(a[0], b[0])) * max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+
+
+def test_the_tree_labels_at_fit_do_not_overlap_and_a_search_marks_its_matches_even_folded_ones(
+        server, app_env):
+    run = _manage(app_env, "shell", "-c", MANY_NODES).split("RUN ")[-1].strip()
+    result = _browse(TREE_LABELS_SCRIPT, *server, E2E_RUN=run, E2E_NODES=str(TREE_NODES),
+                     E2E_SEARCH="vectorize")
+    assert result["tree_nodes"] == TREE_NODES, result["tree_ids"]
+    labels = result["fit_labels"]
+
+    # At Fit the tree is zoomed far out, yet its labels are readable and none covers another.
+    assert result["fit_scale"] < 0.5, result["fit_scale"]
+    assert len(labels) >= 3, labels  # the root's, the best's and the failed stub's at least
+    assert {"0", "13"} <= {label["id"] for label in labels}, labels
+    for label in labels:
+        assert label["box"][3] - label["box"][1] >= LABEL_MIN_PX, label
+    for i, a in enumerate(labels):
+        for b in labels[i + 1 :]:
+            assert _overlap(a["box"], b["box"]) < 1, (a, b)
+    # The node under the pointer is labelled, readable, and no longer once the pointer leaves.
+    hovered = result["hovered_label"]
+    assert hovered is not None and hovered["text"].startswith(f"#{result['hovered_id']} "), result
+    assert hovered["box"][3] - hovered["box"][1] >= LABEL_MIN_PX
+    assert result["label_after_leaving"] == 0
+    # The table's search marks its matches in the tree and dims the rest; the failed stub
+    # that hides three of them says so and is not dimmed.
+    assert not result["before_search"]["searching"]
+    searching = result["searching"]
+    assert searching["searching"] and set(searching["match"]) == VECTORIZED, searching
+    assert len(searching["unmatched"]) == TREE_NODES - len(VECTORIZED) - 1, len(searching["unmatched"])
+    assert searching["unmatched_opacity"] < 0.5
+    assert searching["holds_match"] == ["failed:12"] and "failed:12" not in searching["unmatched"]
+    assert searching["stubs"]["failed:12"] == "3 failed · 3 matches"
+    shown = {label["id"] for label in result["search_labels"]}
+    assert "failed:12" in shown and len(shown & VECTORIZED) >= 3, result["search_labels"]
+    # Cleared, the tree is as it was.
+    cleared = result["cleared"]
+    assert not cleared["searching"]
+    assert cleared["match"] == cleared["unmatched"] == cleared["holds_match"] == []
+    assert cleared["stubs"]["failed:12"] == "3 failed"
+    assert result["page_errors"] == []
+    for name in ("tree-labels-fit", "tree-search"):
+        assert (SHOTS / f"{name}.png").stat().st_size > 10_000, name

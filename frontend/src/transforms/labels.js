@@ -2,8 +2,10 @@
 // screen however far the tree is zoomed out (the tree view scales its font by
 // labelScale), so every label shown can be read at "Fit"; labels that would overlap one
 // already placed are left out, the more important first (rank: the node under the
-// pointer, the selection, the best, the root, search matches, folded subtrees, folded
-// failures). What is left out is one hover or zoom step away.
+// pointer, the selection, the best, the root, folds that hide search matches, search
+// matches, folded subtrees, folded failures). What is left out is one hover or zoom step
+// away. A fold's hidden matches rank above the shown ones: its label is all that tells
+// of them, where a shown match also has its ring.
 
 export const LABEL_PX = 11; // styles.css: svg.tree .node .label
 // Mean advance of a character of "#123 0.806 ms" in system-ui at 11 px (Chromium: 6.0 to
@@ -15,7 +17,7 @@ const GAP_PX = 2; // between two labels, so that their halos do not touch
 const CELL_PX = 64; // the grid that collisions are looked up in
 
 export const LABEL_RANK = /** @type {const} */ ({
-  hovered: 0, selected: 1, best: 2, root: 3, match: 4, folded: 5, stub: 6,
+  hovered: 0, selected: 1, best: 2, root: 3, holdsMatch: 4, match: 5, folded: 6, stub: 7,
 });
 
 /**

@@ -14,7 +14,9 @@ import { commonShift } from "./stable.js";
  * @typedef {import("d3-hierarchy").HierarchyNode<NodeRow>} TreeNode
  * @typedef {{id: string, nodeId: number|null, x: number, y: number, depth: number,
  *   row: NodeRow|null, kind: "node"|"failed-stub", hiddenCount: number, childCount: number,
- *   parentId: number|null}} LaidOutNode
+ *   parentId: number|null, hidden: TreeNode[]|null}} LaidOutNode
+ *   hidden: the tops of the subtrees a fold hides (a stub's failed children, a collapsed
+ *   node's children); null where nothing is folded
  * @typedef {{id: string, source: {x: number, y: number}, target: {x: number, y: number},
  *   sourceId: number, targetId: string}} LaidOutLink
  */
@@ -76,7 +78,7 @@ export function layoutTree(root, options) {
     x0 = Math.min(x0, px); x1 = Math.max(x1, px); y0 = Math.min(y0, py); y1 = Math.max(y1, py);
     const d = v.data;
     const node = v.laidOut = { id: d.key, nodeId: d.row ? d.row.id : null, x: px, y: py, depth: v.depth, row: d.row,
-      kind: d.kind, hiddenCount: d.hiddenCount, childCount: d.childCount, parentId: d.parentId };
+      kind: d.kind, hiddenCount: d.hiddenCount, childCount: d.childCount, parentId: d.parentId, hidden: d.hidden };
     nodes.push(node);
     // A link's ends are its nodes themselves: whatever moves a node moves its links.
     if (v.parent) links.push({ id: d.key, source: v.parent.laidOut, target: node, sourceId: v.parent.data.row.id, targetId: d.key });
@@ -97,6 +99,26 @@ export function layoutTree(root, options) {
   return { nodes, links, extent };
 }
 
+/**
+ * How many of a search's matches each fold hides, so that a stub or a collapsed node can
+ * say it holds some: a match folded away would otherwise not show at all.
+ * @param {LaidOutNode[]} nodes  a layout's (layoutTree)
+ * @param {Set<number>} matches  node ids
+ * @returns {Map<string, number>} by laid-out id, only the folds that hide at least one
+ */
+export function foldedMatches(nodes, matches) {
+  /** @type {Map<string, number>} */
+  const counts = new Map();
+  if (matches.size === 0) return counts;
+  for (const node of nodes) {
+    if (!node.hidden) continue;
+    let count = 0;
+    for (const top of node.hidden) top.each((n) => { if (matches.has(n.data.id)) count += 1; });
+    if (count > 0) counts.set(node.id, count);
+  }
+  return counts;
+}
+
 // Steps of 2^(1/8) (9%): a growing tree's height changes its wanted stretch with every
 // node, and a new stretch moves every node; in steps it changes once in many nodes.
 const STRETCH_STEPS_PER_DOUBLING = 8;
@@ -114,22 +136,26 @@ function visibleShape(node, ctx) {
   const row = node.data;
   const kids = node.children ?? [];
   const shape = { key: String(row.id), row, kind: "node", hiddenCount: 0, childCount: kids.length,
-    parentId: row.parentId, children: undefined };
+    parentId: row.parentId, hidden: null, children: undefined };
   if (kids.length === 0) return shape;
   if (ctx.collapsed.has(row.id)) {
     shape.hiddenCount = subtreeSize(node) - 1;
+    shape.hidden = kids;
     return shape;
   }
   const fold = !ctx.expanded.has(row.id);
   const shown = [];
+  const folded = [];
   let foldedNodes = 0;
   for (const child of kids) {
-    if (fold && ctx.failed.has(child.data.id)) foldedNodes += subtreeSize(child);
-    else shown.push(visibleShape(child, ctx));
+    if (fold && ctx.failed.has(child.data.id)) {
+      foldedNodes += subtreeSize(child);
+      folded.push(child);
+    } else shown.push(visibleShape(child, ctx));
   }
   if (foldedNodes > 0) {
     shown.push({ key: `failed:${row.id}`, row: null, kind: "failed-stub", hiddenCount: foldedNodes,
-      childCount: 0, parentId: row.id, children: undefined });
+      childCount: 0, parentId: row.id, hidden: folded, children: undefined });
   }
   shape.children = /** @type {any} */ (shown);
   return shape;

@@ -6,12 +6,13 @@
 // links moved. Zoom and pan set one transform on one group. Labels keep a readable size
 // at any zoom (one style variable scales them all) and those that would overlap a more
 // important one are hidden (transforms/labels.js); the node under the pointer and the
-// nodes a search matched are labelled, the others dimmed.
+// nodes a search matched are labelled, the others dimmed; a fold that hides matches
+// (a failed stub, a collapsed node) says how many.
 import { select } from "d3-selection";
 import { zoom, zoomIdentity, zoomTransform } from "d3-zoom";
 import { bestNodeId, pathFromRoot } from "../transforms/best.js";
 import { labelScale, placeLabels } from "../transforms/labels.js";
-import { layoutTree } from "../transforms/layout.js";
+import { foldedMatches, layoutTree } from "../transforms/layout.js";
 import { checkOptions } from "../transforms/options.js";
 import { fitTransform, linksPathData } from "../transforms/paths.js";
 import { chunkLinks, placeBlocks } from "../transforms/stable.js";
@@ -78,6 +79,8 @@ export class TreeView {
     /** @type {import("./treeNodes.js").Look|null} */
     this.look = null;
     this.searching = false;
+    /** @type {{layout: any, matches: Set<number>|null, counts: Map<string, number>|null}} */
+    this.folded = { layout: null, matches: null, counts: null }; // foldedMatches, kept while neither changed
     this.labelK = 1; // the zoom the labels were last placed at (1: --label-scale unset means 1)
     if (this.o.zoom) {
       this.zoom = zoom().scaleExtent([0.02, 8]).on("zoom", (event) => {
@@ -116,8 +119,11 @@ export class TreeView {
     const onPath = new Set(pathFromRoot(rows, bestId).map(String));
     const colour = nodeColourScale(rows.values());
     const radius = nodeRadiusScale(rows.values());
+    if (this.folded.layout !== layout || this.folded.matches !== matches) {
+      this.folded = { layout, matches, counts: matches && foldedMatches(layout.nodes, matches) };
+    }
     this.look = { rows, colour, radius, bestId, onPath, selectedId, styleKey: `${colour.key}|${radius.key}`,
-      matches, hoveredId: this.hoveredId };
+      matches, folded: this.folded.counts, hoveredId: this.hoveredId };
     this.drawNodes(layout.nodes, this.look);
     if (this.searching !== (matches != null)) this.svg.classed("searching", (this.searching = matches != null));
     if (relayout) {

@@ -1,6 +1,7 @@
 // One tree node in SVG: <g class="node ..." data-id> holding a circle, a label while it
-// has one (whether it is shown is the tree's call: transforms/labels.js), and a tooltip. Written attribute by attribute, only where a value changed:
-// at 5,000 nodes a redraw that rewrites them all costs a frame's style, layout and paint.
+// has one (whether it is shown is the tree's call: transforms/labels.js), and a tooltip.
+// Written attribute by attribute, only where a value changed: at 5,000 nodes a redraw
+// that rewrites them all costs a frame's style, layout and paint.
 import { LABEL_RANK } from "../transforms/labels.js";
 import { statusClass } from "../transforms/rows.js";
 import { format } from "../transforms/runs.js";
@@ -14,11 +15,13 @@ export const SVG = "http://www.w3.org/2000/svg";
  * @typedef {{g: SVGGElement & {__data__?: any}, circle: SVGCircleElement, text: SVGTextElement|null,
  *   title: SVGTitleElement, block: string|null, x: number, y: number, cx: number, cy: number, row: any,
  *   hiddenCount: number, flags: number, styleKey: string, classes: string, r: string, fill: string,
- *   label: string, rank: number, culled: boolean, tip: string, generation: number}} DrawnNode
+ *   label: string, rank: number, culled: boolean, held: number, tip: string, generation: number}} DrawnNode
+ *   held: how many search matches its fold hides
  * @typedef {{rows: Map<number, any>, colour: (row: any) => string, radius: (visits: number|undefined) => number,
  *   bestId: number|null, onPath: Set<string>, selectedId: number|null, styleKey: string,
- *   matches: Set<number>|null, hoveredId: number|null}} Look
- *   matches: the nodes a search matched (null: no search); hoveredId: the node under the pointer
+ *   matches: Set<number>|null, folded?: Map<string, number>|null, hoveredId: number|null}} Look
+ *   matches: the nodes a search matched (null: no search); folded: how many of them each
+ *   fold hides, by laid-out id (layout.js foldedMatches); hoveredId: the node under the pointer
  */
 
 /** @returns {DrawnNode} */
@@ -30,7 +33,7 @@ export function createNode(doc, id) {
   g.append(circle, title);
   return { g, circle, text: null, title, block: null, x: NaN, y: NaN, cx: NaN, cy: NaN, row: undefined,
     hiddenCount: -1, flags: -1, styleKey: "", classes: "", r: "", fill: "", label: "", rank: 0, culled: false,
-    tip: "", generation: 0 };
+    held: 0, tip: "", generation: 0 };
 }
 
 const ON_BEST = 1, BEST = 2, SELECTED = 4, MATCH = 8, UNMATCHED = 16, HOVERED = 32;
@@ -45,29 +48,32 @@ const ON_BEST = 1, BEST = 2, SELECTED = 4, MATCH = 8, UNMATCHED = 16, HOVERED = 
  * @param {number} cy
  * @param {Look} look
  */
-export function paintNode(drawn, d, cx, cy, { rows, colour, radius, bestId, onPath, selectedId, styleKey, matches, hoveredId }) {
+export function paintNode(drawn, d, cx, cy, { rows, colour, radius, bestId, onPath, selectedId, styleKey, matches, folded, hoveredId }) {
   const row = d.kind === "node" ? (rows.get(/** @type {number} */ (d.nodeId)) ?? d.row) : null;
+  const held = folded?.get(d.id) ?? 0; // a fold holding matches is not dimmed: it is where they are
   const flags = (onPath.has(d.id) ? ON_BEST : 0) | (row && row.id === bestId ? BEST : 0) | (row && row.id === selectedId ? SELECTED : 0)
-    | (matches && row ? (matches.has(row.id) ? MATCH : UNMATCHED) : 0) | (row && row.id === hoveredId ? HOVERED : 0);
+    | (matches ? (row && matches.has(row.id) ? MATCH : held ? 0 : UNMATCHED) : 0) | (row && row.id === hoveredId ? HOVERED : 0);
   drawn.x = d.x;
   drawn.y = d.y;
-  if (drawn.row === row && drawn.cx === cx && drawn.cy === cy && drawn.flags === flags &&
+  if (drawn.row === row && drawn.cx === cx && drawn.cy === cy && drawn.flags === flags && drawn.held === held &&
     drawn.hiddenCount === d.hiddenCount && drawn.styleKey === styleKey) return;
   const moved = drawn.cx !== cx || drawn.cy !== cy;
-  Object.assign(drawn, { row, cx, cy, flags, hiddenCount: d.hiddenCount, styleKey });
+  Object.assign(drawn, { row, cx, cy, flags, held, hiddenCount: d.hiddenCount, styleKey });
   const stub = d.kind === "failed-stub";
   const status = stub ? "failed-stub" : statusClass(row);
   const screened = !stub && row.level === "screen";
   const classes = ["node", status, screened ? "screened" : "", flags & ON_BEST ? "on-best" : "",
     flags & BEST ? "best" : "", flags & SELECTED ? "selected" : "", flags & MATCH ? "match" : "",
-    flags & UNMATCHED ? "unmatched" : "", d.hiddenCount > 0 && !stub ? "folded" : ""].filter(Boolean).join(" ");
-  const rank = stub ? LABEL_RANK.stub : flags & HOVERED ? LABEL_RANK.hovered : flags & SELECTED ? LABEL_RANK.selected
-    : flags & BEST ? LABEL_RANK.best : row.parentId == null ? LABEL_RANK.root : flags & MATCH ? LABEL_RANK.match
-      : d.hiddenCount > 0 ? LABEL_RANK.folded : -1;
-  const label = rank < 0 ? "" : stub ? `${d.hiddenCount} failed`
-    : `#${row.id} ${format.ms(row.time_ms)}${d.hiddenCount > 0 ? ` +${d.hiddenCount}` : ""}`;
+    flags & UNMATCHED ? "unmatched" : "", held ? "holds-match" : "", d.hiddenCount > 0 && !stub ? "folded" : ""]
+    .filter(Boolean).join(" ");
+  const rank = stub ? (held ? LABEL_RANK.holdsMatch : LABEL_RANK.stub) : flags & HOVERED ? LABEL_RANK.hovered
+    : flags & SELECTED ? LABEL_RANK.selected : flags & BEST ? LABEL_RANK.best : row.parentId == null ? LABEL_RANK.root
+      : held ? LABEL_RANK.holdsMatch : flags & MATCH ? LABEL_RANK.match : d.hiddenCount > 0 ? LABEL_RANK.folded : -1;
+  const heldText = held ? ` · ${held} ${held === 1 ? "match" : "matches"}` : "";
+  const label = rank < 0 ? "" : stub ? `${d.hiddenCount} failed${heldText}`
+    : `#${row.id} ${format.ms(row.time_ms)}${d.hiddenCount > 0 ? ` +${d.hiddenCount}` : ""}${heldText}`;
   drawn.rank = rank;
-  const tip = stub ? `${d.hiddenCount} failed node(s) folded: click to show`
+  const tip = stub ? `${d.hiddenCount} failed node(s) folded${held ? `, ${held} of them matching the search` : ""}: click to show`
     : `#${row.id} ${row.title ?? ""}\n${row.source ?? ""} · ${status}${row.guard ? ` (${row.guard})` : ""}` +
       (screened ? " · screened, not profiled" : "") +
       (row.duplicate_of != null ? ` · the same binary as #${row.duplicate_of}` : "") +
