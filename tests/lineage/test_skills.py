@@ -11,6 +11,7 @@ from lineage.engine import experts
 from lineage.engine.skills import SkillSource, load_cards, recorded_cards
 from profiling.harness import tasks
 from profiling.harness.candidate import Candidate
+from search.engine.judges import RuleJudge
 from search.engine.types import NodeContext
 
 
@@ -149,6 +150,31 @@ def test_at_the_root_a_task_whose_lineage_is_in_the_library_gets_that_lineages_p
     assert not [p for p in SkillSource().propose(below) if p.source.startswith("lineage:")]
     at_plain = NodeContext(task="sgemm", candidate=plain, measurement=None, diagnosis=None)
     assert not [p for p in SkillSource().propose(at_plain) if p.source.startswith("lineage:")]
+
+
+def test_the_lineage_entry_expects_what_its_best_first_step_measured():
+    # topk's naive kernel runs about 200 ms on the H200; its lineage's first steps from the
+    # plain attempt are in the cards with their measured speed-ups. The entry expects the
+    # best of them and carries their families, so the rule judge weighs it by that evidence
+    # (on the H200 an entry that expected nothing ranked last and sat untried for a whole
+    # time limit: the transfer benchmark's call b).
+    cards = recorded_cards()
+    first = {c["intent"]: float(step["speedup"]) for c in cards for step in c["anchor"]["steps"]
+             if step["task"] == "topk" and not step["before"]}
+    (entry,) = [p for p in SkillSource().propose(naive("topk")) if p.source == "lineage:topk"]
+    best = max(first, key=first.get)
+    assert entry.expected_speedup == pytest.approx(first[best]) and first[best] > 4
+    assert f"Its best first step, {best}, measured {first[best]:.2f}x" in entry.rationale
+    assert "parallelism" in entry.families  # BLOCK_PER_ROW's, in the search's family names
+    # Without a first step in the cards, nothing is expected: the judge weighs it as 1x.
+    stepless = [{**c, "anchor": {**c["anchor"], "steps": [s for s in c["anchor"]["steps"]
+                                                          if s["task"] != "topk" or s["before"]]}}
+                for c in cards]
+    (bare,) = [p for p in SkillSource(cards=stepless).propose(naive("topk")) if p.source == "lineage:topk"]
+    assert bare.expected_speedup is None and bare.families == ()
+    judge = RuleJudge()
+    diagnosis = judge.diagnose(naive("topk"))
+    assert judge.score(entry, diagnosis) == pytest.approx(2 * judge.score(bare, diagnosis))
 
 
 def test_cards_that_leave_the_tasks_lineage_out_offer_no_entry_into_it():
