@@ -564,6 +564,10 @@ def test_the_tree_labels_at_fit_do_not_overlap_and_a_search_marks_its_matches_ev
 
     # At Fit the tree is zoomed far out, yet its labels are readable and none covers another.
     assert result["fit_scale"] < 0.5, result["fit_scale"]
+    # Every mark the tree draws is in its legend.
+    for mark in ("passed, faster", "failed", "hollow: screened only", "best path", "dashed: failed, folded",
+                 "dark ring: collapsed", "blue ring: search match"):
+        assert mark in result["legend"], result["legend"]
     assert len(labels) >= 3, labels  # the root's, the best's and the failed stub's at least
     assert {"0", "13"} <= {label["id"] for label in labels}, labels
     for label in labels:

@@ -65,6 +65,7 @@ try {
     return m ? Number(m[1]) : 1;
   });
   result.fit_labels = await page.evaluate(shownLabels);
+  result.legend = await page.locator(".legend .legend-item").evaluateAll((items) => items.map((item) => item.textContent));
   await page.screenshot({ path: join(env("SHOTS_DIR"), "tree-labels-fit.png") });
 
   console.log("zoom in on a block size's node, and point at one without a label");

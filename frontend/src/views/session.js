@@ -364,7 +364,13 @@ function legend() {
   return h("span", { class: "legend" }, items.map(([label, cls]) => h("span", { class: `legend-item ${cls}` }, h("i"), label)),
     h("span", { class: "legend-item screened", title: "measured by the screen only (fewer seeds and timed runs, no profile): never a run's best" },
       h("i"), "hollow: screened only"),
-    h("span", { class: "legend-item best-path" }, h("i"), "best path"));
+    h("span", { class: "legend-item best-path" }, h("i"), "best path"),
+    h("span", { class: "legend-item stub", title: "failed children folded into one node: click it to show them" },
+      h("i"), "dashed: failed, folded"),
+    h("span", { class: "legend-item folded", title: "a node whose subtree you collapsed: click it to open it" },
+      h("i"), "dark ring: collapsed"),
+    h("span", { class: "legend-item match", title: "matches the node table's search (the rest is dimmed); a fold that hides matches is ringed too, and its label counts them" },
+      h("i"), "blue ring: search match"));
 }
 
 /** What each mark of the best-time chart means. */
