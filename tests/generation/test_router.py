@@ -73,3 +73,46 @@ def test_a_saved_router_loads_only_for_the_same_experts_and_encoder(tmp_path):
         Router.load(tmp_path / "router.safetensors", ["qwen", "hpc-coder", "new"], HashingEncoder())
     with pytest.raises(ValueError, match="encoder"):
         Router.load(tmp_path / "router.safetensors", ["qwen", "hpc-coder"], HashingEncoder(64))
+
+
+def tiny_sentence_model(path) -> str:
+    """A random BERT of two layers and its word-level tokenizer, saved as local files: what
+    TransformersEncoder loads (never downloaded)."""
+    transformers = pytest.importorskip("transformers")
+    words = sorted({w for text in REDUCE + GEMM for w in text.split()})
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words]
+    path.mkdir()
+    (path / "vocab.txt").write_text("\n".join(vocab) + "\n")
+    tokenizer = transformers.BertTokenizerFast(vocab_file=str(path / "vocab.txt"), do_lower_case=True)
+    tokenizer.save_pretrained(path)
+    config = transformers.BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2,
+                                     num_attention_heads=2, intermediate_size=64, max_position_embeddings=64)
+    torch.manual_seed(0)
+    transformers.BertModel(config).save_pretrained(path)
+    return str(path)
+
+
+def test_the_transformers_encoder_mean_pools_a_local_model_without_the_padding(tmp_path):
+    from search.generation.router import TransformersEncoder
+
+    encoder = TransformersEncoder(tiny_sentence_model(tmp_path / "minilm"))
+    assert encoder.name.startswith("transformers:") and encoder.dim == 32
+    short, long = encoder.encode([REDUCE[0], GEMM[3]])
+    assert short.shape == (32,) and torch.allclose(short.norm(), torch.tensor(1.0))
+    # Padded to the longer text's length, the short one is pooled over its own tokens only.
+    assert torch.allclose(encoder.encode([REDUCE[0]])[0], short, atol=1e-5)
+    assert not any(p.requires_grad for p in encoder.model.parameters())  # frozen
+
+
+def test_a_router_over_the_transformers_encoder_learns_and_is_saved_with_its_name(tmp_path):
+    from search.generation.router import TransformersEncoder
+
+    encoder = TransformersEncoder(tiny_sentence_model(tmp_path / "minilm"))
+    router = Router(["qwen", "hpc-coder"], encoder=encoder, seed=1)
+    losses = router.fit(outcomes(), epochs=200)
+    assert losses[-1] < 0.5 * losses[0]
+    router.save(tmp_path / "router.safetensors")
+    loaded = Router.load(tmp_path / "router.safetensors", ["qwen", "hpc-coder"], encoder)
+    assert loaded.route(GEMM[0], 2).scores == router.route(GEMM[0], 2).scores
+    with pytest.raises(ValueError, match="encoder"):
+        Router.load(tmp_path / "router.safetensors", ["qwen", "hpc-coder"], HashingEncoder())
