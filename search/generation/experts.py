@@ -17,8 +17,11 @@ hub id) with local_files_only: nothing is ever downloaded.
 from __future__ import annotations
 
 import os
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from search.engine.judges.llm import LLMConfigError, LLMJudge
@@ -180,10 +183,37 @@ class LocalExpert:
                                  "fence, the plan in a ```json fence.\n\n")
 
 
+# Local models kept loaded in this process, newest last: a writing job (a CPU worker's
+# Celery task) would otherwise read the same weights from disk for every intent.
+LOCAL_MODELS_KEPT = 2
+_LOADED: OrderedDict[tuple[str, str, float], tuple[Any, Any]] = OrderedDict()
+_LOADED_LOCK = threading.Lock()
+
+
 def load_local(path: str, device: str | None = None) -> tuple[Any, Any]:
     """A causal LM and its tokenizer from a directory or the local cache, frozen, in
-    eval mode. Raises ExpertConfigError when they are not there (never downloads)."""
+    eval mode. Raises ExpertConfigError when they are not there (never downloads). The
+    last LOCAL_MODELS_KEPT loaded are kept and shared (frozen, they are only read), keyed
+    by path, device and the time the directory's config.json last changed, so weights
+    replaced on disk are read again."""
     import torch
+
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    config = Path(path) / "config.json"
+    key = (path, device, config.stat().st_mtime if config.is_file() else 0.0)
+    with _LOADED_LOCK:
+        if key in _LOADED:
+            _LOADED.move_to_end(key)
+            return _LOADED[key]
+    loaded = _load_local(path, device)
+    with _LOADED_LOCK:
+        _LOADED[key] = loaded
+        while len(_LOADED) > LOCAL_MODELS_KEPT:
+            _LOADED.popitem(last=False)
+    return loaded
+
+
+def _load_local(path: str, device: str) -> tuple[Any, Any]:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     try:
@@ -194,7 +224,7 @@ def load_local(path: str, device: str | None = None) -> tuple[Any, Any]:
                                 f"{str(error).splitlines()[0][:200]}") from None
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
-    model.to(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    model.to(device)
     model.eval()
     for parameter in model.parameters():
         parameter.requires_grad_(False)
