@@ -54,6 +54,13 @@ Printer = Callable[[str], None]
 
 
 DEFAULT_SOURCES = ("search.engine.sources.TunableSource", "search.engine.rewrites.RewriteSource")
+# Short names for --sources. `skills` names the lineage app's source by its dotted path:
+# it is imported only when asked for (configuration), never by the engine itself.
+SOURCE_NAMES = {
+    "tunables": "search.engine.sources.TunableSource",
+    "rewrites": "search.engine.rewrites.RewriteSource",
+    "skills": "lineage.engine.skills.SkillSource",
+}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -65,10 +72,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--from", dest="source", type=Path, help="start from this .cu file")
     run.add_argument("--plan", type=Path, help="its launch plan (JSON); the task's naive plan if omitted")
     run.add_argument("--budget", type=int, default=30, help="evaluations, the starting kernel's included")
-    run.add_argument("--sources", default=",".join(DEFAULT_SOURCES), metavar="DOTTED,...",
-                     help="proposal sources besides the judge: classes by dotted path, e.g. "
-                          "lineage.engine.skills.SkillSource for skill cards (default: "
-                          "tunables and rewrites)")
+    run.add_argument("--sources", default="tunables,rewrites", metavar="NAME,...",
+                     help="proposal sources besides the judge: tunables, rewrites, skills (the "
+                          "skill cards), or any class by dotted path (default: tunables,rewrites)")
     run.add_argument("--judge", choices=("rules", "llm"), default="rules")
     run.add_argument("--intent", default="",
                      help="what the kernel should do, in words: without --from, the LLM (when "
@@ -234,7 +240,11 @@ def _make_sources(paths: Sequence[str] = DEFAULT_SOURCES) -> list[ProposalSource
     """The sources named by dotted path (configuration: the search imports no source it
     is not told about, the lineage app's skills included)."""
     found = []
-    for path in paths:
+    for given in paths:
+        path = SOURCE_NAMES.get(given.strip(), given.strip())
+        if "." not in path:
+            raise SystemExit(f"error: proposal source {given!r}: not one of {', '.join(SOURCE_NAMES)} "
+                             "and not a dotted path")
         module_name, _, class_name = path.rpartition(".")
         try:
             found.append(getattr(importlib.import_module(module_name), class_name)())

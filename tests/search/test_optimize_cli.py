@@ -174,3 +174,16 @@ def test_without_a_gate_seed_a_random_one_is_drawn_printed_and_recorded_and_the_
 def test_a_gate_seed_outside_the_workers_range_is_refused(value):
     with pytest.raises(SystemExit):
         build_parser().parse_args(["optimize", "--task", "relu", "--gate-seed", value])
+
+
+def test_sources_are_named_short_or_by_dotted_path():
+    from search.engine.__main__ import _make_sources
+
+    named = _make_sources(["skills", "rewrites", "tunables"])
+    assert [type(s).__name__ for s in named] == ["SkillSource", "RewriteSource", "TunableSource"]
+    (dotted,) = _make_sources(["search.engine.sources.TunableSource"])
+    assert type(dotted).__name__ == "TunableSource"
+    assert build_parser().parse_args(["optimize", "--task", "relu"]).sources == "tunables,rewrites"
+    for wrong, said in (("skill", "not one of tunables, rewrites, skills"), ("no.such.Source", "No module")):
+        with pytest.raises(SystemExit, match=said):
+            _make_sources([wrong])
