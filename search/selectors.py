@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import difflib
+import re
+import uuid
+
 from django.db.models import Q, QuerySet
 
 from accounts.models import Membership
@@ -10,7 +14,7 @@ from profiling import selectors as gate_selectors
 from profiling.harness import declared
 from search.engine.explain import why_faster
 from search.engine.tree import Tree
-from search.models import Run, RunEvent, RunNode, ShareLink
+from search.models import GenerationAttempt, Run, RunEvent, RunNode, ShareLink
 from search.state import state_of
 
 
@@ -226,3 +230,83 @@ def run_comparison(*, a: Run, b: Run) -> dict:
     right, kernel_b = side(b)
     return {"a": left, "b": right, "same_task": a.task_id == b.task_id,
             "diff": candidate_diff(kernel_a, kernel_b)}
+
+
+# The gate's seed is the run's secret (search/measuring.py): a message that quotes one is
+# cut before anybody sees it (search/generation/loop.py strips it too; this is the second lock).
+_SEED = re.compile(r"\s*seed \d+")
+
+
+def run_generation(*, run: Run) -> dict | None:
+    """How the run's starting kernel was written from an intent (OptiML-G), for whoever may
+    see the run: the intent, who contributed, and every attempt in order (its writer and
+    contributors, round, where the gate stopped it, what it said, its kernel and the diff
+    from the attempt before), the last one being the root. None when the root was not
+    written from an intent. The attempts are the stored generation the root's params name
+    (a run started with the written Proposal), else the generation of the run's creator
+    whose kernel is the root's, on the run's task, made before the run (a run started
+    from the New session page, which sends the reviewed kernel only)."""
+    root = RunNode.objects.filter(run=run, parent_id__isnull=True).select_related("candidate").first()
+    params = ((root.detail or {}).get("params") or {}) if root else {}
+    rows = _generation_rows(run=run, root=root, named=str(params.get("generation") or ""))
+    if not rows and not isinstance(params.get("attempts"), list):
+        return None
+    if rows:
+        attempts = [_attempt_view({**vars(a), "source": _attempt_source(a)}) for a in rows]
+        intent, experts = rows[-1].intent, rows[-1].experts
+    else:  # an imported run: its root's params are all there is
+        attempts = [_attempt_view({**a, "source": None}) for a in params["attempts"] if isinstance(a, dict)]
+        intent, experts = params.get("intent", run.intent), params.get("experts", [])
+    if attempts and root is not None:
+        attempts[-1]["source"] = root.candidate.source  # the kernel the search started from
+    before = None
+    for attempt in attempts:
+        attempt["diff"] = _source_diff(before, attempt["source"], attempt["round"])
+        before = attempt["source"] or before
+    return {"intent": intent or run.intent, "experts": list(experts or []), "attempts": attempts}
+
+
+def _generation_rows(*, run: Run, root: RunNode | None, named: str) -> list[GenerationAttempt]:
+    # An imported run's params come from a file anybody could write: it names no stored rows.
+    if root is None or run.imported:
+        return []
+    try:
+        named_id = uuid.UUID(named)
+    except ValueError:
+        named_id = None
+    rows = (list(GenerationAttempt.objects.filter(generation=named_id).order_by("created", "round"))
+            if named_id else [])
+    if rows or run.created_by_id is None:
+        return rows
+    # Only the run's creator's own generations: a stranger who wrote the same kernel says nothing here.
+    kept = (GenerationAttempt.objects.filter(task=run.task.name, candidate_hash=root.candidate.content_hash,
+                                             created_by_id=run.created_by_id, created__lte=run.created)
+            .order_by("-created").first())
+    if kept is None:
+        return []
+    return list(GenerationAttempt.objects.filter(generation=kept.generation, created__lte=kept.created)
+                .order_by("created", "round"))
+
+
+def _attempt_view(a: dict) -> dict:
+    """One attempt as the API shows it, from a stored row's fields or a params entry."""
+    return {"round": int(a.get("round") or 0), "writer": str(a.get("writer") or "?"),
+            "experts": [str(e) for e in a.get("experts") or []], "stage": str(a.get("stage") or "?"),
+            "passed": bool(a.get("passed")), "guard": str(a.get("guard") or ""),
+            "message": _SEED.sub("", str(a.get("message") or ""))[:2000], "source": a.get("source")}
+
+
+def _attempt_source(attempt: GenerationAttempt) -> str | None:
+    """The attempt's kernel: its writer's draft in the record (the drafts are kept with
+    their kernels, search/generation/text.py); None when it kept none (a latent writer)."""
+    drafts = (attempt.record or {}).get("drafts") or []
+    mine = [d for d in drafts
+            if isinstance(d, dict) and d.get("expert") == attempt.writer and d.get("source")]
+    return str(mine[-1]["source"]) if mine else None
+
+
+def _source_diff(before: str | None, after: str | None, round_: int) -> str:
+    if not before or not after:
+        return ""
+    return "".join(difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
+                                        fromfile="the attempt before", tofile=f"round {round_}"))

@@ -59,6 +59,26 @@ class QueueSerializer(serializers.Serializer):
     ahead = serializers.IntegerField(help_text="running runs queued on the GPU before this one")
 
 
+class GenerationAttemptSerializer(serializers.Serializer):
+    round = serializers.IntegerField(help_text="0: the first kernel; 1..: repairs")
+    writer = serializers.CharField(help_text="whose kernel it is")
+    experts = serializers.ListField(child=serializers.CharField(),
+                                    help_text="who contributed, the writer first")
+    stage = serializers.CharField(help_text="where it stopped: endpoint, reply, plan, policy, compile, L0, "
+                                  "compiled, passed")
+    passed = serializers.BooleanField()
+    guard = serializers.CharField(allow_blank=True)
+    message = serializers.CharField(allow_blank=True, help_text="what the gate said")
+    source = serializers.CharField(allow_null=True, help_text="its kernel, when it was kept")
+    diff = serializers.CharField(allow_blank=True, help_text="unified diff from the attempt before")
+
+
+class GenerationSerializer(serializers.Serializer):
+    intent = serializers.CharField()
+    experts = serializers.ListField(child=serializers.CharField())
+    attempts = GenerationAttemptSerializer(many=True)
+
+
 class RunDetailSerializer(RunSerializer):
     why = serializers.SerializerMethodField(help_text="search.engine.explain.why_faster, root -> best")
     queue = serializers.SerializerMethodField()
@@ -67,7 +87,7 @@ class RunDetailSerializer(RunSerializer):
 
     class Meta(RunSerializer.Meta):
         fields = [*RunSerializer.Meta.fields, "why", "queue", "last_seq", "can_control", "can_share",
-                  "floor_ms"]
+                  "floor_ms", "generation"]
         read_only_fields = fields
 
     floor_ms = serializers.SerializerMethodField(
@@ -76,6 +96,15 @@ class RunDetailSerializer(RunSerializer):
     @extend_schema_field(serializers.FloatField(allow_null=True))
     def get_floor_ms(self, run: Run) -> float | None:
         return selectors.run_floor_ms(run=run)
+
+    generation = serializers.SerializerMethodField(
+        help_text="how the starting kernel was written from an intent: intent, experts and every attempt "
+        "(round, writer, experts, stage, passed, guard, message, source, diff), the last one the root; "
+        "null when it was not (selectors.run_generation)")
+
+    @extend_schema_field(GenerationSerializer(allow_null=True))
+    def get_generation(self, run: Run) -> dict | None:
+        return selectors.run_generation(run=run)
 
     @extend_schema_field(serializers.ListField(child=serializers.DictField()))
     def get_why(self, run: Run) -> list:

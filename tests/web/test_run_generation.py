@@ -1,0 +1,94 @@
+"""A run started from a kernel written from an intent says how that kernel was written:
+GET /api/runs/<id>/ (and a share link) carries `generation`, the intent and every attempt
+in order, the last one the run's root. Nobody else's generation and no gate seed is ever
+shown; a run from any other kernel has none."""
+
+from __future__ import annotations
+
+import pytest
+
+from profiling.harness import tasks as task_registry
+from search.generation.loop import Check
+from search.models import GenerationAttempt
+from tests.search.scripted_llm import WRITTEN_RELU, llm_server_fixture, reply, written_relu  # noqa: F401
+from tests.web.test_kernel_write import RELU, llm_env  # noqa: F401
+
+pytestmark = pytest.mark.django_db
+BROKEN_RELU = WRITTEN_RELU.replace("fmaxf(x[i], 0.0f);", "fmaxf(x[i], 0.0f)")  # nvcc wants its ";"
+
+
+class NvccRefusesTheFirst:
+    """The gate as the writing job sees it: nvcc refuses the first kernel, the repair compiles."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def check(self, task, candidate):
+        self.calls += 1
+        if self.calls == 1:
+            return Check(False, "compile", 'line 3: expected a ";" seed 12345')
+        return Check(False, "compiled", "compiled; L0 runs in the run's first gate", conclusive=False)
+
+
+@pytest.fixture
+def written(api, people, llm_env, monkeypatch):  # noqa: F811
+    """alice's writing job, done after one repair: the kernel the page puts in its editor."""
+    from search import tasks, writing_jobs
+
+    monkeypatch.setattr(tasks.write_kernel, "apply_async", lambda args, **options: None)
+    llm_env.script(reply(written_relu(BROKEN_RELU)), reply(written_relu()))
+    job = api(people["alice"]).post("/api/kernels/write/", RELU, format="json").json()
+    return writing_jobs.writing_job_run(job_id=job["id"], checker=NvccRefusesTheFirst()).written
+
+
+def _start(client, source: str, plan: dict, **extra) -> dict:
+    body = {"task": "relu", "source": source, "plan": plan, "budget": 3, "judge": "rules", **extra}
+    response = client.post("/api/runs/", body, format="json")
+    assert response.status_code == 201, response.content
+    return response.json()
+
+
+def test_a_run_from_the_written_kernel_shows_every_attempt_the_last_one_its_root(api, people, written):
+    run = _start(api(people["alice"]), written["source"], written["plan"], intent="clamp at 0")
+
+    generation = api(people["alice"]).get(f"/api/runs/{run['id']}/").json()["generation"]
+
+    assert generation["intent"] == "clamp at 0" and generation["experts"] == ["llm:scripted-7b"]
+    attempts = generation["attempts"]
+    assert [(a["round"], a["writer"], a["stage"], a["passed"]) for a in attempts] == [
+        (0, "llm:scripted-7b", "compile", False), (1, "llm:scripted-7b", "compiled", False)]
+    assert attempts[0]["message"] == 'line 3: expected a ";"'  # the seed is cut
+    assert attempts[-1]["source"] == written["source"]
+    # Each attempt's kernel is its writer's kept draft; a repair shows what it changed.
+    assert attempts[0]["source"] == BROKEN_RELU and attempts[0]["diff"] == ""
+    assert "-        y[i] = fmaxf(x[i], 0.0f)\n+        y[i] = fmaxf(x[i], 0.0f);\n" in attempts[1]["diff"]
+
+
+def test_the_team_and_a_share_link_see_it_and_a_stranger_sees_no_run(api, people, written):
+    alice = api(people["alice"])
+    run = _start(alice, written["source"], written["plan"], team=people["team"].pk)
+    share = alice.post(f"/api/runs/{run['id']}/shares/").json()
+
+    by_bob = api(people["bob"]).get(f"/api/runs/{run['id']}/").json()["generation"]
+    shared = api().get(f"/api/shared/{share['token']}/").json()["run"]["generation"]
+
+    assert [a["stage"] for a in by_bob["attempts"]] == ["compile", "compiled"]
+    assert shared == by_bob
+    assert api(people["carol"]).get(f"/api/runs/{run['id']}/").status_code == 404
+
+
+def test_somebody_elses_generation_of_the_same_kernel_is_not_shown(api, people, written):
+    run = _start(api(people["carol"]), written["source"], written["plan"])
+
+    assert api(people["carol"]).get(f"/api/runs/{run['id']}/").json()["generation"] is None
+    assert GenerationAttempt.objects.filter(created_by=people["alice"]).count() == 2
+
+
+def test_a_run_from_the_naive_kernel_or_an_edited_one_has_no_generation(api, people, written):
+    relu = task_registry.get("relu")
+    alice = api(people["alice"])
+    naive = _start(alice, relu.naive_source, relu.naive_plan)
+    edited = _start(alice, written["source"] + "\n// tuned by hand\n", written["plan"])
+
+    for run in (naive, edited):
+        assert alice.get(f"/api/runs/{run['id']}/").json()["generation"] is None
