@@ -34,3 +34,17 @@ export function syntheticRun(count, seed = 7) {
   }
   return rows;
 }
+
+/** A run detail's `generation`: nvcc refused the first kernel, L0 the repair; the third is the root. */
+export const WRITTEN = Object.freeze({
+  intent: "relu over 2^28 floats",
+  experts: ["qwen", "hpc-coder"],
+  attempts: [
+    { round: 0, writer: "qwen", experts: ["qwen", "hpc-coder"], stage: "compile", passed: false, guard: "",
+      message: "line 3: expected a \";\"\nline 4: ...", source: "broken", diff: "" },
+    { round: 1, writer: "qwen", experts: ["qwen"], stage: "L0", passed: false, guard: "correctness",
+      message: "max |error| 1.0 at L0", source: "wrong", diff: "--- a\n+++ b\n@@ -1 +1 @@\n-broken\n+wrong\n" },
+    { round: 2, writer: "hpc-coder", experts: ["hpc-coder"], stage: "compiled", passed: false, guard: "",
+      message: "compiled; L0 runs in the run's first gate", source: "right", diff: "--- a\n+++ b\n@@ -1 +1 @@\n-wrong\n+right\n" },
+  ],
+});

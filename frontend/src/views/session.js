@@ -9,9 +9,12 @@ import { bestSoFar } from "../transforms/timeline.js";
 import { format, progressLine, statusLabel } from "../transforms/runs.js";
 import { formatPercent, metricDeltas } from "../transforms/deltas.js";
 import { defaultQuery, matchingIds } from "../transforms/nodeTable.js";
+import { generationChain } from "../transforms/generation.js";
+import { renderAttemptInspector } from "./attemptInspector.js";
 import { TimelineView } from "./charts.js";
 import { facts, fill, h } from "./dom.js";
 import { renderInspector } from "./inspector.js";
+import { legend, timelineLegend } from "./legend.js";
 import { NodeTable } from "./nodeTable.js";
 import { TreeView } from "./tree.js";
 
@@ -78,7 +81,9 @@ export async function mountSession(root, source) {
   const snapshot = await source.load();
   let state = initialState(snapshot);
   let why = snapshot.run.why ?? [];
-  const ui = { selectedId: /** @type {number|null} */ (null), expanded: new Set(), collapsed: new Set(), collapseFailed: true };
+  // How the root was written from an intent: the tree's first nodes (null: it was not).
+  const generation = generationChain(snapshot.run.generation);
+  const ui = { selectedId: /** @type {number|null} */ (null), selectedAttempt: /** @type {number|null} */ (null), expanded: new Set(), collapsed: new Set(), collapseFailed: true };
   let lastMessageAt = 0, lastPollAt = 0, liveStatus = "connecting";
 
   const el = {
@@ -113,7 +118,7 @@ export async function mountSession(root, source) {
             h("h2", null, "Search tree"),
             h("button", { type: "button", onclick: () => treeView.fit() }, "Fit"),
             h("label", null, foldToggle, " fold failed"),
-            legend(), el.status),
+            legend({ generation: generation != null }), el.status),
           el.tree),
         el.table,
         h("section", { class: "panel" }, h("h2", null, "Best time so far"), el.timeline, timelineLegend()),
@@ -125,6 +130,7 @@ export async function mountSession(root, source) {
     onSelect: (id) => select(id),
     onToggleFailed: (parentId) => toggle(ui.expanded, parentId),
     onToggleCollapse: (id) => toggle(ui.collapsed, id),
+    onSelectAttempt: (index) => selectAttempt(index),
   });
 
   const timeline = new TimelineView(el.timeline, { onSelect: (id) => select(id) });
@@ -167,7 +173,8 @@ export async function mountSession(root, source) {
     drawnRows = state.rows;
     if (changed.shape) tree = stratifyRows(state.rows.values());
     treeView.render({ root: tree.root, rows: state.rows, run: state.run, selectedId: ui.selectedId,
-      expanded: ui.expanded, collapsed: ui.collapsed, collapseFailed: ui.collapseFailed, matches: matches() });
+      expanded: ui.expanded, collapsed: ui.collapsed, collapseFailed: ui.collapseFailed, matches: matches(),
+      generation, selectedAttempt: ui.selectedAttempt });
     nodeTable.render(state.rows.values(), ui.selectedId, rowsVersion);
     renderHeader();
     renderProgress(tree.waiting.length);
@@ -239,6 +246,7 @@ export async function mountSession(root, source) {
   async function select(id) {
     if (id == null) return;
     ui.selectedId = id;
+    ui.selectedAttempt = null;
     history.replaceState(null, "", `#node-${id}`);
     scheduleRender();
     const ticket = ++inspecting;
@@ -253,6 +261,25 @@ export async function mountSession(root, source) {
     } finally {
       if (ticket === inspecting) el.inspector.classList.remove("loading");
     }
+  }
+
+  /** One of the tree's first nodes: an attempt at the first kernel (-1: the intent). */
+  function selectAttempt(index) {
+    if (!generation) return;
+    ui.selectedAttempt = index;
+    ui.selectedId = null;
+    inspecting++; // a node still loading does not replace it
+    history.replaceState(null, "", index === -1 ? "#intent" : `#attempt-${index + 1}`);
+    scheduleRender();
+    el.inspector.classList.remove("loading");
+    delete el.inspector.dataset.nodeId;
+    renderAttemptInspector(el.inspector, generation, index, { onSelectAttempt: selectAttempt,
+      onSelectRoot: () => select(rootId()) });
+  }
+
+  function rootId() {
+    for (const row of state.rows.values()) if (row.parentId == null) return row.id;
+    return null;
   }
 
   function receive(events) {
@@ -345,7 +372,9 @@ export async function mountSession(root, source) {
 
   render();
   const fromHash = /^#node-(\d+)$/.exec(window.location.hash);
+  const attemptFromHash = /^#(?:attempt-(\d+)|intent)$/.exec(window.location.hash);
   if (fromHash) select(Number(fromHash[1]));
+  else if (attemptFromHash) selectAttempt(attemptFromHash[1] ? Number(attemptFromHash[1]) - 1 : -1);
   return {
     get state() { return state; },
     stop() { live.stop(); clearInterval(poll); },
@@ -358,26 +387,3 @@ function allowed(action, status) {
   if (action === "stop") return status === "running" || status === "paused";
   return true;
 }
-
-function legend() {
-  const items = [["passed, faster", "better"], ["passed, slower", "worse"], ["failed", "failed"], ["pending", "pending"]];
-  return h("span", { class: "legend" }, items.map(([label, cls]) => h("span", { class: `legend-item ${cls}` }, h("i"), label)),
-    h("span", { class: "legend-item screened", title: "measured by the screen only (fewer seeds and timed runs, no profile): never a run's best" },
-      h("i"), "hollow: screened only"),
-    h("span", { class: "legend-item best-path" }, h("i"), "best path"),
-    h("span", { class: "legend-item stub", title: "failed children folded into one node: click it to show them" },
-      h("i"), "dashed: failed, folded"),
-    h("span", { class: "legend-item folded", title: "a node whose subtree you collapsed: click it to open it" },
-      h("i"), "dark ring: collapsed"),
-    h("span", { class: "legend-item match", title: "matches the node table's search (the rest is dimmed); a fold that hides matches is ringed too, and its label counts them" },
-      h("i"), "blue ring: search match"));
-}
-
-/** What each mark of the best-time chart means. */
-function timelineLegend() {
-  const item = (cls, text, dot = false) => [h("span", { class: `swatch ${dot ? "dot " : ""}${cls}` }), text];
-  return h("p", { class: "timeline-legend" },
-    item("measured", "measured", true), item("improved", "a new best", true),
-    item("best", "best so far"), item("vendor", "vendor library"), item("floor", "physics floor (H200 datasheet)"));
-}
-

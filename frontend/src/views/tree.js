@@ -14,9 +14,11 @@ import { bestNodeId, pathFromRoot } from "../transforms/best.js";
 import { labelScale, placeLabels } from "../transforms/labels.js";
 import { foldedMatches, layoutTree } from "../transforms/layout.js";
 import { checkOptions } from "../transforms/options.js";
+import { mergeExtents, placeChain } from "../transforms/generation.js";
 import { fitTransform, linksPathData } from "../transforms/paths.js";
 import { chunkLinks, placeBlocks } from "../transforms/stable.js";
 import { nodeColourScale, nodeRadiusScale } from "../transforms/style.js";
+import { ChainLayer } from "./treeChain.js";
 import { SVG, createNode, paintNode } from "./treeNodes.js";
 
 /**
@@ -32,7 +34,7 @@ export class TreeView {
    * @param {Element} container
    * @param {{width?: number, height?: number, onSelect?: (id: number) => void,
    *   onToggleFailed?: (parentId: number) => void, onToggleCollapse?: (id: number) => void,
-   *   zoom?: boolean, nodeSpacing?: number, levelSpacing?: number}} [options]
+   *   onSelectAttempt?: (index: number) => void, zoom?: boolean, nodeSpacing?: number, levelSpacing?: number}} [options]
    */
   constructor(container, options) {
     this.o = checkOptions("TreeView", options, {
@@ -41,6 +43,7 @@ export class TreeView {
       onSelect: { type: "function", default: () => {} },
       onToggleFailed: { type: "function", default: () => {} },
       onToggleCollapse: { type: "function", default: () => {} },
+      onSelectAttempt: { type: "function", default: () => {} }, // an attempt of the generation chain (-1: the intent)
       zoom: { type: "boolean", default: true },
       nodeSpacing: { type: "number", default: 18, min: 1 },
       levelSpacing: { type: "number", default: 90, min: 1 },
@@ -53,6 +56,7 @@ export class TreeView {
     this.linkLayer = this.viewport.append("g").attr("class", "links"); // under every node
     this.bestLinks = this.viewport.append("path").attr("class", "links best");
     this.nodeLayer = this.viewport.append("g").attr("class", "nodes");
+    this.chain = new ChainLayer(/** @type {SVGGElement} */ (this.viewport.node()), (i) => this.o.onSelectAttempt(i));
     /** @type {Map<string, DrawnNode>} nodes by id */
     this.drawn = new Map();
     /** @type {Map<string, DrawnBlock>} blocks by the id of their root node */
@@ -97,11 +101,15 @@ export class TreeView {
    * folding), the view reuses its layout and only repaints nodes whose rows changed: pass
    * it again only while no node was added or removed, changed parent, or failed.
    * `matches`: the nodes a search matched, highlighted and labelled (null: no search).
+   * `generation`: how the root was written from an intent (transforms/generation.js),
+   * drawn before it; `selectedAttempt`: the one of its attempts selected (-1: the intent).
    * @param {{root: any, rows: Map<number, any>, run?: Record<string, any>, selectedId?: number|null,
    *   expanded?: Set<number>, collapsed?: Set<number>, collapseFailed?: boolean,
-   *   matches?: Set<number>|null}} view
+   *   matches?: Set<number>|null, generation?: import("../transforms/generation.js").GenerationChain|null,
+   *   selectedAttempt?: number|null}} view
    */
-  render({ root, rows, run = {}, selectedId = null, expanded, collapsed, collapseFailed = true, matches = null }) {
+  render({ root, rows, run = {}, selectedId = null, expanded, collapsed, collapseFailed = true, matches = null,
+    generation = null, selectedAttempt = null }) {
     // The same hierarchy with the same folding is the same layout: nodes are repainted
     // from their current rows, nothing is laid out or moved.
     const shape = `${collapseFailed}|${[...(expanded ?? [])].sort()}|${[...(collapsed ?? [])].sort()}`;
@@ -132,7 +140,10 @@ export class TreeView {
     }
     const bestPathData = linksPathData(layout.links.filter((l) => onPath.has(l.targetId) && onPath.has(String(l.sourceId))));
     if (bestPathData !== this.bestPathData) this.bestLinks.attr("d", (this.bestPathData = bestPathData));
-    this.extent = layout.extent;
+    const rootNode = generation ? layout.nodes.find((d) => d.kind === "node" && d.parentId == null) : undefined;
+    const chain = generation && rootNode ? placeChain(generation, rootNode, { spacing: this.o.levelSpacing * 1.5 }) : null;
+    this.chain.draw(chain, selectedAttempt);
+    this.extent = chain ? mergeExtents(layout.extent, chain.extent) : layout.extent;
     if (this.o.zoom && !this.userMoved && layout.nodes.length) this.fit(false);
     this.placeLabels(true);
     return layout;
