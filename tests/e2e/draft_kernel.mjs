@@ -2,8 +2,10 @@
 // LLM (a scripted OpenAI-compatible server) to write the kernel from the intent. Each ask
 // is a writing job a Celery worker runs while the page reads it; its attempts appear as
 // rows (#writing-attempts). The first answer is a refusal, shown next to the intent with
-// nothing typed lost; the second fills the editor and the plan and names its writer.
-// Prints "RESULT <json>".
+// nothing typed lost; the second (nvcc refuses its first kernel, the repair compiles)
+// fills the editor and the plan and names its writer. A run started from it begins its
+// tree with the intent and the refused attempt; clicking the attempt shows where it
+// stopped. Prints "RESULT <json>".
 import { join } from "node:path";
 import { env, launch, signIn, WAIT_MS } from "./browser.mjs";
 const INTENT = "relu over 2^28 floats, one coalesced pass";
@@ -38,6 +40,28 @@ try {
   result.errors_cleared = (await page.locator("#errors-intent li").count()) === 0;
   result.written_rows = await page.locator("#writing-attempts li").allTextContents();
   await page.screenshot({ path: join(env("SHOTS_DIR"), "draft-kernel.png"), fullPage: true });
+
+  console.log("a run from it");
+  await page.fill("#id_budget", "1");
+  await Promise.all([page.waitForURL(/\/runs\/\d+\/$/, { timeout: WAIT_MS }),
+    page.click("form.new-run button[type=submit]")]);
+  await page.locator("svg.tree g.generation-node").first().waitFor({ timeout: WAIT_MS });
+  result.chain_labels = await page.locator("svg.tree g.generation-node text").allTextContents();
+  result.chain_before_root = await page.evaluate(() => {
+    const x = (el) => el.getBoundingClientRect().x;
+    const chain = [...document.querySelectorAll("svg.tree g.generation-node")].map((g) => x(g.firstElementChild));
+    const root = document.querySelector('svg.tree g.node[data-id="0"] circle');
+    return root != null && chain.every((v, i) => i === 0 || chain[i - 1] < v) && chain.at(-1) < x(root);
+  });
+  result.failed_colour = await page.locator("svg.tree g.generation-node.failed circle").first()
+    .evaluate((c) => getComputedStyle(c).fill);
+  result.legend_has_attempts = (await page.locator(".legend .legend-item.attempt-failed").count()) === 1;
+  await page.locator('svg.tree g.generation-node[data-index="0"] circle').click();
+  await page.locator(".inspector .attempt-header").waitFor({ timeout: WAIT_MS });
+  result.attempt_header = (await page.textContent(".inspector .attempt-header h2"))?.trim();
+  result.attempt_stage = await page.getAttribute(".inspector .attempt-header [data-stage]", "data-stage");
+  result.attempt_message = await page.textContent(".inspector .attempt-message");
+  await page.screenshot({ path: join(env("SHOTS_DIR"), "generation-nodes.png"), fullPage: true });
   console.log(`RESULT ${JSON.stringify(result)}`);
 } finally {
   await browser.close();

@@ -337,9 +337,12 @@ def llm_app_env(app_env):
 
 
 def test_a_person_has_the_llm_write_the_kernel_from_an_intent(llm_app_env, server, tmp_path):
+    """...and starts a run from it: the session's tree begins with the intent and the
+    attempt nvcc refused, before the root (the repair); clicking it shows where it stopped."""
     from tests.search.scripted_llm import WRITTEN_RELU, http_error, reply, written_relu
 
-    llm_app_env.script(http_error(401, "bad key"), reply(written_relu()))
+    broken = WRITTEN_RELU.replace("fmaxf(x[i], 0.0f);", "fmaxf(x[i], 0.0f)")  # nvcc wants its ";"
+    llm_app_env.script(http_error(401, "bad key"), reply(written_relu(broken)), reply(written_relu()))
     result = _browse(DRAFT_SCRIPT, *server)
 
     assert "could not write a kernel" in result["refusal"] and result["kept"] is True
@@ -347,7 +350,16 @@ def test_a_person_has_the_llm_write_the_kernel_from_an_intent(llm_app_env, serve
     assert result["source"].strip() == WRITTEN_RELU.strip() and result["errors_cleared"] is True
     assert result["plan"]["launches"][0]["kernel"] == "relu_grid"
     assert result["page_errors"] == []
-    assert "relu over 2^28 floats" in llm_app_env.prompts()[-1]
+    assert "relu over 2^28 floats" in llm_app_env.prompts()[1]
+    assert "expected a \";\"" in llm_app_env.prompts()[-1]  # the repair was fed nvcc's words
+    # The run from it: the intent and the refused attempt, left of the root, in that order.
+    assert result["chain_labels"] == ["intent", "#a1 llm:scripted-7b: compile failed"], result
+    assert result["chain_before_root"] is True and result["failed_colour"] == "rgb(214, 69, 69)"
+    assert result["attempt_header"].startswith("#a1 written from the intent")
+    assert result["attempt_stage"] == "compile"
+    assert "expected a" in result["attempt_message"] and "seed" not in result["attempt_message"]
+    assert result["legend_has_attempts"] is True
+    assert (SHOTS / "generation-nodes.png").stat().st_size > 10_000
 
 
 SKILLS_SCRIPT = Path(__file__).with_name("skills.mjs")
