@@ -3,7 +3,7 @@
 // what it said, its kernel and what its repair changed).
 import { attemptLabel, isFailedAttempt, stageText } from "../transforms/generation.js";
 import { codeBlock, diffBlock } from "./code.js";
-import { facts, fill, h, table } from "./dom.js";
+import { facts, fill, h, table, tabbed } from "./dom.js";
 
 /**
  * @param {HTMLElement} container
@@ -44,19 +44,11 @@ function intentView(chain, onSelectAttempt) {
 
 function kernelSection(a, index) {
   if (!a.source) return section("Kernel", h("p", { class: "muted" }, "This attempt's kernel was not kept."), "code");
+  /** @type {Array<[string, string, () => Node|string]>} */
   const tabs = [["source", "Source", () => codeBlock(/** @type {string} */ (a.source))],
     ["diff", "Diff vs the attempt before", () => (a.diff ? diffBlock(a.diff)
       : h("p", { class: "muted" }, index === 0 ? "The first attempt: nothing before it." : "No change kept."))]];
-  const body = h("div", { class: "tab-body" });
-  const buttons = tabs.map(([key, label, draw]) => h("button", { type: "button", role: "tab", "data-tab": key,
-    onclick: () => choose(key, draw) }, label));
-  const choose = (key, draw) => {
-    for (const b of buttons) b.setAttribute("aria-selected", String(b.dataset.tab === key));
-    fill(body, draw());
-  };
-  const first = a.diff ? tabs[1] : tabs[0];
-  choose(first[0], first[2]);
-  return section("Kernel", [h("div", { class: "tabs", role: "tablist" }, buttons), body], "code");
+  return section("Kernel", tabbed(tabs, a.diff ? "diff" : "source"), "code");
 }
 
 function section(title, body, name) {

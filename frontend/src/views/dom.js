@@ -58,3 +58,22 @@ export function table(columns, rows, attrs = {}) {
     h("thead", null, h("tr", null, columns.map((c) => h("th", { scope: "col" }, c)))),
     h("tbody", null, rows.map((cells) => h("tr", null, cells.map((c) => h("td", null, c))))));
 }
+
+/**
+ * Tabs over one body: a tablist of buttons, each drawing its panel into the body when
+ * chosen; `first` (a key) is chosen at once.
+ * @param {Array<[string, string, () => Node|string]>} tabs [key, label, draw]
+ * @param {string} first
+ */
+export function tabbed(tabs, first) {
+  const body = h("div", { class: "tab-body" });
+  const buttons = tabs.map(([key, label, draw]) => h("button", { type: "button", role: "tab", "data-tab": key,
+    onclick: () => choose(key, draw) }, label));
+  const choose = (key, draw) => {
+    for (const b of buttons) b.setAttribute("aria-selected", String(b.dataset.tab === key));
+    fill(body, draw());
+  };
+  const [key, , draw] = tabs.find(([k]) => k === first) ?? tabs[0];
+  choose(key, draw);
+  return [h("div", { class: "tabs", role: "tablist" }, buttons), body];
+}

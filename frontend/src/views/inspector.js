@@ -4,7 +4,7 @@ import { inspectorModel, profileSections } from "../transforms/inspector.js";
 import { format } from "../transforms/runs.js";
 import { renderRoofline } from "./charts.js";
 import { codeBlock, diffBlock } from "./code.js";
-import { facts, fill, h, table } from "./dom.js";
+import { facts, fill, h, table, tabbed } from "./dom.js";
 
 /**
  * @param {HTMLElement} container
@@ -81,22 +81,14 @@ function diagnosis(d, judgeError) {
 }
 
 function codeTabs(m) {
+  /** @type {Array<[string, string, () => Node|string]>} */
   const tabs = [
     ["diff-parent", "Diff vs parent", () => diffBlock(m.diffVsParent)],
     ["diff-root", "Diff vs root", () => diffBlock(m.diffVsRoot)],
     ["source", "Source", () => (m.code ? codeBlock(m.code) : h("p", { class: "muted" }, "No source."))],
     ["plan", "Launch plan", () => h("pre", { class: "plan" }, m.plan ? JSON.stringify(m.plan, null, 2) : "—")],
   ];
-  const body = h("div", { class: "tab-body" });
-  const buttons = tabs.map(([key, label, draw]) => h("button", { type: "button", role: "tab", "data-tab": key,
-    onclick: () => choose(key, draw) }, label));
-  const choose = (key, draw) => {
-    for (const b of buttons) b.setAttribute("aria-selected", String(b.dataset.tab === key));
-    fill(body, draw());
-  };
-  const first = m.diffVsParent ? tabs[0] : tabs[2];
-  choose(first[0], first[2]);
-  return section("Kernel", [h("div", { class: "tabs", role: "tablist" }, buttons), body], "code");
+  return section("Kernel", tabbed(tabs, m.diffVsParent ? "diff-parent" : "source"), "code");
 }
 
 function deltasSection(m) {
