@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from search.engine.judges.llm import LLMConfigError, LLMJudge
 from search.engine.judges.prompts import MalformedReply
 from search.engine.types import JudgeError
 
@@ -120,6 +119,10 @@ class ApiExpert:
     def __init__(self, spec: ExpertSpec, client: Any = None) -> None:
         self.spec = spec
         self.name = spec.name
+        # The LLM module (and `openai`) loads only when an API expert is built, so a host
+        # without the package still serves the app and the rule judge.
+        from search.engine.judges import LLMConfigError, LLMJudge
+
         try:
             self.llm = LLMJudge(base_url=spec.base_url, model=spec.model, api_key=spec.api_key,
                                 timeout_s=spec.timeout_s, max_retries=spec.max_retries, client=client,

@@ -61,7 +61,8 @@ def test_the_search_cli_takes_its_sources_by_dotted_path_skills_included():
     from search.engine.__main__ import DEFAULT_SOURCES, _make_sources, build_parser
 
     args = build_parser().parse_args(["optimize", "--task", "softmax"])
-    assert args.sources.split(",") == list(DEFAULT_SOURCES)
+    assert [s.name for s in _make_sources(args.sources.split(","))] == ["tunable", "rewrite"]
+    assert [s.name for s in _make_sources(DEFAULT_SOURCES)] == ["tunable", "rewrite"]
     named = build_parser().parse_args(["optimize", "--task", "softmax", "--sources",
                                        "lineage.engine.skills.SkillSource"]).sources
     made = _make_sources([*DEFAULT_SOURCES, named])
