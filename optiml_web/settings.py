@@ -270,6 +270,9 @@ OPTIML_GENERATION_ROUNDS = env_int("OPTIML_GENERATION_ROUNDS", 3)  # repairs aft
 # must exceed one attempt: the drafts (in parallel) and the primary's composition, each
 # up to an expert's timeout and retry (120 s twice by default), plus nvcc.
 OPTIML_WRITING_STALE_S = env_int("OPTIML_WRITING_STALE_S", 900)
+# While a writing job runs, its worker moves it this often (a thread beside the writers);
+# one that missed six heartbeats lost its worker and is queued again by the beat.
+OPTIML_WRITING_HEARTBEAT_S = env_float("OPTIML_WRITING_HEARTBEAT_S", 10.0)
 # Where `manage.py generation dataset` finds verified kernels besides the suite's and the
 # search nodes': dotted paths of functions returning search.generation.dataset pairs.
 OPTIML_GENERATION_KERNEL_SOURCES = [

@@ -196,7 +196,10 @@ class WritingJob(models.Model):
     and nvcc). Each attempt is a GenerationAttempt row of `generation`, stored as it is
     checked, and moves `updated` on; the job ends `done` with the kernel in `written`, or
     `failed` with the reason in `message`. A queued or running job that has not moved for
-    OPTIML_WRITING_STALE_S is failed (search.writing_jobs.writing_jobs_expire): its worker died."""
+    OPTIML_WRITING_STALE_S is failed (search.writing_jobs.writing_jobs_expire). While it
+    runs, its worker moves `updated` every OPTIML_WRITING_HEARTBEAT_S; a running job that
+    missed several heartbeats lost its worker, and the beat queues it again for another
+    (writing_jobs_resume), up to MAX_TRIES claims in all (`tries`)."""
 
     class Status(models.TextChoices):
         QUEUED = "queued"
@@ -211,6 +214,10 @@ class WritingJob(models.Model):
     message = models.TextField(blank=True)  # why it failed, in words
     # done: source, plan, title, rationale, writer, experts, attempts (KernelWrittenSerializer)
     written = models.JSONField(null=True, blank=True)
+    # How many times a worker claimed it: the claim's token, so that only the worker of the
+    # latest claim beats, stores the outcome and ends it (one whose worker was given up for
+    # dead and came back changes nothing).
+    tries = models.PositiveSmallIntegerField(default=0)
     # Its creator alone sees it: the job holds an intent and a kernel not shared yet.
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
                                    on_delete=models.SET_NULL, related_name="writing_jobs")

@@ -124,8 +124,12 @@ def write_kernel_enqueue(*, job_id: int) -> None:
 
 @shared_task(name="search.fail_stale_writing_jobs")
 def fail_stale_writing_jobs() -> list[int]:
-    """Every minute (the beat): writing jobs whose worker died are failed, not left running."""
-    failed = writing_jobs.writing_jobs_expire(stale_after_s=settings.OPTIML_WRITING_STALE_S)
+    """Every minute (the beat): writing jobs whose worker died are queued again for another
+    (writing_jobs_resume), or failed, never left running; those nobody took are failed."""
+    resumed, given_up = writing_jobs.writing_jobs_resume(heartbeat_s=settings.OPTIML_WRITING_HEARTBEAT_S)
+    if resumed:
+        logger.warning("queued again the writing jobs %s: their worker stopped", resumed)
+    failed = given_up + writing_jobs.writing_jobs_expire(stale_after_s=settings.OPTIML_WRITING_STALE_S)
     if failed:
         logger.warning("failed the stale writing jobs %s", failed)
     return failed

@@ -5,18 +5,27 @@ A web request only checks what it can check at once (the intent, the task, that 
 is configured to write) and stores a queued job; a CPU worker runs the writers
 (search.tasks.write_kernel -> writing_job_run), which takes LLM latency times repair
 rounds plus nvcc. The row is the truth: whoever polls the job reads its status, the
-attempts stored so far (each as it is checked) and, once done, the kernel. A job whose
-worker died is failed once it has not moved for OPTIML_WRITING_STALE_S, by the beat
-(search.fail_stale_writing_jobs) or by the next read of it, whichever comes first.
+attempts stored so far (each as it is checked) and, once done, the kernel.
+
+A worker may die while it writes (SIGKILL, the OOM killer, a host lost). While the
+writers work, a thread moves the job's `updated` every OPTIML_WRITING_HEARTBEAT_S; a
+running job that missed ORPHAN_HEARTBEATS of them lost its worker, and the beat queues
+it again with a new message (writing_jobs_resume), for another worker to write from the
+start; the attempts of the lost try stay. A job is claimed at most MAX_TRIES times. Each
+claim counts in `tries`, and only the latest claim's worker beats, stores the outcome and
+ends the job. A queued or running job that has not moved for OPTIML_WRITING_STALE_S is
+failed (no worker took it, or the beat did not run), by the beat or the next read.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 from datetime import timedelta
 
-from django.db import transaction
-from django.db.models import QuerySet
+from django.conf import settings
+from django.db import close_old_connections, connection, transaction
+from django.db.models import F, QuerySet
 from django.utils import timezone
 
 from search import generation_services
@@ -25,6 +34,12 @@ from search.models import GenerationAttempt, WritingJob
 from search.services import RunError
 
 logger = logging.getLogger(__name__)
+
+# A running job that has not moved for this many heartbeats lost its worker.
+ORPHAN_HEARTBEATS = 6
+# Claims of one job before it is failed: a job that kills its worker every time (a writer
+# that eats the host's memory, say) is not handed to every worker in turn.
+MAX_TRIES = 3
 
 
 def writing_job_create(*, task_name: str, intent: str, user=None) -> WritingJob:
@@ -42,44 +57,109 @@ def writing_job_create(*, task_name: str, intent: str, user=None) -> WritingJob:
 
 
 def _claim(job_id: int) -> WritingJob | None:
-    # A conditional update: of two deliveries of one message, one runs it.
+    # A conditional update: of two deliveries of one message, one runs it. Each claim
+    # counts, and the count is the claim's token (beats and the outcome check it).
     claimed = WritingJob.objects.filter(pk=job_id, status=WritingJob.Status.QUEUED).update(
-        status=WritingJob.Status.RUNNING, updated=timezone.now())
+        status=WritingJob.Status.RUNNING, tries=F("tries") + 1, updated=timezone.now())
     return WritingJob.objects.select_related("created_by").get(pk=job_id) if claimed else None
+
+
+def _mine(job_id: int, tries: int):
+    """The job while this claim runs it: running, and not claimed again since."""
+    return WritingJob.objects.filter(pk=job_id, status=WritingJob.Status.RUNNING, tries=tries)
+
+
+class _Heartbeat:
+    """A thread that moves the job's `updated` every `every_s` while the writers work
+    (an LLM call and nvcc may each take minutes without a word), so that a job whose
+    updates stop has lost its worker. Its own database connection, closed when it stops."""
+
+    def __init__(self, job_id: int, tries: int, every_s: float) -> None:
+        self.job_id, self.tries, self.every_s = job_id, tries, every_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"writing-job-{job_id}", daemon=True)
+
+    def __enter__(self) -> _Heartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def beat(self) -> None:
+        _mine(self.job_id, self.tries).update(updated=timezone.now())
+
+    def _run(self) -> None:
+        try:
+            while not self._stop.wait(self.every_s):
+                try:
+                    self.beat()
+                except Exception:  # a database hiccup: the next beat tries again
+                    logger.warning("writing job %s: heartbeat not stored", self.job_id, exc_info=True)
+                    close_old_connections()
+        finally:
+            connection.close()
 
 
 def writing_job_run(*, job_id: int, checker: Checker | None = None) -> WritingJob | None:
     """Run a queued job: claim it, have the writers write (every attempt stored as it is
-    checked, each one the job's heartbeat), and end it done with the kernel or failed with
-    the reason. None when another delivery has it, or it ended (or went stale) already."""
+    checked, and the job's heartbeat beside them), and end it done with the kernel or
+    failed with the reason. None when another delivery has it, or it ended (or went
+    stale) already."""
     job = _claim(job_id)
     if job is None:
         return None
-
-    def heartbeat() -> None:
-        WritingJob.objects.filter(pk=job_id, status=WritingJob.Status.RUNNING).update(updated=timezone.now())
-
+    tries = job.tries
     try:
-        proposal, _ = generation_services.kernel_generate(
-            task_name=job.task, intent=job.intent, user=job.created_by, checker=checker,
-            generation_id=job.generation, on_attempt=heartbeat)
+        with _Heartbeat(job_id, tries, settings.OPTIML_WRITING_HEARTBEAT_S) as heartbeat:
+            proposal, _ = generation_services.kernel_generate(
+                task_name=job.task, intent=job.intent, user=job.created_by, checker=checker,
+                generation_id=job.generation, on_attempt=heartbeat.beat)
     except RunError as error:
-        _end(job_id, WritingJob.Status.FAILED, message=str(error))
+        _end(job_id, tries, WritingJob.Status.FAILED, message=str(error))
     except Exception as error:  # the job's outcome, never only a traceback in a worker's log
         logger.exception("writing job %s failed", job_id)
-        _end(job_id, WritingJob.Status.FAILED, message=f"{type(error).__name__}: {error}"[:2000])
+        _end(job_id, tries, WritingJob.Status.FAILED, message=f"{type(error).__name__}: {error}"[:2000])
     else:
-        _end(job_id, WritingJob.Status.DONE, written={
+        _end(job_id, tries, WritingJob.Status.DONE, written={
             "source": proposal.candidate.source, "plan": proposal.candidate.plan_dict(),
             "title": proposal.title, "rationale": proposal.rationale, "writer": proposal.source,
             "experts": proposal.params.get("experts", []), "attempts": proposal.params.get("attempts", [])})
     return WritingJob.objects.get(pk=job_id)
 
 
-def _end(job_id: int, status: str, *, message: str = "", written: dict | None = None) -> None:
-    # Only a job still running ends here: one failed as stale meanwhile stays failed.
-    WritingJob.objects.filter(pk=job_id, status=WritingJob.Status.RUNNING).update(
-        status=status, message=message, written=written, updated=timezone.now(), finished=timezone.now())
+def _end(job_id: int, tries: int, status: str, *, message: str = "", written: dict | None = None) -> None:
+    # Only the latest claim ends a job still running: one failed as stale meanwhile stays
+    # failed, and one queued again (its worker given up for dead) is the new claim's.
+    _mine(job_id, tries).update(status=status, message=message, written=written, updated=timezone.now(),
+                                finished=timezone.now())
+
+
+def writing_jobs_resume(*, heartbeat_s: float) -> tuple[list[int], list[int]]:
+    """Queue again the running jobs that missed ORPHAN_HEARTBEATS heartbeats (their worker
+    died), each with a new message; fail those claimed MAX_TRIES times already. Returns
+    (queued again, failed)."""
+    from search.tasks import write_kernel_enqueue  # the Celery task imports this module
+
+    cutoff = timezone.now() - timedelta(seconds=ORPHAN_HEARTBEATS * heartbeat_s)
+    resumed, failed = [], []
+    orphans = WritingJob.objects.filter(status=WritingJob.Status.RUNNING, updated__lt=cutoff)
+    for pk, tries in orphans.values_list("pk", "tries"):
+        lost = WritingJob.objects.filter(pk=pk, status=WritingJob.Status.RUNNING, tries=tries,
+                                         updated__lt=cutoff)
+        if tries >= MAX_TRIES:
+            message = (f"the job was given up: its worker stopped {tries} times while it wrote; "
+                       "the attempts so far are kept: write it again")
+            if lost.update(status=WritingJob.Status.FAILED, message=message, finished=timezone.now()):
+                failed.append(pk)
+            continue
+        with transaction.atomic():
+            # Conditional: a job that beat, ended or was queued again meanwhile is left alone.
+            if lost.update(status=WritingJob.Status.QUEUED, updated=timezone.now()):
+                write_kernel_enqueue(job_id=pk)
+                resumed.append(pk)
+    return resumed, failed
 
 
 def writing_jobs_expire(*, stale_after_s: float, job_id: int | None = None) -> list[int]:

@@ -31,6 +31,8 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
@@ -79,9 +81,9 @@ pytestmark = [
 ]
 
 
-def _redis_url() -> str:
+def _redis_url(db: int = CRASH_REDIS_DB) -> str:
     parts = urlsplit(os.environ["REDIS_URL"])
-    return urlunsplit(parts._replace(path=f"/{CRASH_REDIS_DB}"))
+    return urlunsplit(parts._replace(path=f"/{db}"))
 
 
 def _database_url(name: str) -> str:
@@ -90,15 +92,15 @@ def _database_url(name: str) -> str:
     return urlunsplit(parts._replace(path=f"/{name}"))
 
 
-@pytest.fixture
-def broker():
-    """This process publishes to the crash test's Redis database, emptied around the test;
-    the Celery app's connection pools are dropped so that they reconnect there."""
+@contextmanager
+def broker_on(db: int) -> Iterator[str]:
+    """This process publishes to Redis database `db`, emptied around the test; the Celery
+    app's connection pools are dropped so that they reconnect there."""
     import redis
 
     from optiml_web.celery import app
 
-    url = _redis_url()
+    url = _redis_url(db)
     client = redis.Redis.from_url(url)
     client.flushdb()
     previous = app.conf.broker_url
@@ -111,10 +113,19 @@ def broker():
         app.amqp._producer_pool = None
 
     reconnect(url)
-    yield url
-    reconnect(previous)
-    client.flushdb()
-    client.close()
+    try:
+        yield url
+    finally:
+        reconnect(previous)
+        client.flushdb()
+        client.close()
+
+
+@pytest.fixture
+def broker():
+    """The crash test's Redis database (CRASH_REDIS_DB), as broker_on says."""
+    with broker_on(CRASH_REDIS_DB) as url:
+        yield url
 
 
 @dataclass

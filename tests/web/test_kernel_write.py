@@ -5,6 +5,7 @@ field; every way the kernel cannot be written is the failed job's message."""
 
 from __future__ import annotations
 
+import time
 from datetime import timedelta
 
 import pytest
@@ -19,6 +20,7 @@ from tests.search.scripted_llm import (  # noqa: F401
     llm_server_fixture,
     malformed,
     reply,
+    slow,
     written_relu,
 )
 
@@ -183,25 +185,97 @@ def test_a_job_whose_worker_died_is_failed_once_stale_and_a_late_finish_changes_
     assert WritingJob.objects.get().status == "failed" and llm_env.requests == []
 
 
-def test_the_beat_fails_stale_jobs_nobody_reads_and_leaves_the_others(
-    api, people, llm_env, settings, monkeypatch
+def test_the_beat_fails_jobs_nobody_took_queues_again_those_whose_worker_died_and_leaves_the_others(
+    api, people, llm_env, settings, monkeypatch, django_capture_on_commit_callbacks
 ):
-    from search import tasks
+    """A running job that missed six heartbeats lost its worker: the beat queues it again
+    with a new message (for another worker, from the start); one claimed MAX_TRIES times
+    is failed instead; a queued one nobody took for OPTIML_WRITING_STALE_S is failed."""
+    from search import tasks, writing_jobs
 
-    settings.OPTIML_WRITING_STALE_S = 60
-    monkeypatch.setattr(tasks.write_kernel, "apply_async", lambda args, **options: None)
+    settings.OPTIML_WRITING_STALE_S = 600
+    settings.OPTIML_WRITING_HEARTBEAT_S = 10
+    sent = []
+    monkeypatch.setattr(tasks.write_kernel, "apply_async", lambda args, **options: sent.append(args))
     client = api(people["alice"])
-    lost, fresh, running = (client.post("/api/kernels/write/", RELU, format="json").json()["id"]
-                            for _ in range(3))
-    WritingJob.objects.filter(pk=running).update(status="running")
-    _stale(lost, 600)
-    _stale(running, 600)
+    lost, fresh, orphan, beating, worn = (client.post("/api/kernels/write/", RELU, format="json").json()["id"]
+                                          for _ in range(5))
+    sent.clear()
+    WritingJob.objects.filter(pk__in=[orphan, beating]).update(status="running", tries=1)
+    WritingJob.objects.filter(pk=worn).update(status="running", tries=writing_jobs.MAX_TRIES)
+    _stale(lost, 601)
+    _stale(orphan, 61)
+    _stale(worn, 61)
+    _stale(beating, 59)
 
-    assert sorted(tasks.fail_stale_writing_jobs.apply().get()) == sorted([lost, running])
+    with django_capture_on_commit_callbacks(execute=True):
+        assert sorted(tasks.fail_stale_writing_jobs.apply().get()) == sorted([lost, worn])
 
     jobs = {job.pk: job for job in WritingJob.objects.all()}
-    assert "no worker took it" in jobs[lost].message and "its worker stopped" in jobs[running].message
-    assert jobs[fresh].status == "queued"
+    assert "no worker took it" in jobs[lost].message
+    assert jobs[worn].status == "failed"
+    assert f"its worker stopped {writing_jobs.MAX_TRIES} times" in jobs[worn].message
+    assert jobs[orphan].status == "queued" and sent == [[orphan]]  # a new message, for another worker
+    assert jobs[beating].status == "running" and jobs[fresh].status == "queued"
+    assert llm_env.requests == []
+
+
+def test_a_job_queued_again_is_written_by_its_new_claim_and_the_lost_claim_changes_nothing(
+    people, llm_env, settings, monkeypatch
+):
+    """The worker of the first claim was given up for dead; the second claim writes the
+    kernel; when the first comes back, its heartbeat and its outcome find the job not
+    theirs, and the attempts of both tries are kept."""
+    from search import tasks, writing_jobs
+
+    monkeypatch.setattr(tasks.write_kernel, "apply_async", lambda args, **options: None)
+    llm_env.script(reply(written_relu()))
+    job = writing_jobs.writing_job_create(task_name="relu", intent="clamp at 0", user=people["alice"])
+    first = writing_jobs._claim(job.pk)
+    GenerationAttempt.objects.create(generation=job.generation, task="relu", intent="clamp at 0", round=0,
+                                     writer="llm:scripted-7b", stage="endpoint", message="cut off")
+    _stale(job.pk, 61)
+    settings.OPTIML_WRITING_HEARTBEAT_S = 10
+    assert writing_jobs.writing_jobs_resume(heartbeat_s=10) == ([job.pk], [])
+
+    ended = writing_jobs.writing_job_run(job_id=job.pk)
+    assert ended.status == "done" and ended.tries == 2
+
+    writing_jobs._Heartbeat(job.pk, first.tries, 10).beat()
+    writing_jobs._end(job.pk, first.tries, WritingJob.Status.FAILED, message="the first worker's late word")
+    again = WritingJob.objects.get(pk=job.pk)
+    assert (again.status, again.message, again.updated) == ("done", "", ended.updated)
+    assert [a.stage for a in writing_jobs.writing_job_attempts(job=again)] == ["endpoint", "compiled"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_job_beats_while_a_slow_writer_works_and_stops_when_it_ends(
+    people, llm_env, settings, monkeypatch
+):
+    """One LLM call may take minutes without a word: the heartbeat thread moves the job
+    meanwhile, so that only a job whose worker died goes quiet."""
+    from search import tasks, writing_jobs
+
+    monkeypatch.setattr(tasks.write_kernel, "apply_async", lambda args, **options: None)
+    monkeypatch.setenv("OPTIML_LLM_TIMEOUT_S", "10")
+    settings.OPTIML_WRITING_HEARTBEAT_S = 0.2
+    llm_env.script(slow(1.5, reply(written_relu())))
+    job = writing_jobs.writing_job_create(task_name="relu", intent="clamp at 0", user=people["alice"])
+    moved = []
+
+    class Watching:
+        def check(self, task, candidate):  # called once the slow reply came: how often did it move?
+            moved.append(WritingJob.objects.get(pk=job.pk).updated)
+            return Check(False, "compiled", "compiled; L0 runs in the run's first gate", conclusive=False)
+
+    started = WritingJob.objects.get(pk=job.pk).updated
+    ended = writing_jobs.writing_job_run(job_id=job.pk, checker=Watching())
+
+    assert ended.status == "done"
+    assert (moved[0] - started).total_seconds() >= 1.0  # beaten during the reply's 1.5 s
+    settled = WritingJob.objects.get(pk=job.pk).updated
+    time.sleep(0.5)
+    assert WritingJob.objects.get(pk=job.pk).updated == settled  # the thread stopped with the job
 
 
 def test_writing_jobs_go_to_a_cpu_worker_and_the_beat_looks_for_stale_ones():
