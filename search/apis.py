@@ -131,7 +131,16 @@ class RunListApi(APIView):
         team = team_of_request(request, data.get("team"))
         notice = None
         _check_declared_task_visible(request, data["task"])
-        if data.get("source") is None:
+        job = None
+        if data.get("writing_job") is not None:
+            try:
+                job = writing_jobs.writing_job_for_run(user=request.user, job_id=data["writing_job"],
+                                                       task_name=data["task"])
+            except services.RunError as error:
+                raise ValidationError({"writing_job": [str(error)]}) from None
+        if data.get("source") is None and job is not None:
+            source, plan = job.written["source"], job.written["plan"]
+        elif data.get("source") is None:
             spec = _task_spec(request, data["task"])
             if not spec.naive_source:
                 raise ValidationError({"source": [
@@ -147,8 +156,9 @@ class RunListApi(APIView):
             run = services.run_launch(
                 task_name=data["task"], source=source, plan=plan, budget=data["budget"],
                 judge=data["judge"], seed=data["seed"], user=request.user, team=team,
-                intent=data.get("intent", ""), source_names=data.get("sources"), screen=data["screen"],
-                parallel=data["parallel"])
+                intent=data.get("intent", "") or (job.intent if job else ""),
+                source_names=data.get("sources"), screen=data["screen"], parallel=data["parallel"],
+                writing_job=job)
         except task_registry.UnknownTask:
             raise _unknown_task(request, data["task"]) from None
         except CandidateError as error:

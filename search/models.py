@@ -63,6 +63,10 @@ class Run(models.Model):
     team = models.ForeignKey("accounts.Team", null=True, blank=True, on_delete=models.SET_NULL,
                              related_name="runs")
     intent = models.TextField(blank=True)  # what the user asked for, in words
+    # The writing job whose kernel the run started from (POST /api/runs/ `writing_job`):
+    # its attempts are the run's first nodes, even when its creator edited the kernel.
+    writing_job = models.ForeignKey("WritingJob", null=True, blank=True, on_delete=models.SET_NULL,
+                                    related_name="runs")
     imported = models.BooleanField(default=False)  # rebuilt from an exported trajectory: read-only
     created = models.DateTimeField(auto_now_add=True)
     updated = models.DateTimeField(auto_now=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import json
 import re
 import uuid
 
@@ -12,6 +13,7 @@ from accounts.models import Membership
 from accounts.selectors import user_team_ids
 from profiling import selectors as gate_selectors
 from profiling.harness import declared
+from profiling.harness.candidate import Candidate
 from search.engine.explain import why_faster
 from search.engine.tree import Tree
 from search.models import GenerationAttempt, Run, RunEvent, RunNode, ShareLink
@@ -242,13 +244,24 @@ def run_generation(*, run: Run) -> dict | None:
     see the run: the intent, who contributed, and every attempt in order (its writer and
     contributors, round, where the gate stopped it, what it said, its kernel and the diff
     from the attempt before), the last one being the root. None when the root was not
-    written from an intent. The attempts are the stored generation the root's params name
+    written from an intent. The attempts are those of the writing job the run names (its
+    creator may have edited the kernel before starting: `edited` then holds the diff from
+    the written kernel to the root), else the stored generation the root's params name
     (a run started with the written Proposal), else the generation of the run's creator
     whose kernel is the root's, on the run's task, made before the run (a run started
-    from the New session page, which sends the reviewed kernel only)."""
+    by an older page, which sent the reviewed kernel only)."""
     root = RunNode.objects.filter(run=run, parent_id__isnull=True).select_related("candidate").first()
     params = ((root.detail or {}).get("params") or {}) if root else {}
-    rows = _generation_rows(run=run, root=root, named=str(params.get("generation") or ""))
+    edited = None
+    job = run.writing_job if run.writing_job_id and not run.imported else None
+    if job is not None and root is not None:
+        rows = list(GenerationAttempt.objects.filter(generation=job.generation).order_by("created", "round"))
+        written = job.written or {}
+        as_written = Candidate.from_source_and_plan(written.get("source", ""), written.get("plan") or {})
+        if as_written.content_hash() != root.candidate.content_hash:
+            edited = {"diff": _edit_diff(written, root.candidate)}
+    else:
+        rows = _generation_rows(run=run, root=root, named=str(params.get("generation") or ""))
     if not rows and not isinstance(params.get("attempts"), list):
         return None
     if rows:
@@ -257,13 +270,16 @@ def run_generation(*, run: Run) -> dict | None:
     else:  # an imported run: its root's params are all there is
         attempts = [_attempt_view({**a, "source": None}) for a in params["attempts"] if isinstance(a, dict)]
         intent, experts = params.get("intent", run.intent), params.get("experts", [])
-    if attempts and root is not None:
+    if attempts and root is not None and edited is None:
         attempts[-1]["source"] = root.candidate.source  # the kernel the search started from
+    elif attempts and job is not None:
+        attempts[-1]["source"] = (job.written or {}).get("source") or attempts[-1]["source"]
     before = None
     for attempt in attempts:
         attempt["diff"] = _source_diff(before, attempt["source"], attempt["round"])
         before = attempt["source"] or before
-    return {"intent": intent or run.intent, "experts": list(experts or []), "attempts": attempts}
+    return {"intent": intent or run.intent, "experts": list(experts or []), "attempts": attempts,
+            "edited": edited}
 
 
 def _generation_rows(*, run: Run, root: RunNode | None, named: str) -> list[GenerationAttempt]:
@@ -303,6 +319,18 @@ def _attempt_source(attempt: GenerationAttempt) -> str | None:
     mine = [d for d in drafts
             if isinstance(d, dict) and d.get("expert") == attempt.writer and d.get("source")]
     return str(mine[-1]["source"]) if mine else None
+
+
+def _edit_diff(written: dict, root) -> str:
+    """What the run's creator changed in the written kernel (source and launch plan)
+    before starting the run."""
+    def text(source: str, plan) -> list[str]:
+        return f"{source.rstrip()}\n\n// launch plan\n{json.dumps(plan, indent=2, sort_keys=True)}\n" \
+            .splitlines(keepends=True)
+
+    return "".join(difflib.unified_diff(text(str(written.get("source", "")), written.get("plan")),
+                                        text(root.source, root.plan), fromfile="as written",
+                                        tofile="as the run started"))
 
 
 def _source_diff(before: str | None, after: str | None, round_: int) -> str:

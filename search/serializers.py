@@ -99,8 +99,9 @@ class RunDetailSerializer(RunSerializer):
 
     generation = serializers.SerializerMethodField(
         help_text="how the starting kernel was written from an intent: intent, experts and every attempt "
-        "(round, writer, experts, stage, passed, guard, message, source, diff), the last one the root; "
-        "null when it was not (selectors.run_generation)")
+        "(round, writer, experts, stage, passed, guard, message, source, diff), the last one the root, "
+        "and `edited` (null, or the diff from the written kernel to the root when its creator changed it "
+        "before starting); null when it was not written (selectors.run_generation)")
 
     @extend_schema_field(GenerationSerializer(allow_null=True))
     def get_generation(self, run: Run) -> dict | None:
@@ -157,6 +158,10 @@ class RunCreateSerializer(serializers.Serializer):
                                     help_text="proposal source names (GET /api/sources/); default all")
     team = serializers.IntegerField(required=False, allow_null=True, min_value=0, max_value=MAX_DB_INT,
                                     help_text="share with this team")
+    writing_job = serializers.IntegerField(
+        required=False, allow_null=True, min_value=1, max_value=MAX_DB_INT,
+        help_text="the done writing job (POST /api/kernels/write/) the kernel came from: its attempts "
+        "become the tree's first nodes; without a source, the run starts from its kernel as written")
     parallel = serializers.IntegerField(
         min_value=1, max_value=MAX_PARALLEL, default=1,
         help_text="candidates evaluated at once, each on a GPU worker of its own (at most one "

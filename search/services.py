@@ -159,9 +159,11 @@ def evaluation_time_limit_s(run: Run) -> float:
 def run_create(*, task_name: str, source: str, plan: dict, budget: int, judge: str = "rules",
                seed: int = 0, gate_options: GateOptions | None = None, user=None,
                team=None, intent: str = "", source_names: list[str] | None = None,
-               screen: bool = True, written=None, parallel: int = 1) -> Run:
+               screen: bool = True, written=None, parallel: int = 1, writing_job=None) -> Run:
     """`written`: the Proposal kernel_write returned, when the run starts from it (its
     candidate is `source` and `plan`): the root node then names the model that wrote it.
+    `writing_job`: the WritingJob the kernel came from, kept with the run even when its
+    creator edited the kernel first (then `written` is None).
     `parallel`: how many candidates may be evaluated at once (one per GPU worker)."""
     spec = gate_services.task_spec(name=task_name)  # UnknownTask names the known ones
     if budget < 1:
@@ -186,7 +188,7 @@ def run_create(*, task_name: str, source: str, plan: dict, budget: int, judge: s
         root_candidate=gate_services.candidate_get_or_create(source=source, plan=plan),
         judge=judge_obj.name, sources=[s.name for s in search.sources], budget=budget, seed=seed,
         gate_options=options_to_dict(options), state=json_safe(search.header()), created_by=user,
-        team=team, intent=intent, screen=screen, parallel=parallel)
+        team=team, intent=intent, screen=screen, parallel=parallel, writing_job=writing_job)
     _append(run, "run_created", {"task": task_name, "budget": budget, "judge": judge_obj.name,
                                  "parallel": parallel})
     search_save(run, search)  # the root's row
@@ -489,13 +491,22 @@ def _status_message(run: Run, status: str, by) -> str:
 @transaction.atomic
 def run_launch(*, task_name: str, source: str, plan: dict, budget: int, judge: str = "rules",
                seed: int = 0, user=None, team=None, intent: str = "",
-               source_names: list[str] | None = None, screen: bool = True, parallel: int = 1) -> Run:
-    """Create a run and queue its first step once the run is committed."""
+               source_names: list[str] | None = None, screen: bool = True, parallel: int = 1,
+               writing_job=None) -> Run:
+    """Create a run and queue its first step once the run is committed. `writing_job`:
+    the done WritingJob the starting kernel was written by; its kernel, when the run starts
+    from it unchanged, is the root's proposal (the root names its writer)."""
+    from search import writing_jobs
     from search.tasks import drive_run_enqueue  # tasks import services: import here
 
+    written = None
+    if writing_job is not None:
+        proposal = writing_jobs.written_proposal(job=writing_job)
+        if proposal.candidate == HarnessCandidate.from_source_and_plan(source, plan):
+            written = proposal
     run = run_create(task_name=task_name, source=source, plan=plan, budget=budget, judge=judge,
                      seed=seed, user=user, team=team, intent=intent, source_names=source_names,
-                     screen=screen, parallel=parallel)
+                     screen=screen, parallel=parallel, written=written, writing_job=writing_job)
     drive_run_enqueue(run_id=run.pk, token=run.drive_token)
     return run
 

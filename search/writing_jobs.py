@@ -28,7 +28,9 @@ from django.db import close_old_connections, connection, transaction
 from django.db.models import F, QuerySet
 from django.utils import timezone
 
+from profiling.harness.candidate import Candidate
 from search import generation_services
+from search.engine.types import Proposal
 from search.generation.loop import Checker
 from search.models import GenerationAttempt, WritingJob
 from search.services import RunError
@@ -181,6 +183,34 @@ def writing_jobs_expire(*, stale_after_s: float, job_id: int | None = None) -> l
                 status=WritingJob.Status.FAILED, message=message, finished=timezone.now()):
             failed.append(pk)
     return failed
+
+
+def writing_job_for_run(*, user, job_id: int, task_name: str) -> WritingJob:
+    """The writing job a new run starts from (POST /api/runs/ `writing_job`): `user`'s
+    own, done, of the run's task. RunError on the writing_job field otherwise."""
+    job = writing_job_visible(user=user, job_id=job_id)
+    if job is None:
+        raise RunError(f"no writing job {job_id} of yours", field="writing_job")
+    if job.status != WritingJob.Status.DONE or not job.written:
+        raise RunError(f"writing job {job_id} has not written a kernel ({job.status})", field="writing_job")
+    if job.task != task_name:
+        raise RunError(f"writing job {job_id} wrote a kernel for {job.task}, not {task_name}",
+                       field="writing_job")
+    return job
+
+
+def written_proposal(*, job: WritingJob) -> Proposal:
+    """The done job's kernel as the search's root proposal: the root node then names its
+    writer, the experts and the rounds, as a run the command line starts from an intent."""
+    written = job.written or {}
+    attempts = [a for a in written.get("attempts") or [] if isinstance(a, dict)]
+    return Proposal(
+        source=str(written.get("writer") or "written"), title=str(written.get("title") or ""),
+        rationale=str(written.get("rationale") or ""),
+        candidate=Candidate.from_source_and_plan(written["source"], written["plan"]),
+        params={"intent": job.intent, "experts": list(written.get("experts") or []),
+                "generation": str(job.generation), "writing_job": job.pk,
+                "rounds": attempts[-1].get("round", 0) if attempts else 0, "attempts": attempts})
 
 
 # -- reads -------------------------------------------------------------------------------

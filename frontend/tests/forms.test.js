@@ -20,6 +20,10 @@ describe("runPayload", () => {
     expect(payload).toMatchObject({ intent: "row softmax", sources: ["tunable"] });
     expect(runPayload({ ...good, intent: "", sources: null }).payload).not.toHaveProperty("sources");
   });
+  it("names the writing job the kernel came from only when there is one", () => {
+    expect(runPayload({ ...good, writingJob: 7 }).payload).toMatchObject({ writing_job: 7 });
+    expect(runPayload({ ...good, writingJob: null }).payload).not.toHaveProperty("writing_job");
+  });
   it("turns the screen off only when asked: the server screens by default", () => {
     expect(runPayload({ ...good, screen: false }).payload).toMatchObject({ screen: false });
     expect(runPayload({ ...good, screen: true }).payload).not.toHaveProperty("screen");

@@ -26,6 +26,14 @@ describe("generationChain", () => {
     expect(first?.nodes.map((n) => n.id)).toEqual(["gen-intent"]);
   });
 
+  it("marks the root edited when the run's creator changed the written kernel first", () => {
+    const edited = generationChain({ ...WRITTEN, edited: { diff: "--- as written\n+++ as the run started\n" } });
+    expect(edited?.rootLabel).toBe("#a3 hpc-coder: compiled, edited");
+    expect(edited?.editedDiff).toContain("as the run started");
+    expect(generationChain(WRITTEN)?.editedDiff).toBeNull();
+    expect(generationChain({ ...WRITTEN, edited: null })?.rootLabel).toBe("#a3 hpc-coder: compiled");
+  });
+
   it("gives nothing for a run not written from an intent, and refuses a generation without attempts", () => {
     expect(generationChain(null)).toBeNull();
     expect(generationChain(undefined)).toBeNull();

@@ -91,5 +91,17 @@ describe("renderAttemptInspector", () => {
     /** @type {HTMLElement} */ (container.querySelector(".notice button")).click();
     expect(onSelectRoot).toHaveBeenCalled();
     expect(() => renderAttemptInspector(container, chain, 5)).toThrow(RangeError);
+    expect(container.querySelector('[data-section="edited"]')).toBeNull();
+  });
+
+  it("shows what was edited by hand in the last attempt's kernel before the run", () => {
+    const edited = /** @type {NonNullable<ReturnType<typeof generationChain>>} */ (generationChain({ ...WRITTEN,
+      edited: { diff: "--- as written\n+++ as the run started\n@@ -1 +1,2 @@\n x\n+// tuned by hand\n" } }));
+    const container = document.createElement("div");
+    renderAttemptInspector(container, edited, 2);
+    expect(container.querySelector(".notice")?.textContent).toContain("Edited by hand before the search started");
+    expect(container.querySelector('[data-section="edited"] .diff-add .text')?.textContent).toBe("// tuned by hand");
+    renderAttemptInspector(container, edited, 1);
+    expect(container.querySelector('[data-section="edited"]')).toBeNull();
   });
 });

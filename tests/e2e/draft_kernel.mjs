@@ -3,9 +3,9 @@
 // is a writing job a Celery worker runs while the page reads it; its attempts appear as
 // rows (#writing-attempts). The first answer is a refusal, shown next to the intent with
 // nothing typed lost; the second (nvcc refuses its first kernel, the repair compiles)
-// fills the editor and the plan and names its writer. A run started from it begins its
-// tree with the intent and the refused attempt; clicking the attempt shows where it
-// stopped. Prints "RESULT <json>".
+// fills the editor and the plan and names its writer. A run started from it, after an
+// edit by hand, begins its tree with the intent and the refused attempt; clicking the
+// attempt shows where it stopped, and the last attempt shows the edit. Prints "RESULT <json>".
 import { join } from "node:path";
 import { env, launch, signIn, WAIT_MS } from "./browser.mjs";
 const INTENT = "relu over 2^28 floats, one coalesced pass";
@@ -41,7 +41,8 @@ try {
   result.written_rows = await page.locator("#writing-attempts li").allTextContents();
   await page.screenshot({ path: join(env("SHOTS_DIR"), "draft-kernel.png"), fullPage: true });
 
-  console.log("a run from it");
+  console.log("a run from it, edited by hand first");
+  await page.fill("#id_source", `${result.source.trimEnd()}\n// tuned by hand\n`);
   await page.fill("#id_budget", "1");
   await Promise.all([page.waitForURL(/\/runs\/\d+\/$/, { timeout: WAIT_MS }),
     page.click("form.new-run button[type=submit]")]);
@@ -61,6 +62,12 @@ try {
   result.attempt_header = (await page.textContent(".inspector .attempt-header h2"))?.trim();
   result.attempt_stage = await page.getAttribute(".inspector .attempt-header [data-stage]", "data-stage");
   result.attempt_message = await page.textContent(".inspector .attempt-message");
+  // The last attempt (the kernel as written), from the intent's table: what was edited.
+  await page.locator("svg.tree g.generation-node.intent rect, svg.tree g.generation-node.intent circle").first().click();
+  await page.locator(".inspector table button").last().click();
+  await page.locator('.inspector [data-section="edited"]').waitFor({ timeout: WAIT_MS });
+  result.edited_notice = await page.textContent(".inspector .attempt-header .notice");
+  result.edited_added = await page.locator('.inspector [data-section="edited"] .diff-add .text').allTextContents();
   await page.screenshot({ path: join(env("SHOTS_DIR"), "generation-nodes.png"), fullPage: true });
   console.log(`RESULT ${JSON.stringify(result)}`);
 } finally {

@@ -337,8 +337,9 @@ def llm_app_env(app_env):
 
 
 def test_a_person_has_the_llm_write_the_kernel_from_an_intent(llm_app_env, server, tmp_path):
-    """...and starts a run from it: the session's tree begins with the intent and the
-    attempt nvcc refused, before the root (the repair); clicking it shows where it stopped."""
+    """...and starts a run from it, edited by hand: the session's tree begins with the
+    intent and the attempt nvcc refused, before the root (the repair); clicking it shows
+    where it stopped; the last attempt shows the edit."""
     from tests.search.scripted_llm import WRITTEN_RELU, http_error, reply, written_relu
 
     broken = WRITTEN_RELU.replace("fmaxf(x[i], 0.0f);", "fmaxf(x[i], 0.0f)")  # nvcc wants its ";"
@@ -359,6 +360,10 @@ def test_a_person_has_the_llm_write_the_kernel_from_an_intent(llm_app_env, serve
     assert result["attempt_stage"] == "compile"
     assert "expected a" in result["attempt_message"] and "seed" not in result["attempt_message"]
     assert result["legend_has_attempts"] is True
+    # Edited by hand before the run: the run names its writing job, so the attempts stay,
+    # and the last one says what was changed.
+    assert result["edited_notice"].startswith("Edited by hand before the search started")
+    assert result["edited_added"] == ["// tuned by hand"], result
     assert (SHOTS / "generation-nodes.png").stat().st_size > 10_000
 
 

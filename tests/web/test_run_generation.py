@@ -31,14 +31,20 @@ class NvccRefusesTheFirst:
 
 
 @pytest.fixture
-def written(api, people, llm_env, monkeypatch):  # noqa: F811
-    """alice's writing job, done after one repair: the kernel the page puts in its editor."""
+def written_job(api, people, llm_env, monkeypatch):  # noqa: F811
+    """alice's writing job, done after one repair."""
     from search import tasks, writing_jobs
 
     monkeypatch.setattr(tasks.write_kernel, "apply_async", lambda args, **options: None)
     llm_env.script(reply(written_relu(BROKEN_RELU)), reply(written_relu()))
     job = api(people["alice"]).post("/api/kernels/write/", RELU, format="json").json()
-    return writing_jobs.writing_job_run(job_id=job["id"], checker=NvccRefusesTheFirst()).written
+    return writing_jobs.writing_job_run(job_id=job["id"], checker=NvccRefusesTheFirst())
+
+
+@pytest.fixture
+def written(written_job):
+    """The kernel the page puts in its editor."""
+    return written_job.written
 
 
 def _start(client, source: str, plan: dict, **extra) -> dict:
@@ -92,3 +98,71 @@ def test_a_run_from_the_naive_kernel_or_an_edited_one_has_no_generation(api, peo
 
     for run in (naive, edited):
         assert alice.get(f"/api/runs/{run['id']}/").json()["generation"] is None
+
+
+# -- a run that names its writing job (the New session page sends `writing_job`) ---------
+
+
+def _post(client, **body):
+    return client.post("/api/runs/", {"task": "relu", "budget": 3, "judge": "rules", **body}, format="json")
+
+
+def test_a_run_naming_its_writing_job_starts_from_its_kernel_and_its_root_names_the_writer(
+    api, people, written_job
+):
+    from search.models import Run, RunNode
+
+    alice = api(people["alice"])
+    response = _post(alice, writing_job=written_job.pk)  # no source: the kernel as written
+
+    assert response.status_code == 201, response.content
+    run = Run.objects.get(pk=response.json()["id"])
+    assert run.writing_job == written_job and run.intent == "clamp at 0"
+    root = RunNode.objects.get(run=run, parent_id__isnull=True)
+    assert root.candidate.source == written_job.written["source"]
+    assert root.source == "llm:scripted-7b"  # the writer, not "root"
+    assert root.detail["params"]["writing_job"] == written_job.pk
+    generation = alice.get(f"/api/runs/{run.pk}/").json()["generation"]
+    assert [a["stage"] for a in generation["attempts"]] == ["compile", "compiled"]
+    assert generation["edited"] is None
+
+
+def test_a_kernel_edited_after_writing_keeps_its_attempts_and_says_what_was_changed(api, people, written_job):
+    alice = api(people["alice"])
+    written = written_job.written
+    run = _start(alice, written["source"] + "\n// tuned by hand\n", written["plan"],
+                 writing_job=written_job.pk)
+
+    generation = alice.get(f"/api/runs/{run['id']}/").json()["generation"]
+
+    assert [a["stage"] for a in generation["attempts"]] == ["compile", "compiled"]
+    assert generation["attempts"][-1]["source"] == written["source"]  # the kernel as it was written
+    assert "+// tuned by hand\n" in generation["edited"]["diff"]
+    assert "--- as written" in generation["edited"]["diff"]
+    from search.models import RunNode
+
+    assert RunNode.objects.get(run_id=run["id"], parent_id__isnull=True).source == "root"  # not the writer's
+
+
+def test_a_writing_job_that_is_not_yours_not_done_or_of_another_task_is_refused_on_its_field(
+    api, people, written_job, monkeypatch
+):
+    from search import tasks
+    from search.models import Run
+
+    monkeypatch.setattr(tasks.write_kernel, "apply_async", lambda args, **options: None)
+    queued = api(people["alice"]).post("/api/kernels/write/", RELU, format="json").json()
+    relu = task_registry.get("relu")
+    cases = [
+        (people["carol"], {"writing_job": written_job.pk}, f"no writing job {written_job.pk} of yours"),
+        (people["alice"], {"writing_job": queued["id"]}, "has not written a kernel (queued)"),
+        (people["alice"], {"writing_job": written_job.pk, "task": "softmax"},
+         "wrote a kernel for relu, not softmax"),
+        (people["alice"], {"writing_job": 10**9}, "no writing job 1000000000 of yours"),
+        (people["alice"], {"writing_job": "five"}, "valid integer"),
+    ]
+    for user, body, said in cases:
+        response = _post(api(user), source=relu.naive_source, plan=relu.naive_plan, **body)
+        assert response.status_code == 400, (body, response.content)
+        assert said in " ".join(response.json()["writing_job"]), response.json()
+    assert not Run.objects.exists()

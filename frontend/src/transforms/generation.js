@@ -18,8 +18,10 @@ export const STAGE_TEXT = Object.freeze({
  *   failed: boolean, stage: string|null}} ChainNode
  *   index: the attempt's place in `attempts` (-1: the intent)
  * @typedef {{intent: string, experts: string[], attempts: GenerationAttempt[], nodes: ChainNode[],
- *   rootLabel: string}} GenerationChain
+ *   rootLabel: string, editedDiff: string|null}} GenerationChain
  *   nodes: the intent and every attempt but the last (the last one is the root node)
+ *   editedDiff: what the run's creator changed in the last attempt's kernel before the
+ *   search started from it (null: started from it as written)
  * @typedef {ChainNode & {x: number, y: number, labelBelow: boolean}} PlacedChainNode
  */
 
@@ -41,8 +43,9 @@ export function generationChain(generation) {
     ...attempts.slice(0, -1).map((a, index) => ({ id: `gen-a${index + 1}`, kind: /** @type {const} */ ("attempt"), index,
       label: attemptLabel(a, index), failed: isFailedAttempt(a), stage: a.stage, tip: attemptTip(a, index) })),
   ];
-  return { intent, experts: (generation.experts ?? []).map(String), attempts, nodes,
-    rootLabel: attemptLabel(attempts[attempts.length - 1], attempts.length - 1) };
+  const editedDiff = typeof generation.edited?.diff === "string" ? generation.edited.diff : null;
+  return { intent, experts: (generation.experts ?? []).map(String), attempts, nodes, editedDiff,
+    rootLabel: attemptLabel(attempts[attempts.length - 1], attempts.length - 1) + (editedDiff != null ? ", edited" : "") };
 }
 
 /** @returns {GenerationAttempt} */

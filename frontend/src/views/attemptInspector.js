@@ -24,11 +24,17 @@ export function renderAttemptInspector(container, chain, index, { onSelectAttemp
         a.guard ? h("span", { class: "badge guard" }, `guard: ${a.guard}`) : null),
       facts([["writer", h("code", null, a.writer)], ["contributors", a.experts.length ? a.experts.join(", ") : null],
         ["round", a.round === 0 ? "0 (the first kernel)" : `${a.round} (a repair)`], ["stopped at", a.stage]]),
-      last ? h("p", { class: "notice" }, "The search started from this kernel: ",
-        h("button", { type: "button", class: "link", onclick: onSelectRoot }, "the root node")) : null),
+      last ? h("p", { class: "notice" }, chain.editedDiff != null
+        ? "Edited by hand before the search started from it (below): "
+        : "The search started from this kernel: ",
+      h("button", { type: "button", class: "link", onclick: onSelectRoot }, "the root node")) : null),
     section("The gate said", a.message ? h("pre", { class: "plan attempt-message" }, a.message)
       : h("p", { class: "muted" }, "Nothing."), "gate-said"),
-    kernelSection(a, index));
+    kernelSection(a, index),
+    last && chain.editedDiff != null
+      ? section("Edited before the run", chain.editedDiff ? diffBlock(chain.editedDiff)
+        : h("p", { class: "muted" }, "Only whitespace changed."), "edited")
+      : null);
 }
 
 function intentView(chain, onSelectAttempt) {

@@ -105,8 +105,13 @@ export async function mountNewRun(root) {
 
   // Writing takes minutes (LLM rounds and nvcc): the POST queues a job, and the page reads
   // it until it ends, showing each attempt as it arrives.
+  // The done writing job whose kernel went into the editor, for the run to name.
+  /** @type {{id: number, task: string}|null} */
+  let writtenJob = null;
+
   async function writeFromIntent() {
     showErrors({}, []);
+    writtenJob = null;
     fill(attemptList);
     draft.disabled = true;
     draft.textContent = "Writing…";
@@ -123,6 +128,7 @@ export async function mountNewRun(root) {
         showErrors({ intent: [job.message] }, []);
         return;
       }
+      writtenJob = { id: job.id, task: job.task };
       editor.setValue(job.written.source);
       plan.value = JSON.stringify(job.written.plan, null, 2);
       fill(drafted, writtenSummary(job.written));
@@ -153,7 +159,7 @@ export async function mountNewRun(root) {
     const { payload, errors: local } = runPayload({ task: task.value, source: editor.textarea.value, plan: plan.value,
       budget: budget.value, parallel: parallel.value, judge: judge.value, seed: seed.value, team: team.value, intent: intent.value,
       sources: sourceBoxes.every((b) => b.checked) ? null : sourceBoxes.filter((b) => b.checked).map((b) => b.value),
-      screen: screen.checked });
+      screen: screen.checked, writingJob: writtenJob?.task === task.value ? writtenJob.id : null });
     if (!payload) return showErrors(local, ["Please fix the fields marked below."]);
     submit.disabled = true;
     submit.textContent = "Starting…";
