@@ -1,7 +1,7 @@
 // Which node labels the tree shows at a zoom (transforms/labels.js): readable at any
 // zoom, never two on top of each other, the more important first.
 import { describe, expect, it } from "vitest";
-import { LABEL_RANK, labelScale, placeLabels } from "../src/transforms/labels.js";
+import { LABEL_RANK, NODE_MIN_PX, labelAnchor, labelScale, labelWidthPx, nodeScale, placeLabels } from "../src/transforms/labels.js";
 
 /** A column of siblings 18 px apart (layout.js's nodeSpacing), labelled alike. */
 function siblings(count, rank = LABEL_RANK.stub) {
@@ -57,5 +57,28 @@ describe("placeLabels", () => {
 
   it("refuses a zoom that is not a positive number", () => {
     expect(() => placeLabels([], 0)).toThrow(/positive/);
+  });
+});
+
+describe("nodeScale", () => {
+  it("keeps the smallest circle NODE_MIN_PX on screen when zoomed out, and never larger than at 100 %", () => {
+    expect(nodeScale(1, 3)).toBe(1);
+    expect(nodeScale(4, 3)).toBe(1);
+    expect(nodeScale(0.9, 3)).toBe(1); // 3 px * 0.9 is still more than the minimum
+    const k = 0.2;
+    expect(3 * k * nodeScale(k, 3)).toBeCloseTo(NODE_MIN_PX, 1);
+    expect(nodeScale(0.5, 10)).toBe(1);
+    expect(nodeScale(0.02, 1)).toBe(50); // capped at 1/k: as large as at 100 %, no larger
+  });
+});
+
+describe("labelAnchor", () => {
+  it("centres a label that fits, ends it at its node by the right edge, starts it there by the left", () => {
+    const width = labelWidthPx("#13 300.0 µs", 0.3);
+    expect(width).toBeCloseTo(12 * 6.3, 0); // 11 px on screen whatever the zoom below 100 % (a hundredth rounded)
+    expect(labelAnchor(400, width, 800)).toBe("middle");
+    expect(labelAnchor(790, width, 800)).toBe("end");
+    expect(labelAnchor(10, width, 800)).toBe("start");
+    expect(labelAnchor(30, 200, 100)).toBe("middle"); // wider than the frame: nothing helps
   });
 });

@@ -587,6 +587,12 @@ def test_the_tree_labels_at_fit_do_not_overlap_and_a_search_marks_its_matches_ev
         assert mark in result["legend"], result["legend"]
     assert len(labels) >= 3, labels  # the root's, the best's and the failed stub's at least
     assert {"0", "13"} <= {label["id"] for label in labels}, labels
+    # Its nodes are circles you can see, not lost under a pixel, and its labels stay in the
+    # frame (the best, at the right edge, ends at its node instead of running past it).
+    assert result["fit_min_radius"] >= 2.0, result["fit_min_radius"]
+    left, _, right, _ = result["fit_frame"]
+    for label in labels:
+        assert left <= label["box"][0] and label["box"][2] <= right, (label, result["fit_frame"])
     for label in labels:
         assert label["box"][3] - label["box"][1] >= LABEL_MIN_PX, label
     for i, a in enumerate(labels):

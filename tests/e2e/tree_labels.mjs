@@ -65,11 +65,18 @@ try {
     return m ? Number(m[1]) : 1;
   });
   result.fit_labels = await page.evaluate(shownLabels);
+  result.fit_frame = await page.evaluate(() => {
+    const box = /** @type {Element} */ (document.querySelector("svg.tree")).getBoundingClientRect();
+    return [box.left, box.top, box.right, box.bottom];
+  });
+  // Each node's circle on screen (its CSS scale included): the smallest radius drawn.
+  result.fit_min_radius = await page.evaluate(() => Math.min(...[...document.querySelectorAll("svg.tree g.node circle")]
+    .map((c) => c.getBoundingClientRect().width / 2)));
   result.legend = await page.locator(".legend .legend-item").evaluateAll((items) => items.map((item) => item.textContent));
   await page.screenshot({ path: join(env("SHOTS_DIR"), "tree-labels-fit.png") });
 
   console.log("zoom in on a block size's node, and point at one without a label");
-  // At Fit a node's circle is under a pixel: a person zooms in (the wheel) to point at one.
+  // At Fit the circles are a few pixels wide and overlap: a person zooms in (the wheel) to point at one.
   const block = await page.locator('svg.tree g.node[data-id="6"] circle').boundingBox();
   if (!block) throw new Error("node #6 is not drawn");
   await page.mouse.move(block.x + block.width / 2, block.y + block.height / 2);

@@ -30,6 +30,43 @@ export function labelScale(k) {
   return k >= 1 ? 1 : Math.round(100 / k) / 100;
 }
 
+// The smallest radius a node's circle keeps on screen when the tree is zoomed out: at
+// "Fit" a few hundred nodes' circles would be under a pixel, leaving only the links.
+export const NODE_MIN_PX = 2.5;
+
+/**
+ * How much the nodes' circles are scaled at zoom `k`: 1 from 100 % up; below, enough
+ * that the smallest (`minRadius`, styles' RADIUS.min) keeps NODE_MIN_PX on screen, and
+ * never more than 1/k (a circle is never drawn larger on screen than at 100 %). Dense
+ * columns of nodes then read as a strip in their status colours. Rounded to a hundredth.
+ * @param {number} k
+ * @param {number} minRadius
+ */
+export function nodeScale(k, minRadius) {
+  if (k >= 1) return 1;
+  const needed = NODE_MIN_PX / (minRadius * k);
+  return Math.round(100 * Math.min(1 / k, Math.max(1, needed))) / 100;
+}
+
+/** A label's width on screen at zoom `k`, as placeLabels reckons it. */
+export function labelWidthPx(/** @type {string} */ text, /** @type {number} */ k) {
+  return text.length * CHAR_PX * labelScale(k) * k;
+}
+
+/**
+ * Where a label is anchored on its node so that it stays inside the tree's frame: centred
+ * above it, or ending at it near the right edge, or starting at it near the left edge.
+ * @param {number} screenX the node's x on screen, in the frame's pixels
+ * @param {number} width the label's width on screen (labelWidthPx)
+ * @param {number} frameWidth
+ * @returns {"middle"|"end"|"start"}
+ */
+export function labelAnchor(screenX, width, frameWidth, pad = 4) {
+  if (screenX + width / 2 > frameWidth - pad && screenX - width >= pad) return "end";
+  if (screenX - width / 2 < pad && screenX + width <= frameWidth - pad) return "start";
+  return "middle";
+}
+
 /**
  * @typedef {{id: string, x: number, y: number, text: string, rank: number}} LabelCandidate
  *   x, y: the node's place in the tree's units (the layout's)

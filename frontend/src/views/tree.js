@@ -11,13 +11,13 @@
 import { select } from "d3-selection";
 import { zoom, zoomIdentity, zoomTransform } from "d3-zoom";
 import { bestNodeId, pathFromRoot } from "../transforms/best.js";
-import { labelScale, placeLabels } from "../transforms/labels.js";
+import { labelAnchor, labelScale, labelWidthPx, nodeScale, placeLabels } from "../transforms/labels.js";
 import { foldedMatches, layoutTree } from "../transforms/layout.js";
 import { checkOptions } from "../transforms/options.js";
 import { mergeExtents, placeChain } from "../transforms/generation.js";
 import { fitTransform, linksPathData } from "../transforms/paths.js";
 import { chunkLinks, placeBlocks } from "../transforms/stable.js";
-import { nodeColourScale, nodeRadiusScale } from "../transforms/style.js";
+import { RADIUS, nodeColourScale, nodeRadiusScale } from "../transforms/style.js";
 import { ChainLayer } from "./treeChain.js";
 import { SVG, createNode, paintNode } from "./treeNodes.js";
 
@@ -86,6 +86,8 @@ export class TreeView {
     /** @type {{layout: any, matches: Set<number>|null, counts: Map<string, number>|null}} */
     this.folded = { layout: null, matches: null, counts: null }; // foldedMatches, kept while neither changed
     this.labelK = 1; // the zoom the labels were last placed at (1: --label-scale unset means 1)
+    /** @type {Set<string>} the ids whose labels are shown (placeLabels) */
+    this.shownLabels = new Set();
     if (this.o.zoom) {
       this.zoom = zoom().scaleExtent([0.02, 8]).on("zoom", (event) => {
         this.viewport.attr("transform", event.transform);
@@ -269,10 +271,14 @@ export class TreeView {
    * after a redraw (`changed`), or when the zoom's scale changed (a pan moves nothing).
    */
   placeLabels(changed = false) {
-    const k = this.zoom ? zoomTransform(/** @type {Element} */ (this.svg.node())).k : 1;
-    if (!changed && k === this.labelK) return;
+    const t = this.zoom ? zoomTransform(/** @type {Element} */ (this.svg.node())) : zoomIdentity;
+    const k = t.k;
+    if (!changed && k === this.labelK) return this.anchorLabels(t);
     if (labelScale(k) !== labelScale(this.labelK)) {
       this.svg.style("--label-scale", String(labelScale(k)));
+    }
+    if (nodeScale(k, RADIUS.min) !== nodeScale(this.labelK, RADIUS.min)) {
+      this.svg.style("--node-scale", String(nodeScale(k, RADIUS.min)));
     }
     this.labelK = k;
     /** @type {import("../transforms/labels.js").LabelCandidate[]} */
@@ -285,6 +291,23 @@ export class TreeView {
       const culled = !!drawn.text && !shown.has(id);
       if (drawn.text && drawn.culled !== culled) drawn.text.classList.toggle("culled", culled);
       drawn.culled = culled;
+    }
+    this.shownLabels = shown;
+    this.anchorLabels(t);
+  }
+
+  /**
+   * Keeps the shown labels inside the frame: one that would cross its right edge ends at
+   * its node, one that would cross the left edge starts there (transforms/labels.js
+   * labelAnchor). At every zoom event, a pan included; only the shown labels are looked at.
+   * @param {{k: number, x: number}} t the zoom's transform
+   */
+  anchorLabels(t) {
+    for (const id of this.shownLabels) {
+      const drawn = this.drawn.get(id);
+      if (!drawn?.text) continue;
+      const anchor = labelAnchor(t.x + drawn.x * t.k, labelWidthPx(drawn.label, t.k), this.o.width);
+      if (drawn.anchor !== anchor) drawn.text.setAttribute("text-anchor", drawn.anchor = anchor);
     }
   }
 

@@ -15,8 +15,9 @@ export const SVG = "http://www.w3.org/2000/svg";
  * @typedef {{g: SVGGElement & {__data__?: any}, circle: SVGCircleElement, text: SVGTextElement|null,
  *   title: SVGTitleElement, block: string|null, x: number, y: number, cx: number, cy: number, row: any,
  *   hiddenCount: number, flags: number, styleKey: string, classes: string, r: string, fill: string,
- *   label: string, rank: number, culled: boolean, held: number, tip: string, generation: number}} DrawnNode
- *   held: how many search matches its fold hides
+ *   label: string, rank: number, culled: boolean, held: number, tip: string, generation: number,
+ *   anchor: string}} DrawnNode
+ *   held: how many search matches its fold hides; anchor: its label's text-anchor (TreeView.anchorLabels)
  * @typedef {{rows: Map<number, any>, colour: (row: any) => string, radius: (visits: number|undefined) => number,
  *   bestId: number|null, onPath: Set<string>, selectedId: number|null, styleKey: string,
  *   matches: Set<number>|null, folded?: Map<string, number>|null, hoveredId: number|null}} Look
@@ -33,7 +34,7 @@ export function createNode(doc, id) {
   g.append(circle, title);
   return { g, circle, text: null, title, block: null, x: NaN, y: NaN, cx: NaN, cy: NaN, row: undefined,
     hiddenCount: -1, flags: -1, styleKey: "", classes: "", r: "", fill: "", label: "", rank: 0, culled: false,
-    held: 0, tip: "", generation: 0 };
+    held: 0, tip: "", generation: 0, anchor: "middle" };
 }
 
 const ON_BEST = 1, BEST = 2, SELECTED = 4, MATCH = 8, UNMATCHED = 16, HOVERED = 32;
@@ -117,6 +118,7 @@ function paintLabel(drawn, label, moved) {
     text.setAttribute("class", "label");
     text.setAttribute("dy", "-0.9em");
     text.setAttribute("text-anchor", "middle");
+    drawn.anchor = "middle";
     drawn.g.insertBefore(text, drawn.title);
     drawn.label = "";
     drawn.culled = false; // until the tree places it (TreeView.placeLabels)
