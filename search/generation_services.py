@@ -194,7 +194,10 @@ def _attempt_row(attempt: Attempt, *, task: str, intent: str, generation_id: uui
     return GenerationAttempt(
         generation=generation_id, task=task, intent=intent, round=attempt.round, writer=attempt.writer[:200],
         experts=attempt.experts, stage=attempt.stage, passed=attempt.passed, guard=attempt.guard or "",
-        message=attempt.message, candidate_hash=attempt.candidate_hash, record=attempt.record,
+        message=attempt.message, candidate_hash=attempt.candidate_hash,
+        # The attempt's kernel (source and plan), whoever wrote it: a latent writer keeps no
+        # drafts, and a failed attempt's kernel is what its repair was told about.
+        record={**attempt.record, "candidate": attempt.candidate} if attempt.candidate else attempt.record,
         created_by=user if getattr(user, "is_authenticated", False) else None)
 
 

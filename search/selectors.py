@@ -313,8 +313,13 @@ def _attempt_view(a: dict) -> dict:
 
 
 def _attempt_source(attempt: GenerationAttempt) -> str | None:
-    """The attempt's kernel: its writer's draft in the record (the drafts are kept with
-    their kernels, search/generation/text.py); None when it kept none (a latent writer)."""
+    """The attempt's kernel: the one stored with it (generation_services._attempt_row),
+    else, for rows stored before that, its writer's draft in the record (the drafts are
+    kept with their kernels, search/generation/text.py); None when neither is there (no
+    kernel came: the endpoint did not answer, or the reply held none)."""
+    candidate = (attempt.record or {}).get("candidate")
+    if isinstance(candidate, dict) and isinstance(candidate.get("source"), str) and candidate["source"]:
+        return candidate["source"]
     drafts = (attempt.record or {}).get("drafts") or []
     mine = [d for d in drafts
             if isinstance(d, dict) and d.get("expert") == attempt.writer and d.get("source")]

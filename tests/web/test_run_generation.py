@@ -166,3 +166,30 @@ def test_a_writing_job_that_is_not_yours_not_done_or_of_another_task_is_refused_
         assert response.status_code == 400, (body, response.content)
         assert said in " ".join(response.json()["writing_job"]), response.json()
     assert not Run.objects.exists()
+
+
+def test_every_attempt_keeps_its_kernel_a_latent_writers_too(api, people):
+    """The latent Mixture-of-Thoughts keeps no drafts: its attempts' kernels are stored with
+    them, so the refused first kernel and the repair's diff show as for any writer."""
+    import uuid
+
+    from profiling.harness.candidate import Candidate
+    from search import generation_services
+    from search.generation.loop import Attempt
+    from tests.search.scripted_llm import WRITTEN_RELU_PLAN
+
+    generation = uuid.uuid4()
+    for round_, source, stage in ((0, BROKEN_RELU, "compile"), (1, WRITTEN_RELU, "compiled")):
+        kernel = Candidate.from_source_and_plan(source, WRITTEN_RELU_PLAN)
+        generation_services.attempt_record(
+            Attempt(round=round_, writer="mot:qwen+hpc", experts=["mot:qwen+hpc"], stage=stage, passed=False,
+                    message="", candidate=kernel.to_dict(), candidate_hash=kernel.content_hash()),
+            task="relu", intent="clamp at 0", generation_id=generation, user=people["alice"])
+    run = _start(api(people["alice"]), WRITTEN_RELU, WRITTEN_RELU_PLAN)
+
+    attempts = api(people["alice"]).get(f"/api/runs/{run['id']}/").json()["generation"]["attempts"]
+
+    assert [(a["writer"], a["stage"]) for a in attempts] == [("mot:qwen+hpc", "compile"),
+                                                             ("mot:qwen+hpc", "compiled")]
+    assert attempts[0]["source"] == BROKEN_RELU
+    assert "+        y[i] = fmaxf(x[i], 0.0f);\n" in attempts[1]["diff"]
