@@ -5,7 +5,9 @@ input and its reference on the host costs seconds per seed, the same for every
 candidate, so a search may name a cache directory: the first worker to need a
 (task, sizes, seed, distribution) writes it, later workers map it read-only. Candidates
 still run in their own processes and never see the reference: it is only ever on the
-host, and read after the candidate's launch has finished.
+host, and read after the candidate's launch has finished. A task's allowance (how far
+each output element may be from the reference, spec.Task.allowance) depends on the data
+alone, so it is kept with the reference too (Expected.allowed).
 """
 
 from __future__ import annotations
@@ -91,6 +93,16 @@ def prepare(task: Task, checks: list[Check], cache_dir: str, *, workers: int | N
     return len(missing)
 
 
+class Expected(dict):
+    """The reference outputs (name -> array) and `allowed`: the task's allowance for them
+    (name -> how far each element may be off), when it was worked out with them; None
+    when the task has none or the comparison works it out itself (no cache)."""
+
+    def __init__(self, reference: Arrays, allowed: dict | None = None) -> None:
+        super().__init__(reference)
+        self.allowed = allowed
+
+
 def make_inputs(task: Task, sizes: dict, seed: int, distribution: str) -> Arrays:
     rng = np.random.default_rng(seed)
     return {t.name: t.make(rng, sizes, distribution) for t in task.inputs}
@@ -104,17 +116,47 @@ def reference_outputs(task: Task, inputs: Arrays, sizes: dict) -> Arrays:
             .reshape(t.resolve_shape(sizes)) for t in task.outputs}
 
 
+def allowance_of(task: Task, inputs: Arrays, reference: Arrays, sizes: dict) -> dict[str, np.ndarray] | None:
+    """The task's allowance for these inputs and reference, as arrays to keep; None when
+    the task has none."""
+    if task.allowance is None:
+        return None
+    allowed = task.allowance(inputs, reference, sizes)
+    return {t.name: np.asarray(allowed[t.name], dtype=np.float64) for t in task.outputs}
+
+
 def inputs_and_reference(task: Task, sizes: dict, seed: int, distribution: str,
-                         cache_dir: str | None) -> tuple[Arrays, Arrays]:
+                         cache_dir: str | None) -> tuple[Arrays, Expected]:
     if not cache_dir:
         inputs = make_inputs(task, sizes, seed, distribution)
-        return inputs, reference_outputs(task, inputs, sizes)
+        return inputs, Expected(reference_outputs(task, inputs, sizes))
     entry = Path(cache_dir) / _key(task, sizes, seed, distribution)
     if not (entry / "done").exists():
         _write_entry(entry, task, sizes, seed, distribution)
     load = lambda name: np.load(entry / f"{name}.npy", mmap_mode="r")  # noqa: E731
     return ({t.name: load(t.name) for t in task.inputs},
-            {t.name: load(t.name) for t in task.outputs})
+            Expected({t.name: load(t.name) for t in task.outputs}, _load_allowed(task, entry)))
+
+
+def _load_allowed(task: Task, entry: Path) -> dict[str, np.ndarray] | None:
+    """The allowance kept in the entry; None (worked out by the comparison) when the task
+    has none, or the entry was written without it."""
+    files = {t.name: entry / f"{ALLOWED}{t.name}.npy" for t in task.outputs}
+    if task.allowance is None or not all(f.exists() for f in files.values()):
+        return None
+    return {name: np.load(f, mmap_mode="r") for name, f in files.items()}
+
+
+def _save_expected(folder: Path, task: Task, reference: Arrays, allowed: dict | None) -> None:
+    for name, values in reference.items():
+        np.save(folder / f"{name}.npy", values)
+    for name, values in (allowed or {}).items():
+        np.save(folder / f"{ALLOWED}{name}.npy", values)
+
+
+# The file prefix of an output's allowance in a cache entry (never a tensor's name: those
+# are C identifiers).
+ALLOWED = "allowed-"
 
 
 # A verified timed run's reference is kept in the cache only while its inputs and outputs
@@ -124,9 +166,10 @@ def inputs_and_reference(task: Task, sizes: dict, seed: int, distribution: str,
 RUN_REFERENCE_MAX_BYTES = 512 << 20
 
 
-def run_reference(task: Task, inputs: Arrays, sizes: dict, cache_dir: str | None) -> Arrays:
-    """The reference outputs for one timed run's inputs, kept in `cache_dir` between the
-    candidates of a search (their run seeds, from one base seed, repeat).
+def run_reference(task: Task, inputs: Arrays, sizes: dict, cache_dir: str | None) -> Expected:
+    """The reference outputs for one timed run's inputs (and the task's allowance for
+    them), kept in `cache_dir` between the candidates of a search (their run seeds, from
+    one base seed, repeat).
 
     The key is a SHA-256 of the inputs themselves, as downloaded after the run's refresh,
     not only of the seed: an entry is only ever used for the exact inputs it was computed
@@ -134,7 +177,7 @@ def run_reference(task: Task, inputs: Arrays, sizes: dict, cache_dir: str | None
     """
     total = sum(a.nbytes for a in inputs.values()) + sum(t.nbytes(sizes) for t in task.outputs)
     if not cache_dir or total > RUN_REFERENCE_MAX_BYTES:
-        return reference_outputs(task, inputs, sizes)
+        return Expected(reference_outputs(task, inputs, sizes))
     digest = hashlib.sha256(json.dumps([HARNESS_VERSION, task.name, sorted(sizes.items())]).encode())
     for name in sorted(inputs):
         array = np.ascontiguousarray(inputs[name])
@@ -142,20 +185,21 @@ def run_reference(task: Task, inputs: Arrays, sizes: dict, cache_dir: str | None
         digest.update(memoryview(array).cast("B"))
     entry = Path(cache_dir) / "runs" / f"{task.name}-{digest.hexdigest()[:32]}"
     if (entry / "done").exists():
-        return {t.name: np.load(entry / f"{t.name}.npy") for t in task.outputs}
+        return Expected({t.name: np.load(entry / f"{t.name}.npy") for t in task.outputs},
+                        _load_allowed(task, entry))
     reference = reference_outputs(task, inputs, sizes)
+    allowed = allowance_of(task, inputs, reference, sizes)
     entry.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(dir=entry.parent, prefix=".run-"))
     try:
-        for name, values in reference.items():
-            np.save(staging / f"{name}.npy", values)
+        _save_expected(staging, task, reference, allowed)
         (staging / "done").write_text("")
         os.rename(staging, entry)
     except OSError:
         pass  # another worker published it first, or the disk is full: computed anyway
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return reference
+    return Expected(reference, allowed)
 
 
 def _key(task: Task, sizes: dict, seed: int, distribution: str) -> str:
@@ -169,8 +213,10 @@ def _write_entry(entry: Path, task: Task, sizes: dict, seed: int, distribution: 
     staging = Path(tempfile.mkdtemp(dir=entry.parent, prefix=".inputs-"))
     try:
         inputs = make_inputs(task, sizes, seed, distribution)
-        for name, values in {**inputs, **reference_outputs(task, inputs, sizes)}.items():
+        reference = reference_outputs(task, inputs, sizes)
+        for name, values in inputs.items():
             np.save(staging / f"{name}.npy", values)
+        _save_expected(staging, task, reference, allowance_of(task, inputs, reference, sizes))
         (staging / "done").write_text("")
         os.rename(staging, entry)
     except OSError:

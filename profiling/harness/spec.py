@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 
@@ -146,6 +147,15 @@ class Task:
     # Optional custom comparison for outputs that are not elementwise-unique (top-k
     # indices under ties, say). Returns None when the outputs are acceptable.
     compare: Callable[[Arrays, Arrays, Arrays, Sizes], Mismatch | None] | None = None
+    # Or, for outputs checked elementwise against an error bound that depends on the data:
+    # how far each element of each output may be from the reference (name -> array or
+    # number), from the inputs and the reference alone, never from what a candidate wrote.
+    # So it is worked out once per seed, kept beside the reference in the input cache
+    # (inputs.py: Expected.allowed), and not again for every candidate of a search
+    # (self_attention's costs more than its reference). `allowance_why` says how, in the
+    # mismatch's message. A task has `compare` or `allowance`, not both.
+    allowance: Callable[[Arrays, Arrays, Sizes], dict[str, np.ndarray | float]] | None = None
+    allowance_why: str = ""
     vendor: VendorReference | None = None
     # The naive kernel's median on the H200 at `sizes` (bench/results/2026-11-29-h200-
     # suite.json): the scale of one launch, so the gate can stop a candidate that takes
@@ -155,11 +165,37 @@ class Task:
     # "fp32" allows TF32 tensor cores only if the tolerance would accept them.
     math: str = "fp32"
 
+    def __post_init__(self) -> None:
+        if self.compare is not None and self.allowance is not None:
+            raise ValueError(f"task {self.name}: give compare or allowance, not both")
+
     def tolerance_for(self, dtype: str) -> Tolerance:
         return self.tolerances.get(dtype, DEFAULT_TOLERANCES[dtype])
+
+    def comparison(self) -> Callable[[Arrays, Arrays, Arrays, Sizes], Mismatch | None] | None:
+        """The custom comparison the gate runs (None: the elementwise tolerance): `compare`,
+        or each output against the allowance, the one kept with the reference when it was
+        (`expected.allowed`), else worked out now."""
+        if self.allowance is None:
+            return self.compare
+        return partial(_within_allowance, self)
 
     def all_tensors(self) -> tuple[TensorSpec, ...]:
         return self.inputs + self.outputs
 
     def footprint_bytes(self, sizes: Sizes) -> int:
         return sum(t.nbytes(sizes) for t in self.all_tensors())
+
+
+def _within_allowance(task: Task, outputs: Arrays, expected: Arrays, inputs: Arrays,
+                      sizes: Sizes) -> Mismatch | None:
+    from .tasks._common import check_within  # the tasks' helpers import this module
+
+    allowed = getattr(expected, "allowed", None)
+    if allowed is None:
+        allowed = task.allowance(inputs, expected, sizes)  # type: ignore[misc]
+    for t in task.outputs:
+        wrong = check_within(t.name, outputs[t.name], expected[t.name], allowed[t.name], task.allowance_why)
+        if wrong is not None:
+            return wrong
+    return None

@@ -280,7 +280,7 @@ class Session:
         )
 
     def check(self, run: RunBuffers, sizes: dict) -> tuple[GuardFailure | None, float, float]:
-        return check_run(run, self.task.tolerance_for, sizes, self.task.compare)
+        return check_run(run, self.task.tolerance_for, sizes, self.task.comparison())
 
     def poison_writable(self, buffers: dict) -> None:
         if self.sanitizing:
@@ -365,7 +365,7 @@ class Session:
                    if device.count_differences(self.harness_module, self.gpu, buffers[t.name],
                                                seed_on_gpu.inputs[t.name])]
         canaries_ok = all(check_canaries(name, *pair) is None for name, pair in guards.items())
-        elementwise = self.task.compare is None and all(t.dtype == "float32" for t in self.task.outputs)
+        elementwise = self.task.comparison() is None and all(t.dtype == "float32" for t in self.task.outputs)
         if canaries_ok and not mutated and elementwise:
             worst_abs = worst_rel = 0.0
             clean = True

@@ -109,3 +109,83 @@ def test_large_runs_and_runs_without_a_cache_are_computed_each_time(tmp_path, mo
     monkeypatch.setattr(module, "RUN_REFERENCE_MAX_BYTES", 1024)
     run_reference(task, inputs, sizes, str(tmp_path))
     assert not (tmp_path / "runs").exists()
+
+
+# -- a task's allowance, kept with the reference --------------------------------------------
+
+
+def _counting_allowance(task):
+    """The task with its allowance counted: how often it is worked out."""
+    import dataclasses
+
+    calls = []
+
+    def allowance(inputs, expected, sizes):
+        calls.append(1)
+        return task.allowance(inputs, expected, sizes)
+
+    return dataclasses.replace(task, allowance=allowance), calls
+
+
+def _one_wrong(expected):
+    wrong = {name: np.array(values, copy=True) for name, values in expected.items()}
+    first = next(iter(wrong.values())).reshape(-1)
+    first[first.size // 2] += 1 + abs(first[first.size // 2])
+    return wrong
+
+
+def test_an_allowance_is_worked_out_once_per_seed_and_read_back_by_every_later_candidate(tmp_path):
+    """sgemm's |A| @ |B|, conv2d's |x| conv |w| and self_attention's propagated error cost
+    as much as the reference or more: each candidate of a search (a process of its own)
+    reads them from the cache, with the same verdict and message as working them out."""
+    for name in ("sgemm", "conv2d", "self_attention"):
+        task, calls = _counting_allowance(tasks.get(name))
+        sizes = task.l0_sizes[2]
+        inputs, expected = inputs_and_reference(task, sizes, 5, "heavy_tailed", str(tmp_path))
+        assert calls == [1], name  # with the reference, at the entry's build
+        for _candidate in range(3):
+            inputs, expected = inputs_and_reference(task, sizes, 5, "heavy_tailed", str(tmp_path))
+            assert expected.allowed is not None and not next(iter(expected.allowed.values())).flags.writeable
+            right = {n: np.array(v, copy=True) for n, v in expected.items()}
+            assert task.comparison()(right, expected, inputs, sizes) is None
+            cached = task.comparison()(_one_wrong(expected), expected, inputs, sizes)
+        assert calls == [1], name  # never again
+
+        fresh_inputs, fresh = inputs_and_reference(task, sizes, 5, "heavy_tailed", None)
+        assert fresh.allowed is None  # no cache: the comparison works it out, as before
+        worked_out = task.comparison()(_one_wrong(fresh), fresh, fresh_inputs, sizes)
+        assert calls == [1, 1], name
+        assert cached is not None and cached.message == worked_out.message, name
+        for output, allowed in expected.allowed.items():
+            np.testing.assert_array_equal(
+                allowed, np.broadcast_to(task.allowance(fresh_inputs, fresh, sizes)[output], allowed.shape))
+
+
+def test_a_timed_run_s_allowance_is_kept_with_its_reference_for_its_exact_inputs_only(tmp_path):
+    from profiling.harness.inputs import run_reference
+
+    task, calls = _counting_allowance(tasks.get("sgemm"))
+    sizes = task.l0_sizes[2]
+    inputs = run_inputs(task, sizes, 3)
+    first = run_reference(task, inputs, sizes, str(tmp_path))
+    again = run_reference(task, {k: v.copy() for k, v in inputs.items()}, sizes, str(tmp_path))
+    assert calls == [1]
+    np.testing.assert_array_equal(again.allowed["C"], first.allowed["C"])
+
+    changed = {k: v.copy() for k, v in inputs.items()}
+    changed["A"].flat[0] += 1.0
+    other = run_reference(task, changed, sizes, str(tmp_path))
+    assert calls == [1, 1] and not np.array_equal(other.allowed["C"], first.allowed["C"])
+    assert run_reference(task, inputs, sizes, None).allowed is None  # no cache: none kept
+
+
+def test_an_entry_written_without_the_allowance_still_compares(tmp_path):
+    """A cache entry from before allowances were kept: the comparison works it out."""
+    task = tasks.get("sgemm")
+    sizes = task.l0_sizes[2]
+    inputs_and_reference(task, sizes, 1, "normal", str(tmp_path))
+    for file in tmp_path.glob("*/allowed-*.npy"):
+        file.unlink()
+    inputs, expected = inputs_and_reference(task, sizes, 1, "normal", str(tmp_path))
+    assert expected.allowed is None
+    assert task.comparison()(_one_wrong(expected), expected, inputs, sizes) is not None

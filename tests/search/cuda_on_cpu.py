@@ -216,8 +216,9 @@ def mismatch(task: Task, sizes: dict[str, int], inputs: dict[str, np.ndarray],
              outputs: dict[str, np.ndarray]) -> str | None:
     """Why the outputs differ from the task's reference beyond its tolerance, or None."""
     expected = task.reference(inputs, sizes)
-    if task.compare is not None:
-        found = task.compare(outputs, expected, inputs, sizes)
+    compare = task.comparison()
+    if compare is not None:
+        found = compare(outputs, expected, inputs, sizes)
         return None if found is None else f"{found.output}: {found.message}"
     for name, ref in expected.items():
         failure, _, _ = compare_values(name, outputs[name], ref, task.tolerance_for(str(ref.dtype)))
