@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import copy
 import difflib
 import hashlib
 import json
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from django.db.models import Count, QuerySet
@@ -278,25 +280,37 @@ def skill_card_anchor_code(*, card: SkillCard, most: int = 4) -> list[dict]:
     lines the step changes in it (the diff to the after-state, made here:
     lineage/engine/excerpts.py) and a few around them. A step whose expert is not in this
     project (an imported card's) is left out."""
+    shown = []
+    for step in (card.data.get("vector") or [])[:most]:
+        after = step.get("after")
+        found = _step_anchor(str(step.get("task") or ""), str(step.get("before") or ""),
+                             after if isinstance(after, str) else None)
+        if found is not None:
+            shown.append(copy.deepcopy(found))  # the cached one stays as it was
+    return shown
+
+
+@lru_cache(maxsize=256)
+def _step_anchor(task: str, before_flags: str, after_flags: str | None) -> dict | None:
+    """One step's excerpt. It depends only on the step and the expert's files, which
+    change with a deploy, not with a card's revision: worked out once per process (it
+    runs unifdef and the macro expansion twice), not at every read of a card."""
     from lineage.engine import experts
     from lineage.engine.excerpts import anchor_lines, excerpt
 
-    shown = []
-    for step in (card.data.get("vector") or [])[:most]:
-        try:
-            expert = experts.load(step.get("task", ""))
-        except experts.ExpertError:
-            continue
-        before, after = (frozenset(f for f in (step.get(key) or "").split(",") if f)
-                         for key in ("before", "after"))
-        if not (expert.valid(before) and expert.valid(after)):
-            continue
-        source = expert.plain_source(before)
-        lines = anchor_lines(text_diff(source, expert.plain_source(after), "before.cu", "after.cu"))
-        if lines:
-            shown.append({"task": step["task"], "state": step.get("before") or "", "after": step.get("after"),
-                          **excerpt(source, lines)})
-    return shown
+    try:
+        expert = experts.load(task)
+    except experts.ExpertError:
+        return None
+    before, after = (frozenset(f for f in (flags or "").split(",") if f)
+                     for flags in (before_flags, after_flags))
+    if not (expert.valid(before) and expert.valid(after)):
+        return None
+    source = expert.plain_source(before)
+    lines = anchor_lines(text_diff(source, expert.plain_source(after), "before.cu", "after.cu"))
+    if not lines:
+        return None
+    return {"task": task, "state": before_flags, "after": after_flags, **excerpt(source, lines)}
 
 
 def _ratios(before: dict, after: dict) -> dict[str, float]:
