@@ -110,6 +110,22 @@ class Fusion(nn.Module):
         return hidden + residual.to(hidden.dtype)
 
 
+SCHEDULES = ("cosine", "constant")
+
+
+def learning_rate_factor(progress: float, schedule: str, warmup: float) -> float:
+    """The learning rate's share of its peak at `progress` (0 at the start, 1 at the end):
+    a linear rise over the first `warmup`, then flat ("constant") or half a cosine down to
+    a tenth ("cosine")."""
+    progress = min(max(progress, 0.0), 1.0)
+    if warmup > 0 and progress < warmup:
+        return max(progress / warmup, 0.01)
+    if schedule == "constant":
+        return 1.0
+    after = (progress - warmup) / (1.0 - warmup) if warmup < 1 else 1.0
+    return 0.1 + 0.9 * 0.5 * (1.0 + math.cos(math.pi * after))
+
+
 @dataclass
 class Expert:
     name: str
@@ -128,6 +144,9 @@ class TrainReport:
     seconds: float
     trainable_parameters: int
     frozen_parameters: int
+    batch: int = 1  # pairs per step
+    schedule: str = "constant"
+    learning_rates: list[float] = field(default_factory=list)  # at each logged step
 
     @property
     def tokens_per_s(self) -> float:
@@ -139,7 +158,9 @@ class TrainReport:
                 "first_loss": self.losses[0] if self.losses else None,
                 "last_loss": self.losses[-1] if self.losses else None,
                 "trainable_parameters": self.trainable_parameters,
-                "frozen_parameters": self.frozen_parameters, "losses": [round(x, 4) for x in self.losses]}
+                "frozen_parameters": self.frozen_parameters, "batch": self.batch, "schedule": self.schedule,
+                "losses": [round(x, 4) for x in self.losses],
+                "learning_rates": [float(f"{x:.4g}") for x in self.learning_rates]}
 
 
 @dataclass
@@ -299,42 +320,60 @@ class MixtureOfThoughts(nn.Module):
         return expert.tokenizer.decode(out[0, ids.shape[1]:].tolist(), skip_special_tokens=True), call.active
 
     def train_pairs(self, pairs: Sequence[tuple[str, str]], *, steps: int, lr: float = 3e-3,
-                    seed: int = 0, log_every: int = 1, max_seconds: float | None = None) -> TrainReport:
-        """AdamW on the router and fusion parameters only, one (intent, kernel) pair per
-        step, drawn in a seeded shuffled order; the loss every `log_every` steps. Stops
-        after `steps`, or earlier once `max_seconds` have passed."""
+                    seed: int = 0, log_every: int = 1, max_seconds: float | None = None, batch: int = 1,
+                    schedule: str = "cosine", warmup: float = 0.05) -> TrainReport:
+        """AdamW on the router and fusion parameters only: each step averages the gradients
+        of `batch` (intent, kernel) pairs (accumulated one pair at a time: their lengths
+        and routings differ), drawn in a seeded shuffled order; the loss (the step's mean)
+        every `log_every` steps. Stops after `steps`, or earlier once `max_seconds` have
+        passed. The learning rate rises linearly over the first `warmup` of the run, then
+        follows `schedule`: "cosine" down to a tenth of `lr` at the end, or "constant". The
+        run's progress is whichever limit is nearer: steps done, or seconds spent."""
         if not pairs:
             raise ValueError("no (intent, kernel) pairs to train on")
+        if batch < 1:
+            raise ValueError(f"batch must be at least 1, not {batch}")
+        if schedule not in SCHEDULES:
+            raise ValueError(f"schedule {schedule!r}: one of {', '.join(SCHEDULES)}")
         rng = random.Random(seed)
         torch.manual_seed(seed)
         optimizer = torch.optim.AdamW(self.trainable(), lr=lr, weight_decay=0.0)
         order: list[int] = []
-        losses, tokens, started = [], 0, time.monotonic()
+        losses, rates, tokens, started = [], [], 0, time.monotonic()
         self.train()
         done = 0
         for step in range(steps):
-            if max_seconds is not None and time.monotonic() - started > max_seconds:
+            elapsed = time.monotonic() - started
+            if max_seconds is not None and elapsed > max_seconds:
                 break
             done = step + 1
-            if not order:
-                order = list(range(len(pairs)))
-                rng.shuffle(order)
-            text, target = pairs[order.pop()]
-            loss, count = self.loss(text, target)
+            progress = max(step / steps, elapsed / max_seconds if max_seconds else 0.0)
+            rate = lr * learning_rate_factor(progress, schedule, warmup)
+            for group in optimizer.param_groups:
+                group["lr"] = rate
             optimizer.zero_grad()
-            loss.backward()
+            total = 0.0
+            for _ in range(batch):
+                if not order:
+                    order = list(range(len(pairs)))
+                    rng.shuffle(order)
+                text, target = pairs[order.pop()]
+                loss, count = self.loss(text, target)
+                (loss / batch).backward()
+                total += loss.item() / batch
+                tokens += count
             nn.utils.clip_grad_norm_(self.trainable(), 1.0)
             optimizer.step()
-            tokens += count
             if step % log_every == 0 or step == steps - 1:
-                losses.append(loss.item())
+                losses.append(total)
+                rates.append(rate)
         if torch.cuda.is_available():
             torch.cuda.synchronize()
         self.eval()
         frozen = sum(p.numel() for e in self.experts.values() for p in e.model.parameters())
         return TrainReport(steps=done, losses=losses, tokens=tokens, seconds=time.monotonic() - started,
                            trainable_parameters=sum(p.numel() for p in self.trainable()),
-                           frozen_parameters=frozen)
+                           frozen_parameters=frozen, batch=batch, schedule=schedule, learning_rates=rates)
 
     def mean_loss(self, pairs: Sequence[tuple[str, str]]) -> float:
         with torch.no_grad():

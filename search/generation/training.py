@@ -1,7 +1,8 @@
 """train-mot: the fusion and router trained on (intent, kernel) pairs, on a GPU host.
 
     python -m search.generation train-mot --pairs pairs.json --out mot.safetensors \\
-        (--tiny | --expert NAME=PATH ...) [--minutes 5] [--steps N] [--stacks 2]
+        (--tiny | --expert NAME=PATH ...) [--minutes 5] [--steps N] [--stacks 2] \\
+        [--batch 8] [--schedule cosine] [--warmup 0.05]
 
 No Django here (GPU hosts have none): `manage.py generation dataset` writes the pairs
 from the database, `manage.py generation train-mot` calls `train` in-process where the
@@ -21,7 +22,8 @@ from .dataset import Pair, load
 
 
 def train(pairs: Sequence[Pair], experts: list[Any], *, out: str, minutes: float = 5.0, steps: int = 10**9,
-          lr: float = 3e-3, stacks: int = 2, shared: int = 256, k: int = 2) -> dict[str, Any]:
+          lr: float = 3e-3, stacks: int = 2, shared: int = 256, k: int = 2, batch: int = 1,
+          schedule: str = "cosine", warmup: float = 0.05) -> dict[str, Any]:
     import torch
 
     from .mot import MixtureOfThoughts
@@ -37,7 +39,8 @@ def train(pairs: Sequence[Pair], experts: list[Any], *, out: str, minutes: float
     if not usable:
         raise ValueError(f"no pair fits the experts' context of {limit} tokens")
     before = mot.mean_loss(usable)
-    report = mot.train_pairs(usable, steps=steps, lr=lr, log_every=25, max_seconds=minutes * 60)
+    report = mot.train_pairs(usable, steps=steps, lr=lr, log_every=25, max_seconds=minutes * 60, batch=batch,
+                             schedule=schedule, warmup=warmup)
     after = mot.mean_loss(usable)
     mot.save(out)
     return {"device": device, "pairs": len(usable), "dropped_too_long": len(pairs) - len(usable),
@@ -58,13 +61,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--lr", type=float, default=3e-3)
     p.add_argument("--stacks", type=int, default=2)
     p.add_argument("--shared", type=int, default=256)
+    p.add_argument("--batch", type=int, default=1, help="pairs per step (gradients averaged)")
+    p.add_argument("--schedule", choices=("cosine", "constant"), default="cosine",
+                   help="the learning rate after the warmup: half a cosine down to a tenth, or flat")
+    p.add_argument("--warmup", type=float, default=0.05, help="share of the run the learning rate rises over")
     p.add_argument("--report", help="write the report (JSON) here too")
     args = parser.parse_args(argv)
     try:
         pairs = load(args.pairs)
         experts = build(args.tiny, args.expert)
         report = train(pairs, experts, out=args.out, minutes=args.minutes, steps=args.steps, lr=args.lr,
-                       stacks=args.stacks, shared=args.shared)
+                       stacks=args.stacks, shared=args.shared, batch=args.batch, schedule=args.schedule,
+                       warmup=args.warmup)
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -72,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.report:
         with open(args.report, "w") as handle:
             handle.write(text)
-    print(json.dumps({k: v for k, v in report.items() if k != "losses"}))
+    print(json.dumps({k: v for k, v in report.items() if k not in ("losses", "learning_rates")}))
     return 0
 
 

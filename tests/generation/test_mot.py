@@ -121,3 +121,44 @@ def test_generation_runs_end_to_end_and_says_who_wrote_what(mot):
     assert attempt.stage == "reply" and not generation.passed and generation.written is None
     assert attempt.writer == "mot:" + "+".join(attempt.experts) and len(attempt.experts) == 2
     assert "```cuda" in attempt.message
+
+
+def test_the_learning_rate_warms_up_then_follows_a_half_cosine_down_to_a_tenth():
+    from search.generation.mot import learning_rate_factor
+
+    assert learning_rate_factor(0.0, "cosine", 0.1) == pytest.approx(0.01)  # never quite zero
+    assert learning_rate_factor(0.05, "cosine", 0.1) == pytest.approx(0.5)
+    assert learning_rate_factor(0.1, "cosine", 0.1) == pytest.approx(1.0)
+    assert learning_rate_factor(0.55, "cosine", 0.1) == pytest.approx(0.55)
+    assert learning_rate_factor(1.0, "cosine", 0.1) == pytest.approx(0.1)
+    assert learning_rate_factor(0.7, "constant", 0.1) == 1.0
+    assert learning_rate_factor(5.0, "cosine", 0.0) == pytest.approx(0.1)  # past the end: the floor
+
+
+def test_a_batch_averages_its_pairs_and_the_report_says_how_it_was_trained(mot):
+    """A step of `batch` pairs moves the parts as the mean of their gradients: the same
+    step as one pass over the pairs' mean loss."""
+    start = {name: value.clone() for name, value in mot.state_dict().items()}
+    report = mot.train_pairs(TOY[:2], steps=1, lr=1e-2, batch=2, schedule="constant", warmup=0.0, seed=3)
+    assert report.batch == 2 and report.schedule == "constant" and report.learning_rates == [1e-2]
+    assert report.to_dict()["learning_rates"] == [0.01]
+    stepped = {name: value.clone() for name, value in mot.state_dict().items()}
+
+    mot.load_state_dict(start)  # the same step by hand, on the mean of the two pairs' losses
+    optimizer = torch.optim.AdamW(mot.trainable(), lr=1e-2, weight_decay=0.0)
+    mot.train()
+    mean = sum(mot.loss(text, target)[0] for text, target in TOY[:2]) / 2
+    optimizer.zero_grad()
+    mean.backward()
+    torch.nn.utils.clip_grad_norm_(mot.trainable(), 1.0)
+    optimizer.step()
+    mot.eval()
+    moved = False
+    for name, value in mot.state_dict().items():
+        assert torch.allclose(value, stepped[name], atol=1e-6), name
+        moved |= not torch.equal(value, start[name])
+    assert moved
+    with pytest.raises(ValueError, match="batch"):
+        mot.train_pairs(TOY, steps=1, batch=0)
+    with pytest.raises(ValueError, match="schedule"):
+        mot.train_pairs(TOY, steps=1, schedule="step")

@@ -52,6 +52,9 @@ class Command(BaseCommand):
         t.add_argument("--pairs", required=True)
         t.add_argument("--minutes", type=float, default=5.0)
         t.add_argument("--stacks", type=int, default=2)
+        t.add_argument("--batch", type=int, default=1, help="pairs per step (gradients averaged)")
+        t.add_argument("--schedule", choices=("cosine", "constant"), default="cosine")
+        t.add_argument("--warmup", type=float, default=0.05)
 
     def handle(self, *args, **opts) -> None:
         try:
@@ -149,8 +152,10 @@ class Command(BaseCommand):
         path = settings.OPTIML_GENERATION_MOT
         path.parent.mkdir(parents=True, exist_ok=True)
         report = train(load(opts["pairs"]), experts, out=str(path), minutes=opts["minutes"],
-                       stacks=opts["stacks"], k=settings.OPTIML_GENERATION_K)
-        self.stdout.write(json.dumps({k: v for k, v in report.items() if k != "losses"}))
+                       stacks=opts["stacks"], k=settings.OPTIML_GENERATION_K, batch=opts["batch"],
+                       schedule=opts["schedule"], warmup=opts["warmup"])
+        curves = ("losses", "learning_rates")
+        self.stdout.write(json.dumps({k: v for k, v in report.items() if k not in curves}))
 
 
 class _CompiledCounts:
