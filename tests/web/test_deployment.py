@@ -10,6 +10,7 @@ same way. Like the classic builder, docker-py always keeps the Dockerfile and
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import tomllib
@@ -137,6 +138,28 @@ def test_the_gpu_worker_is_built_on_cuda_13_devel_and_runs_one_process_on_one_gp
     assert command[command.index("--concurrency") + 1] == "1"
     (device,) = worker["deploy"]["resources"]["reservations"]["devices"]
     assert device["driver"] == "nvidia" and len(device["device_ids"]) == 1
+
+
+@pytest.mark.parametrize(("dockerfile", "extras", "installs"), [
+    ("docker/Dockerfile", "", ["."]),
+    ("docker/Dockerfile", "generation", [".[generation]", "--extra-index-url", "https://download.pytorch.org/whl/cpu"]),
+    ("docker/Dockerfile.gpu", "", [".[gpu]"]),
+    ("docker/Dockerfile.gpu", "generation", [".[gpu,generation]"]),
+])
+def test_the_images_take_optional_extras_from_one_build_arg(dockerfile, extras, installs):
+    """OPTIML_EXTRAS=generation builds local experts' torch and transformers in (the web
+    image's torch from the CPU index); empty, the images are as before. The RUN line's
+    own shell words are run, with pip replaced by an echo."""
+    compose = yaml.safe_load((ROOT / "docker/docker-compose.yml").read_text())
+    for service in ("web", "worker-cpu", "worker-gpu"):
+        assert compose["services"][service]["build"]["args"] == {"EXTRAS": "${OPTIML_EXTRAS:-}"}, service
+    text = (ROOT / dockerfile).read_text()
+    assert 'ARG EXTRAS=""' in text
+    (words,) = re.findall(r"pip install (.*EXTRAS.*?) \\$", text, flags=re.MULTILINE)
+    script = f'EXTRAS="$1"; for word in {words}; do echo "$word"; done'
+    shown = subprocess.run(["sh", "-c", script, "sh", extras], capture_output=True, text=True,
+                           check=True).stdout.split()
+    assert shown == installs
 
 
 def _compose() -> list[str] | None:
