@@ -92,13 +92,21 @@ def node_detail(*, run: Run, node: RunNode, url: str) -> dict[str, Any]:
 
 def kernel_diff(before: Candidate, after: Candidate, *, to_label: str) -> str:
     """Unified diff of source and launch plan, as one text each."""
-    return "".join(difflib.unified_diff(_kernel_lines(before), _kernel_lines(after),
-                                        fromfile="node 0 (root)", tofile=to_label))
+    return source_plan_diff(before.source, before.plan, after.source, after.plan,
+                            from_label="node 0 (root)", to_label=to_label)
 
 
-def _kernel_lines(candidate: Candidate) -> list[str]:
-    plan = json.dumps(candidate.plan, indent=2, sort_keys=True)
-    return f"{candidate.source.rstrip()}\n\n// launch plan\n{plan}\n".splitlines(keepends=True)
+def source_plan_diff(before_source: str, before_plan: Any, after_source: str, after_plan: Any, *,
+                     from_label: str, to_label: str) -> str:
+    """Unified diff of two kernels, each its source then its launch plan (sorted JSON)."""
+    return "".join(difflib.unified_diff(_kernel_lines(before_source, before_plan),
+                                        _kernel_lines(after_source, after_plan),
+                                        fromfile=from_label, tofile=to_label))
+
+
+def _kernel_lines(source: str, plan: Any) -> list[str]:
+    text = json.dumps(plan, indent=2, sort_keys=True)
+    return f"{source.rstrip()}\n\n// launch plan\n{text}\n".splitlines(keepends=True)
 
 
 def _compile(compiled: dict | None) -> dict | None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import difflib
-import json
 import re
 import uuid
 
@@ -16,6 +15,7 @@ from profiling.harness import declared
 from profiling.harness.candidate import Candidate
 from search.engine.explain import why_faster
 from search.engine.tree import Tree
+from search.inspector import source_plan_diff
 from search.models import GenerationAttempt, Run, RunEvent, RunNode, ShareLink
 from search.state import state_of
 
@@ -259,7 +259,9 @@ def run_generation(*, run: Run) -> dict | None:
         written = job.written or {}
         as_written = Candidate.from_source_and_plan(written.get("source", ""), written.get("plan") or {})
         if as_written.content_hash() != root.candidate.content_hash:
-            edited = {"diff": _edit_diff(written, root.candidate)}
+            edited = {"diff": source_plan_diff(str(written.get("source", "")), written.get("plan"),
+                                               root.candidate.source, root.candidate.plan,
+                                               from_label="as written", to_label="as the run started")}
     else:
         rows = _generation_rows(run=run, root=root, named=str(params.get("generation") or ""))
     if not rows and not isinstance(params.get("attempts"), list):
@@ -324,18 +326,6 @@ def _attempt_source(attempt: GenerationAttempt) -> str | None:
     mine = [d for d in drafts
             if isinstance(d, dict) and d.get("expert") == attempt.writer and d.get("source")]
     return str(mine[-1]["source"]) if mine else None
-
-
-def _edit_diff(written: dict, root) -> str:
-    """What the run's creator changed in the written kernel (source and launch plan)
-    before starting the run."""
-    def text(source: str, plan) -> list[str]:
-        return f"{source.rstrip()}\n\n// launch plan\n{json.dumps(plan, indent=2, sort_keys=True)}\n" \
-            .splitlines(keepends=True)
-
-    return "".join(difflib.unified_diff(text(str(written.get("source", "")), written.get("plan")),
-                                        text(root.source, root.plan), fromfile="as written",
-                                        tofile="as the run started"))
 
 
 def _source_diff(before: str | None, after: str | None, round_: int) -> str:

@@ -73,9 +73,13 @@ DEADLINE_S = 210  # the kills and the finish together; the test takes about half
 _postgres = os.environ.get("DATABASE_URL", "").startswith(("postgres://", "postgresql://"))
 _redis = os.environ.get("REDIS_URL", "").startswith(("redis://", "rediss://"))
 
+# Real worker processes need a database and a broker they can reach: not SQLite in memory.
+needs_postgres_and_redis = pytest.mark.skipif(
+    not (_postgres and _redis),
+    reason="needs DATABASE_URL=postgres://… and REDIS_URL=redis://… (.ci/run sets both)")
+
 pytestmark = [
-    pytest.mark.skipif(not (_postgres and _redis),
-                       reason="needs DATABASE_URL=postgres://… and REDIS_URL=redis://… (.ci/run sets both)"),
+    needs_postgres_and_redis,
     pytest.mark.django_db(transaction=True),
     pytest.mark.timeout(DEADLINE_S + 90),
 ]

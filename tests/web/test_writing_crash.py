@@ -21,19 +21,15 @@ from pathlib import Path
 import pytest
 
 from tests.search.scripted_llm import WRITTEN_RELU, llm_server_fixture, reply, slow, written_relu  # noqa: F401
-from tests.web.test_crash_safety import Worker, _database_url, broker_on
+from tests.web.test_crash_safety import Worker, _database_url, broker_on, needs_postgres_and_redis
 
 HEARTBEAT_S = 0.3  # a job that misses six (1.8 s) lost its worker
 VISIBILITY_S = 10  # Redis gives the killed worker's message back after this
 DEADLINE_S = 120
 WRITING_REDIS_DB = 14  # not the crash test's: either may run while the other does
 
-_postgres = os.environ.get("DATABASE_URL", "").startswith(("postgres://", "postgresql://"))
-_redis = os.environ.get("REDIS_URL", "").startswith(("redis://", "rediss://"))
-
 pytestmark = [
-    pytest.mark.skipif(not (_postgres and _redis),
-                       reason="needs DATABASE_URL=postgres://… and REDIS_URL=redis://… (.ci/run sets both)"),
+    needs_postgres_and_redis,
     pytest.mark.django_db(transaction=True),
     pytest.mark.timeout(DEADLINE_S + 60),
 ]
