@@ -129,7 +129,8 @@ def replay_roundtrip(task_name: str, evaluations: int, recording: Path | str,
                      sources: list | None = None) -> Search:
     """A roundtrip search of bench/skills_roundtrip.py again, over its recording: from the
     expert's all-off state as written, the skill cards alone (or `sources`), the rule
-    judge, seed 0, for the `evaluations` the recorded run made. The same cards give the
+    judge, seed 0, for the `evaluations` the recorded run made, the search and the cards
+    as they were when it was recorded (2026-12-01: no lookahead, no measured reach). The same cards give the
     same tree; a kernel the run never measured is an error saying so."""
     from search.engine.__main__ import fast_math_allowed
     from search.engine.judges import RuleJudge
@@ -140,7 +141,7 @@ def replay_roundtrip(task_name: str, evaluations: int, recording: Path | str,
     search = Search(task_name, experts.load(task_name).written_candidate(frozenset()), judge=judge,
                     fallback_judge=judge,
                     sources=sources if sources is not None
-                    else [SkillSource(together=False, prune_orders=False)],
-                    config=SearchConfig(budget=evaluations, seed=0, max_depth=MAX_DEPTH),
+                    else [SkillSource(together=False, prune_orders=False, measured_reach=False)],
+                    config=SearchConfig(budget=evaluations, seed=0, max_depth=MAX_DEPTH, lookahead=0.0),
                     tolerance_allows_fast_math=fast_math_allowed(tasks.get(task_name)))
     return run_search(search, ReplayEvaluator(recording), budget=evaluations)

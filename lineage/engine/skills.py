@@ -74,18 +74,23 @@ class SkillSource:
 
     def __init__(self, cards: list[dict[str, Any]] | None = None, llm: Any = None,
                  llm_cards_per_node: int = LLM_CARDS_PER_NODE, together: bool = True,
-                 prune_orders: bool = True) -> None:
+                 prune_orders: bool = True, measured_reach: bool = True) -> None:
         self._cards = cards
         # Whether a card's patterns are also proposed all together (_together), and
         # whether the cards' order preconditions prune (_waits); both off to replay the
         # 2026-12-01 H200 roundtrip, which was recorded before they existed.
         self.together = together
         self.prune_orders = prune_orders
+        # Whether a step at its own recorded state says what it reaches (Proposal.reaches)
+        # and the lineage entry expects its recorded path, not its best first step; off to
+        # replay the H200 runs recorded before 2026-12-03.
+        self.measured_reach = measured_reach
         self.pruned: list[tuple[str, list[str]]] = []  # (proposal title, intents it needed first)
         self._llm = llm  # None: the endpoint OPTIML_LLM_* configures, if any
         self._llm_checked = llm is not None
         self.llm_cards_per_node = llm_cards_per_node
         self._asked: set[tuple[str, str]] = set()  # (card id, kernel hash) handed to the LLM
+        self._reached: dict[str, dict[str, float]] = {}  # task -> state -> best reached (_best_reached)
 
     @property
     def llm(self) -> Any:
@@ -110,7 +115,8 @@ class SkillSource:
     def propose(self, context: NodeContext) -> list[Proposal]:
         parent = context.candidate
         proposals: list[Proposal] = []
-        seen = {kernel_key(parent)}  # kernels proposed here, layout aside
+        here = kernel_key(parent)
+        seen = {here}  # kernels proposed here, layout aside
         matched: set[str] = set()
         parsed = antiunify.Parsed(parent.source)  # once for every card's first match
         for card in self.cards:
@@ -157,7 +163,8 @@ class SkillSource:
                                 "generalised": edits_key == "general_edits",
                                 "lineage": step["task"], "before": step["before"],
                                 "after": step["after"]},
-                        expected_speedup=step.get("speedup") or _median(card)))
+                        expected_speedup=step.get("speedup") or _median(card),
+                        reaches=self._reaches(step, here)))
         waits = self._waits(proposals, context) if self.prune_orders else (lambda card: [])
         kept = []
         for proposal in proposals:
@@ -170,6 +177,39 @@ class SkillSource:
             unmatched = [c for c in self.cards if c["id"] not in matched and not waits(c)]
             kept += self._by_llm(context, unmatched, seen)
         return kept + self._lineage_entry(context, seen)
+
+    def _reaches(self, step: dict[str, Any], here: tuple[str, str]) -> float | None:
+        """For a lineage's step proposed at exactly the state it was recorded from (`here`
+        is the parent's kernel key): its measured speed-up times the best its lineage's
+        recorded steps reached from the state after it (Proposal.reaches). None for a
+        step carried to any other kernel."""
+        speedup = step.get("speedup")
+        if not self.measured_reach or not speedup or recorded_state_key(step["task"], step["before"]) != here:
+            return None
+        return float(speedup) * self._best_reached(step["task"]).get(step["after"], 1.0)
+
+    def _best_reached(self, task: str) -> dict[str, float]:
+        """For each recorded state of `task`'s lineage (its flags, comma-separated): the
+        largest product of measured speed-ups along the recorded steps from it, 1 where
+        none is faster. Steps only switch flags on, so the states form a DAG."""
+        if task not in self._reached:
+            edges: dict[str, list[tuple[float, str]]] = {}
+            for card in self.cards:
+                for step in card.get("anchor", {}).get("steps", []):
+                    if step.get("task") == task and step.get("speedup"):
+                        edges.setdefault(step["before"], []).append((float(step["speedup"]), step["after"]))
+            best: dict[str, float] = {}
+
+            def reach(state: str) -> float:
+                if state not in best:
+                    best[state] = 1.0  # a cycle (never recorded) ends here
+                    best[state] = max([1.0, *(s * reach(after) for s, after in edges.get(state, ()))])
+                return best[state]
+
+            for state in list(edges):
+                reach(state)
+            self._reached[task] = best
+        return self._reached[task]
 
     def _lineage_entry(self, context: NodeContext, seen: set[tuple[str, str]]) -> list[Proposal]:
         """At the search's root, when the cards hold a lineage of this very task: that
@@ -194,8 +234,11 @@ class SkillSource:
                  for step in c.get("anchor", {}).get("steps", [])
                  if step.get("task") == context.task and not step.get("before") and step.get("speedup")]
         best = max(first, key=lambda found: found[1], default=None)
-        expected = (f" Its best first step, {best[0]}, measured {best[1]:.2f}x from this kernel."
-                    if best else "")
+        # What its recorded steps reached from this kernel, the best path's product
+        # (toward the expert's time): the expectation the entry is ranked by.
+        reached = self._best_reached(context.task).get("", 1.0)
+        expected = ((f" Its best first step, {best[0]}, measured {best[1]:.2f}x from this kernel;"
+                     if best else "") + f" its recorded steps reached {reached:.2f}x from it.")
         return [Proposal(
             source=f"lineage:{context.task}", title=f"{context.task}'s lineage: its plain attempt",
             rationale=(f"The skill library holds a verified lineage of {context.task} ({steps} "
@@ -205,7 +248,7 @@ class SkillSource:
             candidate=entry, diff=candidate_diff(context.candidate, entry),
             families=tuple(dict.fromkeys(f for intent, _ in first for f in _FAMILIES.get(intent, ()))),
             params={"lineage": context.task, "state": "", "materialised_by": "lineage"},
-            expected_speedup=best[1] if best else None)]
+            expected_speedup=(reached if self.measured_reach else best[1]) if best else None)]
 
     def _waits(self, proposals: list[Proposal], context: NodeContext):
         """For a card, the intents it must wait for here (none: it may be proposed): the
@@ -336,6 +379,18 @@ def _read_kernel(text: str, parent: Candidate) -> Candidate:
     if "".join(source.split()) == "".join(parent.source.split()):
         raise ValueError("the source is unchanged")
     return Candidate.from_source_and_plan(source, _plan(parent, data.get("plan")))
+
+
+@lru_cache(maxsize=512)
+def recorded_state_key(task: str, state: str) -> tuple[str, str] | None:
+    """The kernel key of a lineage's recorded state (its flags, comma-separated; "" the
+    plain attempt) as written, the kernel its steps were measured from; None when that
+    lineage's expert is not in this checkout."""
+    try:
+        written = experts.load(task).written_candidate(frozenset(f for f in state.split(",") if f))
+    except (experts.ExpertError, OSError, CandidateError):
+        return None
+    return kernel_key(written)
 
 
 def kernel_key(candidate: Candidate) -> tuple[str, str]:

@@ -31,6 +31,18 @@ class Proposal:
     # The speed-up the proposer's own evidence expects (a skill card's measured effect),
     # which the judge weighs into its prior; None when the proposer has no measurements.
     expected_speedup: float | None = None
+    # The speed-up over the parent measured reachable through this proposal from this
+    # very kernel: a lineage's step proposed at the state it was recorded from, times
+    # the best its recorded steps reached after it. None when nothing was measured from
+    # this kernel: an expectation carried over from other kernels (a card's median) is
+    # never counted on. The judge weighs it like expected_speedup; the search counts on
+    # it before repeating the measurement (SearchConfig.lookahead).
+    reaches: float | None = None
+
+    def best_expectation(self) -> float | None:
+        """The larger of the step's own expected speed-up and what it measured reachable."""
+        known = [s for s in (self.expected_speedup, self.reaches) if s is not None and s == s]
+        return max(known) if known else None
 
     def to_dict(self) -> dict[str, Any]:
         # Field by field, not dataclasses.asdict: that deep-copies the candidate only for it

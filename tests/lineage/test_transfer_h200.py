@@ -12,6 +12,7 @@ import pytest
 
 from bench.skills_roundtrip import MAX_DEPTH
 from bench.skills_transfer import SOURCES
+from lineage.engine.skills import SkillSource
 from profiling.harness import tasks
 from profiling.harness.candidate import Candidate
 from search.engine.evaluators import NO_RECORDING, ReplayEvaluator
@@ -31,8 +32,12 @@ def test_sgemms_transfer_run_replays_to_its_recorded_best_through_its_own_lineag
     judge = RuleJudge()
     search = Search("sgemm", Candidate.from_source_and_plan(task.naive_source, task.naive_plan),
                     judge=judge, fallback_judge=judge,
-                    sources=_make_sources(SOURCES.split(",")),  # as the run named them
-                    config=SearchConfig(budget=recorded["evaluations"], seed=0, max_depth=MAX_DEPTH),
+                    # as the run named them, as they were then (2026-12-01: the skills
+                    # without measured reach, the search without the lookahead)
+                    sources=[SkillSource(measured_reach=False) if isinstance(s, SkillSource) else s
+                             for s in _make_sources(SOURCES.split(","))],
+                    config=SearchConfig(budget=recorded["evaluations"], seed=0, max_depth=MAX_DEPTH,
+                                        lookahead=0.0),
                     tolerance_allows_fast_math=fast_math_allowed(task))
     run_search(search, ReplayEvaluator(RESULTS / "2026-12-01-h200-transfer" / "tr-b" / "rec-sgemm.json"),
                budget=recorded["evaluations"])

@@ -160,7 +160,7 @@ class LLMJudge:
         prior = self._priors.get(proposal.candidate.content_hash())
         if prior is not None:
             return prior
-        relative = evidence_weight(proposal.expected_speedup) / evidence_weight(None)
+        relative = evidence_weight(proposal.best_expectation()) / evidence_weight(None)
         return self._priors.get(proposal.title, 0.5 * relative)
 
     # --- writing a first kernel (no Mixture-of-Thoughts: one model, one answer) -----------

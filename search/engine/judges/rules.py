@@ -265,12 +265,17 @@ class RuleJudge:
         rank 0 (the top want) scores 1.0; with the defaults rank 1 scores 0.73, rank 2
         0.54, rank 3 0.41; a proposal of no wanted family (or of none) scores `base`.
         The proposer's own measured expectation, where it has one (a skill card's effect),
-        scales that (evidence_weight).
+        scales that (evidence_weight). A proposal measured from this very kernel
+        (Proposal.reaches) scores its evidence weight alone, whatever the families.
         """
+        if proposal.reaches is not None:
+            # Measured from this very kernel (a lineage's recorded step at its own state):
+            # a measurement outranks what the diagnosis infers from the families.
+            return evidence_weight(proposal.best_expectation())
         ranks = [diagnosis.wants.index(f) for f in proposal.families if f in diagnosis.wants]
         wanted = self.base_score if not ranks else \
             self.base_score + (1.0 - self.base_score) * self.rank_decay ** min(ranks)
-        return wanted * evidence_weight(proposal.expected_speedup)
+        return wanted * evidence_weight(proposal.best_expectation())
 
 
 # The expected speed-up at which a proposer's evidence weighs fully; below it the weight
