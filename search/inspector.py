@@ -17,6 +17,7 @@ from typing import Any
 
 from django.conf import settings
 
+from profiling.harness import profile
 from profiling.models import Candidate, Evaluation
 from search.models import Run, RunNode
 
@@ -130,6 +131,9 @@ def roofline(*, run: Run, node: RunNode, verdict: dict) -> dict[str, Any]:
         "achieved_flops_per_s": flops / seconds if flops and seconds else None,
         "achieved_bytes_per_s": moved / seconds if moved and seconds else None,
         "dram_bytes_measured": metrics.get("dram_bytes"),  # what ncu counted, if profiled
+        # L1, L2 and DRAM from the node's own counters and ceilings, if it was profiled
+        # with them (profile.hierarchical_roofline)
+        "measured": profile.hierarchical_roofline(metrics) if metrics else None,
         "ceilings": {"dram_bytes_per_s": DRAM_BYTES_PER_S, "fp32_flops_per_s": FP32_FLOPS_PER_S,
                      "ridge_intensity": FP32_FLOPS_PER_S / DRAM_BYTES_PER_S,
                      "source": CEILINGS_SOURCE},

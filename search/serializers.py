@@ -268,6 +268,10 @@ class RooflineSerializer(serializers.Serializer):
     achieved_bytes_per_s = serializers.FloatField(allow_null=True)
     dram_bytes_measured = serializers.FloatField(allow_null=True)
     ceilings = serializers.DictField()
+    measured = serializers.DictField(allow_null=True, help_text=(
+        "the hierarchical roofline from the node's own ncu counters: flops, seconds, "
+        "achieved_flops_per_s, fp32_flops_per_s and levels (L1, L2, DRAM: bytes, "
+        "ceiling_bytes_per_s, intensity, achieved_bytes_per_s); null when not profiled with them"))
 
 
 class NodeDetailSerializer(NodeRowSerializer):

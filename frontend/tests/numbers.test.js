@@ -46,6 +46,26 @@ describe("rooflineModel", () => {
     expect(() => rooflineModel({ ...relu, ceilings: {} })).toThrow(RooflineError);
     expect(() => rooflineModel({ ceilings: relu.ceilings })).toThrow(/missing/);
   });
+  // The hierarchical roofline's ceilings as the H200's ncu read them (bench/results/
+  // 2026-12-03-h200-ncu-roofline.json): L1 133.8 TB/s, L2 15.4 TB/s, DRAM 4.81 TB/s.
+  const measured = { achieved_flops_per_s: 1e12, fp32_flops_per_s: 6.69e13, levels: [
+    { level: "L1", intensity: 0.5, ceiling_bytes_per_s: 1.338e14 },
+    { level: "L2", intensity: 0.2, ceiling_bytes_per_s: 1.54e13 },
+    { level: "DRAM", intensity: 0.25, ceiling_bytes_per_s: 4.81e12 },
+    { level: "nothing moved", intensity: null, ceiling_bytes_per_s: 1e12 }] };
+  it("places each measured level at its own intensity under its own roof", () => {
+    const model = rooflineModel({ ...relu, measured });
+    expect(model.levels.map((l) => l.level)).toEqual(["L1", "L2", "DRAM"]);
+    expect(model.levels.map((l) => l.x)).toEqual([0.5, 0.2, 0.25]);
+    expect(model.levels.every((l) => l.y === 1e12)).toBe(true);
+    expect(model.levels[0].ridge).toBeCloseTo(6.7e13 / 1.338e14);
+    for (const l of model.levels) expect(model.xDomain[0]).toBeLessThan(Math.min(l.x, l.ridge));
+  });
+  it("draws no level without a profile that counted them", () => {
+    expect(rooflineModel(relu).levels).toEqual([]);
+    expect(rooflineModel({ ...relu, measured: null }).levels).toEqual([]);
+    expect(rooflineModel({ ...relu, measured: { ...measured, achieved_flops_per_s: 0 } }).levels).toEqual([]);
+  });
 });
 
 describe("bestSoFar", () => {

@@ -248,6 +248,18 @@ describe("charts", () => {
     expect(container.querySelector("circle.kernel-point title")?.textContent).toMatch(/memory roof/);
     expect(container.innerHTML).toMatchSnapshot();
   });
+
+  it("draws a roof and a point for each level the node's counters measured", () => {
+    const container = document.createElement("div");
+    const measured = { achieved_flops_per_s: 4e11, levels: [
+      { level: "L1", intensity: 0.125, ceiling_bytes_per_s: 1.338e14 },
+      { level: "L2", intensity: 0.08, ceiling_bytes_per_s: 1.54e13 },
+      { level: "DRAM", intensity: 0.125, ceiling_bytes_per_s: 4.81e12 }] };
+    renderRoofline(container, rooflineModel({ ...RELU_ROOFLINE, measured }), { width: 420, height: 260 });
+    expect(container.querySelectorAll("path.ceiling")).toHaveLength(5);
+    expect([...container.querySelectorAll("g.level-point text")].map((t) => t.textContent)).toEqual(["L1", "L2", "DRAM"]);
+    expect(container.querySelector("path.level-L2 title")?.textContent).toMatch(/^L2 15\.4 TB\/s/);
+  });
 });
 
 const DETAIL = {

@@ -30,6 +30,23 @@ METRICS = {
     "sm__maximum_warps_per_active_cycle_pct": "theoretical_occupancy_pct",
     "launch__grid_size": "grid_size",
     "launch__block_size": "block_size",
+    # The hierarchical roofline (Nsight Compute's): bytes through L1 and L2 (DRAM's are
+    # above), FP32 work, and each ceiling as the counter's peak per cycle times its
+    # unit's clock. Names checked on the H200's ncu 2025.3.1 with
+    # bench/ncu_roofline_probe.py (bench/results/2026-12-03-h200-ncu-roofline.json).
+    "l1tex__t_bytes.sum": "l1_bytes",
+    "lts__t_bytes.sum": "l2_bytes",
+    "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum": "ffma_thread_inst",
+    "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum": "fadd_thread_inst",
+    "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum": "fmul_thread_inst",
+    "l1tex__t_bytes.sum.peak_sustained": "l1_peak_bytes_per_cycle",
+    "lts__t_bytes.sum.peak_sustained": "l2_peak_bytes_per_cycle",
+    "dram__bytes.sum.peak_sustained": "dram_peak_bytes_per_cycle",
+    "l1tex__cycles_elapsed.avg.per_second": "l1_cycles_per_s",
+    "lts__cycles_elapsed.avg.per_second": "l2_cycles_per_s",
+    "dram__cycles_elapsed.avg.per_second": "dram_cycles_per_s",
+    "sm__sass_thread_inst_executed_op_ffma_pred_on.sum.peak_sustained": "ffma_peak_per_cycle",
+    "sm__cycles_elapsed.avg.per_second": "sm_cycles_per_s",
 }
 
 # Percent of peak at which a unit counts as the limiter. Nsight Compute's own
@@ -81,17 +98,21 @@ def parse_raw_csv(text: str) -> list[KernelProfile]:
 
 
 def _unit_scale(unit: str) -> float:
-    """Normalise to bytes and nanoseconds, whatever unit ncu chose for the column."""
+    """Normalise to bytes, nanoseconds and hertz, whatever unit ncu chose for the column.
+    A rate scales by its numerator: "Kbyte/cycle" is 1e3 bytes per cycle."""
+    numerator = unit.strip().split("/")[0]
     return {
         "byte": 1, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9,
         "KB": 1e3, "MB": 1e6, "GB": 1e9,
         "nsecond": 1, "usecond": 1e3, "msecond": 1e6, "second": 1e9,
         "ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9,
-    }.get(unit.strip(), 1.0)
+        "hz": 1, "Khz": 1e3, "Mhz": 1e6, "Ghz": 1e9, "Hz": 1, "KHz": 1e3, "MHz": 1e6, "GHz": 1e9,
+    }.get(numerator, 1.0)
 
 
 _SUMMED = ("duration_ns", "dram_read_bytes", "dram_write_bytes", "l1_global_load_sectors",
-           "l1_global_store_sectors", "instructions_executed")
+           "l1_global_store_sectors", "instructions_executed", "l1_bytes", "l2_bytes",
+           "ffma_thread_inst", "fadd_thread_inst", "fmul_thread_inst")
 
 
 def aggregate(profiles: list[KernelProfile]) -> dict[str, float]:
@@ -138,3 +159,33 @@ def classify(metrics: dict[str, float]) -> tuple[str, list[str]]:
     evidence.append(f"both units under {BUSY_PCT:.0f}% with enough warps: stalls dominate, "
                     "latency-bound")
     return "latency", evidence
+
+
+# (level, its bytes, its peak bytes per cycle, its clock) for the hierarchical roofline
+ROOFLINE_LEVELS = (("L1", "l1_bytes", "l1_peak_bytes_per_cycle", "l1_cycles_per_s"),
+                   ("L2", "l2_bytes", "l2_peak_bytes_per_cycle", "l2_cycles_per_s"),
+                   ("DRAM", "dram_bytes", "dram_peak_bytes_per_cycle", "dram_cycles_per_s"))
+
+
+def hierarchical_roofline(metrics: dict[str, float]) -> dict | None:
+    """The kernel on Nsight Compute's hierarchical roofline, from what ncu counted: its
+    FP32 work (an FFMA is two FLOP), the bytes through L1, L2 and DRAM, and each
+    ceiling as its counter's peak per cycle times its unit's clock, so the ceilings
+    are the profiled GPU's own. None for a profile without these counters (taken
+    before 2026-12-03)."""
+    if "ffma_thread_inst" not in metrics or not metrics.get("duration_ns"):
+        return None
+    flops = (2 * metrics["ffma_thread_inst"] + metrics.get("fadd_thread_inst", 0.0)
+             + metrics.get("fmul_thread_inst", 0.0))
+    seconds = metrics["duration_ns"] / 1e9
+    peak, clock = metrics.get("ffma_peak_per_cycle"), metrics.get("sm_cycles_per_s")
+    levels = []
+    for name, moved, per_cycle, hertz in ROOFLINE_LEVELS:
+        count, ceiling = metrics.get(moved), None
+        if metrics.get(per_cycle) and metrics.get(hertz):
+            ceiling = metrics[per_cycle] * metrics[hertz]
+        levels.append({"level": name, "bytes": count, "ceiling_bytes_per_s": ceiling,
+                       "intensity": flops / count if flops and count else None,
+                       "achieved_bytes_per_s": count / seconds if count else None})
+    return {"flops": flops, "seconds": seconds, "achieved_flops_per_s": flops / seconds,
+            "fp32_flops_per_s": 2 * peak * clock if peak and clock else None, "levels": levels}

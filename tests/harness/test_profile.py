@@ -110,3 +110,75 @@ def test_every_recorded_h200_profile_parses_and_names_its_bottleneck(task_name):
     assert metrics["instructions_executed"] > 0 and metrics["duration_ns"] > 0
     bottleneck, evidence = profile.classify(metrics)
     assert bottleneck == RECORDED_BOTTLENECKS[task_name], evidence
+
+
+PROBE = Path(__file__).parents[2] / "bench" / "results" / "2026-12-03-h200-ncu-roofline.json"
+
+
+def probed_names() -> set[str]:
+    """The counter names the probe found on the H200's ncu."""
+    import json
+
+    return {name for name, exists in json.loads(PROBE.read_text())["exists"].items() if exists}
+
+
+def probe_csv(kernels: list[str]) -> str:
+    """A raw ncu CSV (header, units, one row a kernel) holding what the H200's ncu read
+    for bench/ncu_roofline_probe.py's kernels (bench/results/2026-12-03-h200-ncu-roofline.json)."""
+    import csv
+    import io
+    import json
+
+    probe = json.loads(PROBE.read_text())["profile"]["kernels"]
+    names = list(probe[kernels[0]])
+    out = io.StringIO()
+    writer = csv.writer(out, quoting=csv.QUOTE_ALL)
+    writer.writerow(["Kernel Name", *names])
+    writer.writerow(["", *(probe[kernels[0]][n]["unit"] for n in names)])
+    for kernel in kernels:
+        writer.writerow([kernel, *(probe[kernel][n]["value"] for n in names)])
+    return out.getvalue()
+
+
+def test_the_hierarchical_roofline_has_the_h200s_own_ceilings():
+    """Every counter the profile asks for exists there, and the ceilings it reads are
+    the H200's: L1 132 SMs x 512 B a cycle at 1.98 GHz, L2, DRAM at the datasheet's 4.8
+    TB/s, FP32 132 x 128 FMA lanes at 1.98 GHz (GPU.md's 66.9 TFLOP/s)."""
+    (fma,) = profile.parse_raw_csv(probe_csv(["probe_fma"]))
+    assert set(profile.METRICS) - probed_names() == {
+        "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+        "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
+        "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+        "l1tex__throughput.avg.pct_of_peak_sustained_active",
+        "lts__throughput.avg.pct_of_peak_sustained_elapsed",
+        "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",
+        "smsp__inst_executed.sum", "launch__registers_per_thread",
+        "sm__warps_active.avg.pct_of_peak_sustained_active", "sm__maximum_warps_per_active_cycle_pct",
+        "launch__grid_size", "launch__block_size",
+    }  # the rest: the fixtures above, recorded there on 2026-11-29
+    roof = profile.hierarchical_roofline(profile.aggregate([fma]))
+    ceilings = {level["level"]: level["ceiling_bytes_per_s"] for level in roof["levels"]}
+    assert ceilings["L1"] == pytest.approx(132 * 512 * 1.98e9, rel=0.01)
+    assert ceilings["L2"] == pytest.approx(15.4e12, rel=0.01)
+    assert ceilings["DRAM"] == pytest.approx(4.8e12, rel=0.01)
+    assert roof["fp32_flops_per_s"] == pytest.approx(66.9e12, rel=0.01)
+    # The FMA chain: compute-bound, most of the FP32 peak, far right of every ridge.
+    assert 0.7 * roof["fp32_flops_per_s"] < roof["achieved_flops_per_s"] < roof["fp32_flops_per_s"]
+    assert all(level["intensity"] > 1000 for level in roof["levels"])
+
+
+def test_a_copy_moves_bytes_through_every_level_and_does_no_flop():
+    (copy,) = profile.parse_raw_csv(probe_csv(["probe_copy"]))
+    roof = profile.hierarchical_roofline(profile.aggregate([copy]))
+    moved = {level["level"]: level["bytes"] for level in roof["levels"]}
+    assert moved["L1"] == pytest.approx(2 * 2**30, rel=0.01)  # 1 GiB read, 1 GiB written
+    assert moved["DRAM"] == pytest.approx(2 * 2**30, rel=0.02)
+    assert roof["flops"] == 0 and all(level["intensity"] is None for level in roof["levels"])
+    dram = next(level for level in roof["levels"] if level["level"] == "DRAM")
+    assert 0.7 * dram["ceiling_bytes_per_s"] < dram["achieved_bytes_per_s"] < dram["ceiling_bytes_per_s"]
+
+
+def test_a_profile_without_these_counters_has_no_hierarchical_roofline():
+    metrics = profile.aggregate(profile.parse_raw_csv((FIXTURES / "h200-relu-naive-raw.csv").read_text()))
+    assert profile.hierarchical_roofline(metrics) is None
+

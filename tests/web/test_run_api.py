@@ -347,6 +347,9 @@ def test_the_root_node_shows_its_real_h200_evidence(api, people, relu_run):
     assert roofline["ceilings"] == {"dram_bytes_per_s": 4.25e12, "fp32_flops_per_s": 50.7e12,
                                     "ridge_intensity": pytest.approx(50.7 / 4.25),
                                     "source": "../shared/GPU.md"}
+    # Profiled on 2026-11-29, before the gate counted L1 and L2 bytes: no hierarchical
+    # roofline (profile.hierarchical_roofline; tests/harness/test_profile.py has one).
+    assert roofline["measured"] is None
     assert "verdict" not in node["measurement"]
     # The recording names /tmp/w1/..., outside this host's OPTIML_WORKDIR: never served.
     assert node["ncu_report_url"] is None

@@ -1,10 +1,15 @@
 // Roofline geometry (Williams, Waterman & Patterson, CACM 2009): attainable FLOP/s =
-// min(peak FLOP/s, DRAM bandwidth × arithmetic intensity), on log-log axes.
+// min(peak FLOP/s, DRAM bandwidth × arithmetic intensity), on log-log axes. Where the
+// node was profiled with the counters for it, also Nsight Compute's hierarchical roofline:
+// one roof and one point for each of L1, L2 and DRAM, from the node's own counts and its
+// GPU's own ceilings (search.inspector.roofline's `measured`).
 
 /**
  * @typedef {{flops?: number, bytes?: number, time_ms?: number, intensity?: number,
  *   achieved_flops_per_s?: number, achieved_bytes_per_s?: number,
- *   ceilings?: {dram_bytes_per_s?: number, fp32_flops_per_s?: number, source?: string}}} Roofline
+ *   ceilings?: {dram_bytes_per_s?: number, fp32_flops_per_s?: number, source?: string},
+ *   measured?: {achieved_flops_per_s?: number | null, fp32_flops_per_s?: number | null,
+ *     levels?: {level: string, intensity?: number | null, ceiling_bytes_per_s?: number | null}[]} | null}} Roofline
  */
 
 export class RooflineError extends Error {
@@ -31,12 +36,15 @@ export function rooflineModel(roofline) {
     : positive(roofline.flops) && seconds ? /** @type {number} */ (roofline.flops) / seconds : null;
   if (intensity == null || achieved == null) throw new RooflineError("the node's FLOPs, bytes or time are missing: nothing to place on the roofline");
   const ridge = peak / dram; // FLOP/byte where the roofs meet
-  const x0 = decadeBelow(Math.min(intensity, ridge) / 4);
-  const x1 = decadeAbove(Math.max(intensity, ridge) * 4);
+  const levels = measuredLevels(roofline.measured, peak);
+  const xs = [intensity, ridge, ...levels.flatMap((l) => [l.x, l.ridge])];
+  const x0 = decadeBelow(Math.min(...xs) / 4);
+  const x1 = decadeAbove(Math.max(...xs) * 4);
   const attainable = Math.min(peak, dram * intensity);
-  const y0 = decadeBelow(Math.min(achieved, dram * x0) / 2);
+  const y0 = decadeBelow(Math.min(achieved, dram * x0, ...levels.map((l) => l.y)) / 2);
   const y1 = decadeAbove(peak * 2);
   return {
+    levels,
     point: { x: intensity, y: achieved },
     roof: [{ x: x0, y: dram * x0 }, { x: ridge, y: peak }, { x: x1, y: peak }],
     ridge,
@@ -47,6 +55,25 @@ export function rooflineModel(roofline) {
     bound: intensity < ridge ? "memory" : "compute",
     source: roofline.ceilings?.source ?? null,
   };
+}
+
+/**
+ * The measured levels that can be placed: each with its intensity (FLOP per byte through
+ * it), the kernel's measured FLOP/s, its bandwidth ceiling and where that roof meets the
+ * compute peak. A level the kernel moved no bytes through, or did no FLOP over, is left out.
+ * @param {Roofline["measured"]} measured
+ * @param {number} peak
+ */
+function measuredLevels(measured, peak) {
+  if (measured == null || !Array.isArray(measured.levels) || !positive(measured.achieved_flops_per_s)) return [];
+  const y = /** @type {number} */ (measured.achieved_flops_per_s);
+  return measured.levels
+    .filter((l) => positive(l.intensity) && positive(l.ceiling_bytes_per_s))
+    .map((l) => ({
+      level: l.level, x: /** @type {number} */ (l.intensity), y,
+      bandwidth: /** @type {number} */ (l.ceiling_bytes_per_s),
+      ridge: peak / /** @type {number} */ (l.ceiling_bytes_per_s),
+    }));
 }
 
 function decadeBelow(value) {

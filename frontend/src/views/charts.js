@@ -185,6 +185,17 @@ export function renderRoofline(container, model, options) {
   const slope = x(a.x) + (x(ridge.x) - x(a.x)) * 0.3;
   svg.append("text").attr("class", "ceiling-label").attr("x", round(slope)).attr("y", round(y(a.y * (ridge.x / a.x) ** 0.3)) - 6)
     .text(`DRAM ${format.rate(ridge.y / ridge.x, "B/s")}`);
+  for (const level of model.levels) {  // the hierarchical roofline, where it was measured
+    const end = Math.min(level.ridge, model.xDomain[1]);
+    svg.append("path").attr("class", `ceiling level level-${level.level}`)
+      .attr("d", `M${round(x(a.x))},${round(y(level.bandwidth * a.x))}L${round(x(end))},${round(y(level.bandwidth * end))}`)
+      .append("title").text(`${level.level} ${format.rate(level.bandwidth, "B/s")} (the GPU's own ceiling, from ncu)`);
+    const point = svg.append("g").attr("class", `level-point level-${level.level}`);
+    point.append("circle").attr("r", 3.5).attr("cx", round(x(level.x))).attr("cy", round(y(level.y)))
+      .append("title").text(`${level.level}: ${format.number(level.x)} FLOP/byte, ${format.rate(level.y, "FLOP/s")} (measured)`);
+    point.append("text").attr("class", "level-label").attr("x", round(x(level.x)) + 5).attr("y", round(y(level.y)) - 4)
+      .text(level.level);
+  }
   svg.append("circle").attr("class", "kernel-point").attr("r", 5)
     .attr("cx", round(x(model.point.x))).attr("cy", round(y(model.point.y)))
     .append("title").text(`${format.number(model.point.x)} FLOP/byte, ${format.rate(model.point.y, "FLOP/s")} ` +

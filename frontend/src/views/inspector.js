@@ -134,7 +134,10 @@ function rooflineSection(m) {
   const r = m.roofline;
   return section("Roofline", [holder, h("p", { class: "muted" },
     `${format.number(r.point.x)} FLOP/byte: ${r.bound}-bound, ${(r.efficiency * 100).toFixed(0)}% of the attainable ` +
-    `${format.rate(r.attainable, "FLOP/s")}${r.source ? ` (ceilings: ${r.source})` : ""}.`)], "roofline");
+    `${format.rate(r.attainable, "FLOP/s")}${r.source ? ` (ceilings: ${r.source})` : ""}.`),
+  ...(r.levels.length ? [h("p", { class: "muted roofline-levels" }, "Measured by this node's counters, against its GPU's own ceilings: " +
+    r.levels.map((l) => `${l.level} ${format.number(l.x)} FLOP/byte under ${format.rate(l.bandwidth, "B/s")}`).join("; ") + ".")] : [])],
+  "roofline");
 }
 
 function compileSection(compile) {
