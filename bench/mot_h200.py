@@ -13,6 +13,12 @@ intent the kernel the trained mixture writes (greedy), put through the real gate
 Random frozen experts can at best reproduce what the fusion memorised: this measures
 the machinery (speed, learning, the path from generation to the gate), not generation
 quality, which needs real code models.
+
+With `--fit-experts MINUTES`, each expert is first fine-tuned whole on the same pairs
+(`mot.fit_experts`, split evenly over the experts), a stand-in for pre-training: random
+experts know no code, and a fusion over them alone wrote no parseable kernel on the
+H200 (2026-12-02). Fitted experts memorise the pairs, so a kernel they then write is a
+recalled training kernel: it tests the path to the gate, never generalisation.
 """
 
 from __future__ import annotations
@@ -34,7 +40,7 @@ import transformers  # noqa: E402
 from lineage.engine import experts as lineage_experts  # noqa: E402
 from search.generation.dataset import suite_pairs  # noqa: E402
 from search.generation.loop import GateChecker  # noqa: E402
-from search.generation.mot import MixtureOfThoughts, tiny_experts  # noqa: E402
+from search.generation.mot import MixtureOfThoughts, fit_experts, tiny_experts  # noqa: E402
 from search.generation.writing import read_fenced  # noqa: E402
 
 POSITIONS = 4096
@@ -59,6 +65,8 @@ def main() -> None:
     parser.add_argument("--shared", type=int, default=256)
     parser.add_argument("--only", help="train on the pairs of this task (relu) or origin (naive:relu) only: "
                         "a memorisation check")
+    parser.add_argument("--fit-experts", type=float, default=0.0, metavar="MINUTES",
+                        help="fine-tune the experts whole on the pairs first (a stand-in for pre-training)")
     parser.add_argument("--generate", default="relu,reduce_sum,softmax,sgemm",
                         help="suite intents to write after training (comma-separated)")
     args = parser.parse_args()
@@ -69,11 +77,13 @@ def main() -> None:
     experts = tiny_experts(specs)
     for expert in experts:
         expert.model.to(device)
-    mot = MixtureOfThoughts(experts, stacks=args.stacks, shared=args.shared, heads=4, k=2).to(device)
     pairs = [p for p in [*suite_pairs(), *lineage_experts.generation_pairs(full=False)]
              if len((p.prompt + p.target).encode()) + 1 <= POSITIONS
              and args.only in (None, p.task, p.origin)]
     texts = [(p.prompt, p.target) for p in pairs]
+    fitted = (fit_experts(experts, texts, max_seconds=args.fit_experts * 60 / len(experts))
+              if args.fit_experts > 0 else None)
+    mot = MixtureOfThoughts(experts, stacks=args.stacks, shared=args.shared, heads=4, k=2).to(device)
     before = mot.mean_loss(texts)
     report = mot.train_pairs(texts, steps=10**9, lr=args.lr, log_every=25, max_seconds=args.minutes * 60)
     after = mot.mean_loss(texts)
@@ -104,13 +114,16 @@ def main() -> None:
         "command": "python " + " ".join(sys.argv), "date": datetime.datetime.now(datetime.UTC).isoformat(),
         **gpu_facts(), "python": platform.python_version(), "torch": torch.__version__,
         "transformers": transformers.__version__, "device": device,
-        "experts": specs, "stacks": args.stacks, "shared": args.shared, "lr": args.lr,
+        "experts": specs, "experts_fitted": fitted,
+        "stacks": args.stacks, "shared": args.shared, "lr": args.lr,
         "pairs": len(pairs), "only": args.only, "origins": sorted({p.origin.split(":")[0] for p in pairs}),
         "mean_loss_before": before, "mean_loss_after": after, "training": report.to_dict(),
         "tokens_per_s_note": "target tokens trained per second (the loss tokens), one pair per step",
         "written": written,
         "note": "no pre-trained weights were reachable: the experts are random tiny models, so this "
-                "measures training speed, learning and the path to the gate, not generation quality",
+                "measures training speed, learning and the path to the gate, not generation quality"
+                + ("; the experts were fitted whole on the training pairs first (--fit-experts), so a "
+                   "kernel they write is a recalled training kernel, not a generalisation" if fitted else ""),
     }
     Path(args.out).write_text(json.dumps(result, indent=1))
     print(json.dumps({k: result[k] for k in ("mean_loss_before", "mean_loss_after", "pairs")}),

@@ -420,6 +420,56 @@ class MixtureOfThoughts(nn.Module):
         self.load_state_dict(weights)
 
 
+def fit_experts(experts: Sequence[Expert], pairs: Sequence[tuple[str, str]], *, max_seconds: float,
+                lr: float = 1e-3, seed: int = 0) -> dict[str, dict[str, Any]]:
+    """Fine-tune every parameter of each expert, on its own, on (intent, kernel) pairs:
+    next-token loss on the kernel after the intent, AdamW, for `max_seconds` per expert.
+
+    A stand-in for pre-training where no pre-trained weights are reachable: random tiny
+    experts know no code at all, so a fusion over them has nothing to fuse. Fitted on
+    the pairs it is then trained on, an expert can only memorise them; what this buys is
+    a path from training through generation to the gate that a parseable kernel takes,
+    not generation quality. Real experts arrive pre-trained and stay frozen throughout.
+    Returns each expert's steps, first and last loss."""
+    if not pairs:
+        raise ValueError("no (intent, kernel) pairs to fit the experts on")
+    report: dict[str, dict[str, Any]] = {}
+    for expert in experts:
+        rng = random.Random(seed)
+        torch.manual_seed(seed)
+        model = expert.model
+        device = next(model.parameters()).device
+        for parameter in model.parameters():
+            parameter.requires_grad_(True)
+        optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
+        model.train()
+        order: list[int] = []
+        losses: list[float] = []
+        started = time.monotonic()
+        while time.monotonic() - started < max_seconds:
+            if not order:
+                order = list(range(len(pairs)))
+                rng.shuffle(order)
+            text, target = pairs[order.pop()]
+            prompt = expert.encode(text)
+            answer = [*expert.encode(target), expert.tokenizer.eos_token_id]
+            ids = torch.tensor([prompt + answer], device=device)
+            labels = torch.tensor([[-100] * len(prompt) + answer], device=device)
+            optimizer.zero_grad()
+            loss = model(input_ids=ids, labels=labels).loss
+            loss.backward()
+            nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            losses.append(loss.item())
+        model.eval()
+        for parameter in model.parameters():
+            parameter.requires_grad_(False)
+        report[expert.name] = {"steps": len(losses), "first_loss": losses[0] if losses else None,
+                               "last_loss": losses[-1] if losses else None,
+                               "seconds": round(time.monotonic() - started, 2)}
+    return report
+
+
 def tiny_experts(specs: Sequence[dict[str, Any]] | None = None, *, seed: int = 0) -> list[Expert]:
     """Small causal LMs built from configs at random (no weights anywhere): a Llama, a
     GPT-2 and a Qwen2 of different widths and depths, sharing the byte tokenizer. For

@@ -162,3 +162,26 @@ def test_a_batch_averages_its_pairs_and_the_report_says_how_it_was_trained(mot):
         mot.train_pairs(TOY, steps=1, batch=0)
     with pytest.raises(ValueError, match="schedule"):
         mot.train_pairs(TOY, steps=1, schedule="step")
+
+
+def test_fitting_the_experts_whole_lowers_their_loss_then_freezes_them_again():
+    """The stand-in for pre-training (bench/mot_h200.py --fit-experts): every parameter of
+    each expert learns the pairs, and the experts come back frozen, as a mixture needs."""
+    from search.generation.mot import fit_experts
+
+    experts = tiny_experts()
+    report = fit_experts(experts, TOY[:2], max_seconds=4.0, lr=3e-3)
+    assert set(report) == {e.name for e in experts}
+    for name, row in report.items():
+        assert row["steps"] >= 10, name
+        assert row["last_loss"] < 0.5 * row["first_loss"], (name, row)
+    assert not any(p.requires_grad for e in experts for p in e.model.parameters())
+    mot = MixtureOfThoughts(experts, stacks=2, shared=64, heads=4, k=2)
+    assert all(p.requires_grad for p in mot.trainable()) and mot.trainable()
+
+
+def test_fitting_no_pairs_is_a_clear_error():
+    from search.generation.mot import fit_experts
+
+    with pytest.raises(ValueError, match="no \\(intent, kernel\\) pairs"):
+        fit_experts(tiny_experts(), [], max_seconds=1.0)
