@@ -12,12 +12,13 @@ the gate runs). Per task:
 - `repeats`: evaluations whose binary an earlier node had already run;
 - `saved`: evaluations a search that refines each binary once would not have spent on
   those repeats and the subtrees below them (what dedupe frees for other kernels);
-- `compiled_ahead`: the same search replayed as the web path runs it, each asked
-  kernel compiled here first (real nvcc, its cubin hashed) and told to the search
-  (Search.tell_binary) before it is evaluated: `caught` duplicates were done without an
-  evaluation; the evaluations they freed went to kernels the recording does not hold
-  (`new_kernels`: the replay cannot measure them, the GPU would), so its best is at most
-  the recorded one's.
+- `compiled_ahead`: the same search replayed as the web path runs it, through
+  run_search's `binary_of`: each asked kernel compiled here first (real nvcc, its cubin
+  hashed: binaries.compiled_binary) and told to the search (Search.tell_binary) before it
+  is evaluated: `caught` duplicates (nodes done from their twin's measurement) were done
+  without an evaluation; the evaluations they freed went to kernels the recording does
+  not hold (`new_kernels`: the replay cannot measure them, the GPU would), so its best
+  is at most the recorded one's.
 """
 
 from __future__ import annotations
@@ -34,9 +35,8 @@ sys.path.insert(0, str(REPO))
 from bench.search_summary import SUITE_REWRITES  # noqa: E402
 from profiling.harness import tasks  # noqa: E402
 from profiling.harness.candidate import Candidate  # noqa: E402
-from profiling.harness.compile import compile_candidate  # noqa: E402
 from search.engine.__main__ import fast_math_allowed  # noqa: E402
-from search.engine.binaries import binary_key, measured_binary  # noqa: E402
+from search.engine.binaries import compiled_binary, measured_binary  # noqa: E402
 from search.engine.evaluators import ReplayEvaluator  # noqa: E402
 from search.engine.judges import RuleJudge  # noqa: E402
 from search.engine.rewrites import RewriteSource  # noqa: E402
@@ -46,17 +46,22 @@ from search.engine.sources import TunableSource  # noqa: E402
 RECORDINGS = REPO / "bench" / "results" / "2026-11-29-h200-search"
 
 
-def replayed(task_name: str, recordings: Path) -> tuple[Search, int]:
+def suite_search(task_name: str, budget: int, *,
+                 binary_sizes: list[dict[str, int]] | None = None) -> Search:
+    """The search CI replays for this task: its suite sources, seed 0, this budget."""
     task = tasks.get(task_name)
+    judge = RuleJudge()
+    return Search(task_name, Candidate.from_source_and_plan(task.naive_source, task.naive_plan),
+                  judge=judge, fallback_judge=judge,
+                  sources=[TunableSource(), RewriteSource(SUITE_REWRITES)],
+                  config=SearchConfig(budget=budget, seed=0),
+                  tolerance_allows_fast_math=fast_math_allowed(task), binary_sizes=binary_sizes)
+
+
+def replayed(task_name: str, recordings: Path) -> tuple[Search, int]:
     evaluator = ReplayEvaluator(recordings / f"rec-{task_name}.json")
     budget = len(evaluator._recorded)
-    judge = RuleJudge()
-    search = Search(task_name, Candidate.from_source_and_plan(task.naive_source, task.naive_plan),
-                    judge=judge, fallback_judge=judge,
-                    sources=[TunableSource(), RewriteSource(SUITE_REWRITES)],
-                    config=SearchConfig(budget=budget, seed=0),
-                    tolerance_allows_fast_math=fast_math_allowed(task))
-    return run_search(search, evaluator, budget=budget), budget
+    return run_search(suite_search(task_name, budget), evaluator, budget=budget), budget
 
 
 def one_task(task_name: str, recordings: Path) -> dict:
@@ -86,46 +91,27 @@ def one_task(task_name: str, recordings: Path) -> dict:
 
 
 def compiled_ahead(task_name: str, recordings: Path, budget: int) -> dict:
-    """The replay with each asked kernel compiled here before it is evaluated."""
+    """The replay with each asked kernel compiled here before it is evaluated
+    (run_search's `binary_of`, as the command line runs it)."""
     task = tasks.get(task_name)
     sizes = [*task.l0_sizes, task.sizes]
-    evaluator = ReplayEvaluator(recordings / f"rec-{task_name}.json")
-    judge = RuleJudge()
-    search = Search(task_name, Candidate.from_source_and_plan(task.naive_source, task.naive_plan),
-                    judge=judge, fallback_judge=judge,
-                    sources=[TunableSource(), RewriteSource(SUITE_REWRITES)],
-                    config=SearchConfig(budget=budget, seed=0),
-                    tolerance_allows_fast_math=fast_math_allowed(task), binary_sizes=sizes)
-    caught = compiled = 0
-    waiting: list[tuple[str, str]] = []
-    while search.evaluations < budget:
-        asked = search.ask(1)
-        for candidate_hash, binary in list(waiting):  # twins measured since: done now
-            if search.tell_binary(candidate_hash, binary) is not None and search.tree[
-                    search.tree.find(candidate_hash)].done:
-                waiting.remove((candidate_hash, binary))
-                caught += 1
-        if not asked:
-            if not search.tree.pending() or not waiting:
-                break
-            continue
-        (_, candidate), = asked
-        report = compile_candidate(candidate)
+    compiled = 0
+
+    def binary_of(candidate: Candidate) -> str | None:
+        nonlocal compiled
         compiled += 1
-        binary = binary_key(candidate, report.cubin_sha256 if report.ok else None, sizes)
-        twin = search.tell_binary(candidate.content_hash(), binary) if binary else None
-        if twin is not None:
-            if search.tree[search.tree.find(candidate.content_hash())].done:
-                caught += 1
-            else:
-                waiting.append((candidate.content_hash(), binary))
-            continue
-        evaluator.submit(task_name, candidate)
-        for candidate_hash, measurement in evaluator.collect(1.0):
-            search.tell(candidate_hash, measurement)
-    new = [n for n in search.tree.nodes.values() if n.done and not n.reused
-           and n.measurement.status == "error" and "no recorded" in (n.measurement.message or "")]
-    return {"evaluations": search.evaluations, "compiled": compiled, "caught": caught,
+        return compiled_binary(candidate, sizes)
+
+    evaluator = ReplayEvaluator(recordings / f"rec-{task_name}.json")
+    search = run_search(suite_search(task_name, budget, binary_sizes=sizes), evaluator,
+                        budget=budget, binary_of=binary_of)
+    done = [n for n in search.tree.nodes.values() if n.done]
+    # Done from a twin's measurement, no evaluation spent (Search.tell_binary); a node
+    # evaluated and only then found to repeat a binary has duplicate_of too, but was not caught.
+    caught = [n for n in done if n.duplicate_of is not None and n.reused]
+    new = [n for n in done if not n.reused and n.measurement.status == "error"
+           and "no recorded" in (n.measurement.message or "")]
+    return {"evaluations": search.evaluations, "compiled": compiled, "caught": len(caught),
             "new_kernels": len(new),
             "best_ms": search.tree.best.measurement.time_ms if search.tree.best else None}
 
