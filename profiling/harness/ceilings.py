@@ -78,8 +78,12 @@ def physics_floor_ms(bytes_moved: float, flops: float, math: str, ceilings: Ceil
     if memory_ms >= math_ms:
         return memory_ms, (f"{bytes_moved / 1e9:.3g} GB at {ceilings.dram_bytes_per_s / 1e12:.2f} TB/s "
                            f"({ceilings.source})")
+    # fp32's rate is not the FP32 cores' (67 TFLOP/s on an H200): it is what fp32-accurate
+    # results can cost at best, on tensor cores (FP32_SPLIT_PRODUCTS), and the reason says so.
+    how = ("for fp32-accurate results, a third of the 16-bit tensor rate" if math == "fp32"
+           else f"for {math}")
     return math_ms, (f"{flops / 1e12:.3g} TFLOP at {ceilings.math_flops_per_s.get(math, 0) / 1e12:.1f} "
-                     f"TFLOP/s {math} ({ceilings.source})")
+                     f"TFLOP/s {how} ({ceilings.source})")
 
 
 @dataclass(frozen=True)

@@ -62,6 +62,10 @@ class GateOptions:
     # next candidate of the same task (a search): see inputs.py.
     input_cache: str | None = None
     spot_checks: int = 8  # timed runs whose outputs are verified (chosen unobservably)
+    # Their references on the GPU, for tasks whose reference allows it, after they agreed
+    # with the host's (gpuref.py). Where a reference is computed does not change what is
+    # checked, so it is not part of identity(); the verdict's environment says which.
+    gpu_references: bool = True
     # compute-sanitizer tools run at L0 sizes before the verdict can pass (sanitize.py).
     sanitize: tuple[str, ...] = ("memcheck", "racecheck", "initcheck", "synccheck")
 
@@ -221,7 +225,8 @@ def worker_options(options: GateOptions, *, seed: int | None) -> dict:
             "warmup_runs": options.warmup_runs, "timing_runs": options.timing_runs,
             "l1_sizes": options.l1_sizes, "seed": seed,
             "input_cache": options.input_cache if seed is not None else None,
-            "spot_checks": options.spot_checks, "adversary": options.adversary}
+            "spot_checks": options.spot_checks, "adversary": options.adversary,
+            "gpu_references": options.gpu_references}
 
 
 # A passing time more than this many times faster than the vendor library (at the task's

@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -166,15 +167,20 @@ ALLOWED = "allowed-"
 RUN_REFERENCE_MAX_BYTES = 512 << 20
 
 
-def run_reference(task: Task, inputs: Arrays, sizes: dict, cache_dir: str | None) -> Expected:
+def run_reference(task: Task, inputs: Arrays, sizes: dict, cache_dir: str | None,
+                  elsewhere: Callable[[Arrays, dict], Expected | None] | None = None) -> Expected:
     """The reference outputs for one timed run's inputs (and the task's allowance for
-    them), kept in `cache_dir` between the candidates of a search (their run seeds, from
-    one base seed, repeat).
+    them): from `elsewhere` when it gives them (the GPU: gpuref.py, milliseconds, so not
+    worth a cache), else computed here and kept in `cache_dir` between the candidates of
+    a search (their run seeds, from one base seed, repeat).
 
     The key is a SHA-256 of the inputs themselves, as downloaded after the run's refresh,
     not only of the seed: an entry is only ever used for the exact inputs it was computed
     from, whatever wrote the buffers. Entries are published with one rename.
     """
+    computed = elsewhere(inputs, sizes) if elsewhere is not None else None
+    if computed is not None:
+        return computed
     total = sum(a.nbytes for a in inputs.values()) + sum(t.nbytes(sizes) for t in task.outputs)
     if not cache_dir or total > RUN_REFERENCE_MAX_BYTES:
         return Expected(reference_outputs(task, inputs, sizes))

@@ -261,8 +261,12 @@ class PersistentChild:
     is gone: the next request starts a new one.
     """
 
-    def __init__(self, argv: list[str], *, log_path: Path, env: dict[str, str] | None = None):
+    def __init__(self, argv: list[str], *, log_path: Path, env: dict[str, str] | None = None,
+                 own_group: bool = True):
         self.argv, self.log_path, self.env = argv, log_path, env
+        # Its own process group (killed alone when it hangs), or this process's: a helper
+        # of a process that is itself killed with its group (gpuref.py) goes with it.
+        self.own_group = own_group
         self._proc: subprocess.Popen | None = None
         self._reader: _LineReader | None = None
         self._log = None
@@ -280,7 +284,7 @@ class PersistentChild:
         try:
             self._proc = subprocess.Popen(
                 [*self.argv, str(write_fd)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT, pass_fds=(write_fd,), start_new_session=True,
+                stderr=subprocess.STDOUT, pass_fds=(write_fd,), start_new_session=self.own_group,
                 env=self.env, preexec_fn=_child_limits,
             )
         finally:
@@ -325,7 +329,13 @@ class PersistentChild:
         if self._proc is not None:
             with contextlib.suppress(OSError):
                 self._proc.stdin.close()  # type: ignore[union-attr]
-            _kill_group(self._proc)
+            if self.own_group:
+                _kill_group(self._proc)
+            else:  # its group is ours: only the child itself
+                with contextlib.suppress(ProcessLookupError):
+                    self._proc.kill()
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    self._proc.wait(timeout=30)
             self._last_returncode = self._proc.returncode
         if self._pump is not None:
             self._pump.finish()

@@ -156,6 +156,10 @@ class Task:
     # mismatch's message. A task has `compare` or `allowance`, not both.
     allowance: Callable[[Arrays, Arrays, Sizes], dict[str, np.ndarray | float]] | None = None
     allowance_why: str = ""
+    # The reference (and the allowance) are written against the array API, so that the
+    # gate may compute them with torch on the GPU, in a process of their own, for the
+    # timed runs' spot checks; cross-checked against the host first (gpuref.py).
+    reference_on_gpu: bool = False
     vendor: VendorReference | None = None
     # The naive kernel's median on the H200 at `sizes` (bench/results/2026-11-29-h200-
     # suite.json): the scale of one launch, so the gate can stop a candidate that takes

@@ -138,6 +138,8 @@ class Environment:
     cuda: str = ""
     harness_version: str = ""
     hostname: str = ""
+    # Where the timed runs' spot-check references were computed, and why (gpuref.py).
+    references: str = ""
 
 
 @dataclass

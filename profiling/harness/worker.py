@@ -22,7 +22,15 @@ from . import HARNESS_VERSION, expr, tasks
 from .candidate import Candidate
 from .ceilings import Ceilings, ceilings_for, physics_floor_ms, summarize
 from .checks import GUARD_BYTES, GuardFailure, RunBuffers, check_canaries, check_run
-from .inputs import Check, check_plan, inputs_and_reference, reference_outputs, run_reference
+from .inputs import (
+    Check,
+    Expected,
+    allowance_of,
+    check_plan,
+    inputs_and_reference,
+    reference_outputs,
+    run_reference,
+)
 from .sandbox import Channel
 from .seeds import SEED_BITS
 from .spec import Task
@@ -152,6 +160,10 @@ class Session:
         self.last_l1: tuple[Check, dict, dict] | None = None
         self.seconds: dict[str, float] = {}  # wall time of this worker's stages
         self.sanitizing = self.options.get("mode") == "sanitize"
+        # The spot checks' references on the GPU, in a process of their own (gpuref.py):
+        # started in run() for a task that allows it, when timed runs will be verified.
+        self.gpu_refs = None
+        self.cross_checked: set[tuple[str, int]] = set()  # (level, shape) compared so far
 
     def partial(self) -> dict:
         return {"correctness": [asdict(r) for r in self.records],
@@ -180,12 +192,20 @@ class Session:
         if self.options.get("mode") == "profile":
             self.profile_once()
             return
-        started = time.monotonic()
-        for check in self.check_plan():
-            self.check_once(check)
-        self.seconds["correctness"] = time.monotonic() - started
-        if self.options.get("timing_runs", 0) > 0 and not self.sanitizing:
-            self.time_runs()
+        self.start_gpu_references()
+        try:
+            started = time.monotonic()
+            for check in self.check_plan():
+                self.check_once(check)
+            self.seconds["correctness"] = time.monotonic() - started
+            if self.gpu_refs is not None:  # the reference child is idle before anything is timed
+                started = time.monotonic()
+                self.gpu_refs.settle()
+                self.seconds["reference_cross_checks_wait"] = time.monotonic() - started
+            if self.options.get("timing_runs", 0) > 0 and not self.sanitizing:
+                self.time_runs()
+        finally:
+            self.stop_gpu_references()
         if self.resident is not None and self.resident.verify(self.harness_module, self.gpu):
             raise Rejection("out_of_bounds_write", "a seed kept on the GPU for the screen's "
                             "comparisons changed while this candidate ran: it wrote outside "
@@ -265,10 +285,42 @@ class Session:
         return reference_outputs(self.task, inputs, sizes)
 
     def run_reference(self, inputs: dict[str, np.ndarray], sizes: dict) -> dict[str, np.ndarray]:
-        """A verified timed run's reference: with a fixed seed (a search) the same runs'
-        inputs recur for every candidate, so their references are cached (inputs.run_reference)."""
+        """A verified timed run's reference: from the GPU once its references agreed with
+        the host's (gpuref.py); else on the host, where with a fixed seed (a search) the
+        same runs' inputs recur for every candidate, so they are cached (inputs.run_reference)."""
         cache = self.options.get("input_cache") if self.options.get("seed") is not None else None
-        return run_reference(self.task, inputs, sizes, cache)
+        elsewhere = self.gpu_refs.expected if self.gpu_refs is not None else None
+        return run_reference(self.task, inputs, sizes, cache, elsewhere)
+
+    # -- references on the GPU (gpuref.py) --------------------------------------------
+    def start_gpu_references(self) -> None:
+        verifies = (self.options.get("timing_runs", 0) > 0 and self.options.get("spot_checks", 8) > 0
+                    and "L1" in self.options["levels"])
+        if not (self.task.reference_on_gpu and self.options.get("gpu_references") and verifies
+                and not self.sanitizing and self.resident is None):
+            return
+        from .gpuref import GpuReferences
+
+        self.gpu_refs = GpuReferences(self.task)
+
+    def cross_check_reference(self, check: Check, inputs: dict, reference) -> None:
+        """The first seed of each L0 shape and the first L1 seed: the GPU's reference
+        against the host's, before the GPU's may stand in for it."""
+        key = (check.level, check.shape_index)
+        if self.gpu_refs is None or key in self.cross_checked:
+            return
+        self.cross_checked.add(key)
+        if reference.allowed is None and self.task.allowance is not None:
+            reference = Expected(reference, allowance_of(self.task, inputs, reference, check.sizes))
+        self.gpu_refs.submit_cross_check(check.level, inputs, check.sizes, reference)
+
+    def stop_gpu_references(self) -> None:
+        if self.gpu_refs is None:
+            return
+        self.environment["references"] = self.gpu_refs.describe()
+        self.seconds["gpu_references"] = self.gpu_refs.seconds
+        self.gpu_refs.close()
+        self.gpu_refs = None
 
     def read_back(self, buffers: dict, inputs_before: dict, reference: dict) -> RunBuffers:
         return RunBuffers(
@@ -307,6 +359,7 @@ class Session:
         self.require_memory(sizes)
         inputs, reference = inputs_and_reference(self.task, sizes, seed, distribution,
                                                  self.options.get("input_cache"))
+        self.cross_check_reference(check, inputs, reference)
         if self.options.get("adversary", {}).get("stale_reference"):
             self.leave_reference_in_freed_memory(reference)
         seed_on_gpu = None

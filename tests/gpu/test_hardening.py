@@ -442,3 +442,36 @@ def test_an_honest_kernel_passes_every_guard_of_the_hardened_gate(task_name, lab
     assert verdict.stage_seconds.get("sanitize_overlapped") == 1.0, verdict.stage_seconds
     assert verdict.timing.spot_checks == STANDARD.spot_checks
     assert verdict.timing.median_ms >= verdict.timing.floor_ms > 0
+
+
+# -- references on the GPU (gpuref.py): as sound as the host's, and cheaper -----------------
+
+ATTENTION = {"B": 2, "H": 8, "S": 512, "D": 64}  # B * H = 16: the cheat counts these calls
+
+
+def test_a_kernel_cheating_only_while_timed_is_caught_by_runs_verified_against_gpu_references():
+    naive = tasks.get("self_attention").naive_plan
+    plan = {**naive, "launches": [
+        one_thread("count_calls", ["B * H", f"i32:{L1_CHECKS}", f"i32:{CALLS_THROUGH_TIMING}"]),
+        *naive["launches"]]}
+    verdict = judge("self_attention", exploit("self_attention", "attention_half_while_timed.cu", plan),
+                    ATTENTION, timing_runs=30)
+
+    assert_caught(verdict, "timed_output")
+    assert "timed run" in verdict.message  # a verified run, not the check after the loop
+    assert_checks_passed(verdict)
+    assert_plausible_time(verdict)
+    assert verdict.environment.references.startswith("gpu (torch "), verdict.environment.references
+
+
+def test_gpu_references_pass_an_honest_kernel_after_agreeing_with_the_host():
+    naive = tasks.get("self_attention")
+    candidate = Candidate.from_source_and_plan(naive.naive_source, naive.naive_plan)
+    on = judge("self_attention", candidate, ATTENTION, sanitize=())
+    off = judge("self_attention", candidate, ATTENTION, sanitize=(), gpu_references=False)
+
+    assert on.status == "passed" and off.status == "passed", (on.message, off.message)
+    assert on.environment.references.startswith("gpu (torch "), on.environment.references
+    assert "L1" in on.environment.references
+    assert off.environment.references == ""
+    assert on.timing.spot_checks == off.timing.spot_checks == STANDARD.spot_checks

@@ -60,3 +60,13 @@ def test_a_launch_is_bounded_by_the_naive_kernel_scaled_to_the_sizes_run():
     assert relu.launch_bound_s(relu.task.sizes) == LAUNCH_MIN_S
     smaller = {k: v // 2 for k, v in topk.task.sizes.items()}
     assert LAUNCH_MIN_S < topk.launch_bound_s(smaller) < topk.launch_bound_s(topk.task.sizes)
+
+
+def test_the_fp32_floor_says_it_is_a_rate_for_fp32_accurate_results_not_the_fp32_cores():
+    from profiling.harness.ceilings import H200, physics_floor_ms
+
+    floor_ms, reason = physics_floor_ms(1e6, 137.4e9, "fp32", H200)  # sgemm 4096^3: compute-bound
+
+    assert abs(floor_ms - 137.4e9 / (989.4e12 / 3) * 1e3) < 1e-9
+    assert "329.8 TFLOP/s for fp32-accurate results, a third of the 16-bit tensor rate" in reason
+    assert "for fp16" in physics_floor_ms(1e6, 137.4e9, "fp16", H200)[1]

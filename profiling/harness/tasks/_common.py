@@ -5,6 +5,7 @@ Not a task itself (the registry skips modules whose names start with "_").
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import numpy as np
@@ -89,4 +90,6 @@ def dot_product_allowance(magnitude: np.ndarray, length: int) -> np.ndarray:
     this allowance at length 4096 (sgemm: ~5% of the elements fail) and ~40 times at
     576 (conv2d), more for heavy-tailed data.
     """
-    return (2.0 + ROUNDING_UNITS * np.sqrt(length)) * FP32_UNIT_ROUNDOFF * magnitude
+    # math.sqrt, a Python float: `magnitude` may be a torch tensor (gpuref.py), which a
+    # numpy scalar would try to turn into an array.
+    return (2.0 + ROUNDING_UNITS * math.sqrt(length)) * FP32_UNIT_ROUNDOFF * magnitude

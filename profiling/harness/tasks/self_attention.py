@@ -19,9 +19,11 @@ than score_error allows, so the check rejects them, as sgemm's does.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
+from array_api_compat import array_namespace, device
 
 from ..spec import Arrays, Sizes, Task, TensorSpec, VendorReference
 from ._common import FP32_UNIT_ROUNDOFF as U
@@ -39,37 +41,45 @@ OUT = TensorSpec("out", "float32", SHAPE)
 EXP_SLACK = 64 * U
 
 
-def _probabilities(q: np.ndarray, k: np.ndarray) -> np.ndarray:
+def _probabilities(q, k):
     """softmax(q k^T / sqrt(D)) in float64 for one batch: (H, S, D) -> (H, S, S)."""
-    scores = q.astype(np.float64) @ k.astype(np.float64).transpose(0, 2, 1)
-    scores *= 1.0 / np.sqrt(q.shape[-1])
-    scores -= scores.max(axis=-1, keepdims=True)
-    np.exp(scores, out=scores)
-    scores /= scores.sum(axis=-1, keepdims=True)
+    xp = array_namespace(q, k)
+    scores = xp.astype(q, xp.float64) @ xp.matrix_transpose(xp.astype(k, xp.float64))
+    scores *= 1.0 / math.sqrt(q.shape[-1])
+    scores -= xp.max(scores, axis=-1, keepdims=True)
+    scores = xp.exp(scores)
+    scores /= xp.sum(scores, axis=-1, keepdims=True)
     return scores
 
 
+# The reference and the allowance are written against the array API (array_api_compat),
+# so that the same lines run in numpy on the host and in torch on the GPU
+# (gpuref.py; reference_on_gpu below).
 def reference(inputs: Arrays, sizes: Sizes) -> Arrays:
     q, k, v = inputs["q"], inputs["k"], inputs["v"]
-    out = np.empty(q.shape, dtype=np.float32)
+    xp = array_namespace(q, k, v)
+    out = xp.empty(q.shape, dtype=xp.float32, device=device(q))
     # One batch at a time: the float64 scores of all heads of one batch take
     # H * S * S * 8 B = 128 MiB at L1, all batches at once would take 1 GiB.
     for b in range(q.shape[0]):
-        out[b] = _probabilities(q[b], k[b]) @ v[b].astype(np.float64)
+        out[b, ...] = xp.astype(_probabilities(q[b, ...], k[b, ...]) @ xp.astype(v[b, ...], xp.float64),
+                                xp.float32)
     return {"out": out}
 
 
 def allowance(inputs: Arrays, expected: Arrays, sizes: Sizes) -> dict[str, np.ndarray]:
     q, k, v = inputs["q"], inputs["k"], inputs["v"]
+    xp = array_namespace(q, k, v)
     s, d = q.shape[2], q.shape[3]
-    allowed = np.empty(q.shape, dtype=np.float64)
+    allowed = xp.empty(q.shape, dtype=xp.float64, device=device(q))
     for b in range(q.shape[0]):
         # fp32 is accurate enough for magnitudes, which only scale the allowance.
-        magnitude = np.abs(q[b]) @ np.abs(k[b]).transpose(0, 2, 1)  # (H, S, S)
-        score_error = dot_product_allowance(magnitude.max(axis=-1), d) / np.sqrt(d) + EXP_SLACK
-        weighted = _probabilities(q[b], k[b]) @ np.abs(v[b]).astype(np.float64)
-        spread = weighted + np.abs(expected["out"][b])
-        allowed[b] = 2 * score_error[..., None] * spread + 2 * dot_product_allowance(weighted, s)
+        magnitude = xp.abs(q[b, ...]) @ xp.matrix_transpose(xp.abs(k[b, ...]))  # (H, S, S)
+        score_error = (dot_product_allowance(xp.astype(xp.max(magnitude, axis=-1), xp.float64), d)
+                       / math.sqrt(d) + EXP_SLACK)
+        weighted = _probabilities(q[b, ...], k[b, ...]) @ xp.astype(xp.abs(v[b, ...]), xp.float64)
+        spread = weighted + xp.astype(xp.abs(expected["out"][b, ...]), xp.float64)
+        allowed[b, ...] = 2 * score_error[..., None] * spread + 2 * dot_product_allowance(weighted, s)
     return {"out": allowed}
 
 
@@ -119,6 +129,7 @@ TASK = Task(
     },
     allowance=allowance,
     allowance_why="the error propagated from fp32 scores (see self_attention.py)",
+    reference_on_gpu=True,
     naive_ms=41.96,  # bench/results/2026-11-29-h200-suite.json
     vendor=VendorReference(
         time_ms=1.0266,

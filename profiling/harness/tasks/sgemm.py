@@ -17,6 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+from array_api_compat import array_namespace
 
 from ..spec import Arrays, Sizes, Task, TensorSpec, VendorReference
 from ._common import dot_product_allowance, io_bytes
@@ -26,17 +27,22 @@ B = TensorSpec("B", "float32", ("K", "N"))
 C = TensorSpec("C", "float32", ("M", "N"))
 
 
+# The reference and the allowance are written against the array API (array_api_compat),
+# so that the same lines run in numpy on the host and in torch on the GPU (gpuref.py).
 def reference(inputs: Arrays, sizes: Sizes) -> Arrays:
-    # float64 BLAS: at 4096 cubed ~1 s on 16 cores, and exact to ~1e-16 relative.
-    product = inputs["A"].astype(np.float64) @ inputs["B"].astype(np.float64)
-    return {"C": product.astype(np.float32)}
+    # float64 BLAS: at 4096 cubed ~1 s on 16 cores (milliseconds on the GPU), and exact
+    # to ~1e-16 relative.
+    a, b = inputs["A"], inputs["B"]
+    xp = array_namespace(a, b)
+    return {"C": xp.astype(xp.astype(a, xp.float64) @ xp.astype(b, xp.float64), xp.float32)}
 
 
 def allowance(inputs: Arrays, expected: Arrays, sizes: Sizes) -> dict[str, np.ndarray]:
     # The magnitudes only scale the allowance, so fp32 BLAS is accurate enough for them
     # (all terms positive: relative error ~1e-7).
-    magnitude = np.abs(inputs["A"]) @ np.abs(inputs["B"])
-    return {"C": dot_product_allowance(magnitude.astype(np.float64), sizes["K"])}
+    xp = array_namespace(inputs["A"], inputs["B"])
+    magnitude = xp.abs(inputs["A"]) @ xp.abs(inputs["B"])
+    return {"C": dot_product_allowance(xp.astype(magnitude, xp.float64), sizes["K"])}
 
 
 TASK = Task(
@@ -70,6 +76,11 @@ TASK = Task(
     },
     allowance=allowance,
     allowance_why="(2 + 5 sqrt(K)) * 2**-24 * (|A| @ |B|)",
+    # Written for the GPU, but not sent there: at 4096 cubed its inputs, reference and
+    # allowance are 320 MB a spot check to move through files, and a full gate on the H200
+    # took 10.2 s that way against 9.6 s on the host's 16 cores
+    # (bench/results/2026-12-04-h200-gpu-references/).
+    reference_on_gpu=False,
     naive_ms=23.95,  # bench/results/2026-11-29-h200-suite.json
     vendor=VendorReference(
         time_ms=2.711, what="torch 2.11 matmul (cuBLAS SGEMM, TF32 off), 4096^3 fp32, on H200 (GPU.md)"

@@ -1,0 +1,156 @@
+"""The spot checks' references in a process of their own (gpuref.py), on this machine.
+
+There is no GPU here, so the child computes with torch's CPU build
+(OPTIML_REFERENCE_DEVICE=cpu): the same process, requests, files, cross-checks and
+fall-backs as on a GPU host, where tests/gpu/test_gpu_references.py runs them on CUDA.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from profiling.harness import tasks
+from profiling.harness.gpuref import DEVICE_ENV, GpuReferences, disagreement
+from profiling.harness.inputs import Expected, allowance_of, make_inputs, reference_outputs, run_reference
+
+pytest.importorskip("torch")
+pytest.importorskip("array_api_compat")
+
+SGEMM = {"M": 17, "N": 33, "K": 65}
+ATTENTION = {"B": 1, "H": 2, "S": 129, "D": 7}
+
+
+def host(task, inputs, sizes) -> Expected:
+    reference = reference_outputs(task, inputs, sizes)
+    return Expected(reference, allowance_of(task, inputs, reference, sizes))
+
+
+@pytest.fixture
+def references(monkeypatch, tmp_path):
+    monkeypatch.setenv(DEVICE_ENV, "cpu")
+    made = []
+
+    def start(task_name: str) -> GpuReferences:
+        made.append(GpuReferences(tasks.get(task_name), str(tmp_path)))
+        return made[-1]
+
+    yield start
+    for refs in made:
+        refs.close()
+
+
+def test_the_childs_references_agree_with_the_hosts_and_serve_once_checked_at_l1(references):
+    task_name, sizes = "self_attention", ATTENTION
+    task = tasks.get(task_name)
+    refs = references(task_name)
+    inputs = make_inputs(task, sizes, seed=11, distribution="heavy_tailed")
+    expected = host(task, inputs, sizes)
+
+    assert refs.expected(inputs, sizes) is None  # nothing compared yet: the host computes
+    refs.cross_check("L0", inputs, sizes, expected)
+    assert not refs.usable  # L0 alone is not enough
+
+    refs.submit_cross_check("L1", inputs, sizes, expected)  # as the worker does: beside its checks
+    refs.settle()
+    assert refs.usable, refs.describe()
+    other = make_inputs(task, sizes, seed=12, distribution="normal")
+    served = refs.expected(other, sizes)
+    truth = host(task, other, sizes)
+    for t in task.outputs:
+        np.testing.assert_array_equal(served[t.name], truth[t.name])
+        np.testing.assert_allclose(served.allowed[t.name], truth.allowed[t.name], rtol=1e-6)
+    assert refs.describe().startswith("gpu (torch ")
+    assert "L0" in refs.describe() and "L1" in refs.describe()
+
+
+def test_a_reference_that_disagrees_with_the_hosts_sends_the_session_to_the_host(references):
+    task = tasks.get("self_attention")
+    refs = references("self_attention")
+    inputs = make_inputs(task, ATTENTION, seed=3, distribution="normal")
+    truth = host(task, inputs, ATTENTION)
+    # One element off by a quarter of its allowance: a candidate could pass with it, a
+    # reference must not be that far from the host's.
+    off = {"out": truth["out"].copy()}
+    off["out"][0, 1, 5, 6] += np.float32(0.25 * truth.allowed["out"][0, 1, 5, 6])
+
+    refs.cross_check("L1", inputs, ATTENTION, Expected(off, truth.allowed))
+
+    assert not refs.usable
+    assert refs.expected(inputs, ATTENTION) is None
+    assert refs.describe().startswith("host (the GPU's reference disagreed with the host's at L1")
+    assert "(0, 1, 5, 6)" in refs.describe()
+
+
+@pytest.mark.parametrize("task_name, sizes", [("sgemm", SGEMM), ("self_attention", ATTENTION)])
+def test_the_array_api_references_give_the_same_in_torch_as_in_numpy(task_name, sizes):
+    import torch
+
+    task = tasks.get(task_name)
+    inputs = make_inputs(task, sizes, seed=7, distribution="heavy_tailed")
+    truth = host(task, inputs, sizes)
+    tensors = {k: torch.from_numpy(v) for k, v in inputs.items()}
+    reference = task.reference(tensors, sizes)
+    allowed = task.allowance(tensors, reference, sizes)
+    for t in task.outputs:
+        np.testing.assert_array_equal(reference[t.name].numpy(), truth[t.name])
+        np.testing.assert_allclose(allowed[t.name].numpy(), truth.allowed[t.name], rtol=1e-6)
+
+
+def test_a_reduced_precision_reference_is_not_the_hosts():
+    # What a GPU path that quietly used TF32 (inputs rounded to 10 mantissa bits) would
+    # give: the cross-check must tell it from the float64 reference.
+    task = tasks.get("sgemm")
+    sizes = {"M": 64, "N": 64, "K": 1024}
+    inputs = make_inputs(task, sizes, seed=5, distribution="normal")
+    truth = host(task, inputs, sizes)
+    tf32 = {k: (v.view(np.uint32) & np.uint32(0xFFFFE000)).view(np.float32) for k, v in inputs.items()}
+    rounded = host(task, tf32, sizes)
+
+    assert disagreement(task, truth, truth) is None
+    assert "elements differ" in disagreement(task, rounded, truth)
+
+
+def test_a_task_without_a_gpu_reference_is_refused_by_the_child_and_computed_on_the_host(references):
+    task = tasks.get("relu")
+    refs = references("relu")
+    sizes = {"n": 1000}
+    inputs = make_inputs(task, sizes, seed=1, distribution="normal")
+
+    refs.cross_check("L1", inputs, sizes, host(task, inputs, sizes))
+
+    assert not refs.usable
+    assert "has no reference written for the GPU" in refs.describe()
+
+
+def test_a_timed_runs_reference_comes_from_elsewhere_when_it_answers_and_from_the_host_when_not(tmp_path):
+    task = tasks.get("sgemm")
+    inputs = make_inputs(task, SGEMM, seed=9, distribution="normal")
+    truth = host(task, inputs, SGEMM)
+    given = Expected({"C": np.zeros_like(truth["C"])}, truth.allowed)
+
+    assert run_reference(task, inputs, SGEMM, str(tmp_path), lambda i, s: given) is given
+    from_host = run_reference(task, inputs, SGEMM, str(tmp_path), lambda i, s: None)
+    np.testing.assert_array_equal(from_host["C"], truth["C"])
+
+
+def test_a_host_without_torch_computes_every_reference_itself_and_says_why(references, monkeypatch,
+                                                                            tmp_path):
+    import os
+
+    shadow = tmp_path / "shadow"
+    (shadow / "torch").mkdir(parents=True)
+    (shadow / "torch" / "__init__.py").write_text("raise ImportError('no torch on this host')\n")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(shadow), os.environ.get("PYTHONPATH", ""),
+                                                      str(Path(__file__).resolve().parents[2])]))
+    task = tasks.get("self_attention")
+    refs = references("self_attention")
+    inputs = make_inputs(task, ATTENTION, seed=2, distribution="normal")
+
+    refs.cross_check("L1", inputs, ATTENTION, host(task, inputs, ATTENTION))
+
+    assert not refs.usable
+    assert refs.describe().startswith("host (the reference process failed: it died")
+    assert "no torch on this host" in refs.describe()
