@@ -84,6 +84,9 @@ def node_detail(*, run: Run, node: RunNode, url: str) -> dict[str, Any]:
         "compile": _compile(verdict.get("compile")),
         "correctness": verdict.get("correctness") or [],
         "timing": verdict.get("timing"),
+        # Where the verified timed runs' references were computed (profiling/harness/gpuref.py);
+        # empty for verdicts from before it was recorded, and on the host.
+        "references": (verdict.get("environment") or {}).get("references") or None,
         "profile": ({key: profile.get(key) for key in ("metrics", "bottleneck", "evidence")}
                     if profile else None),
         "roofline": roofline(run=run, node=node, verdict=verdict),

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { compileModel, inspectorModel, profileSections } from "../src/transforms/inspector.js";
+import { compileModel, inspectorModel, profileSections, timingModel } from "../src/transforms/inspector.js";
 
 describe("inspectorModel", () => {
   it("reads the kernel's code and its proposer apart, as the API sends them", () => {
@@ -74,5 +74,22 @@ describe("profileSections", () => {
   it("has nothing to show without metrics", () => {
     expect(profileSections(null)).toEqual([]);
     expect(profileSections({ x: "y" })).toEqual([]);
+  });
+});
+
+describe("timingModel", () => {
+  it("tells the timed runs, the floor and where the verified runs' references came from", () => {
+    const t = timingModel({ median_ms: 1.93, p10_ms: 1.9, p90_ms: 1.97, min_ms: 1.88, max_ms: 2.1, runs: 30,
+      spot_checks: 8, floor_ms: 0.42, floor_reason: "0.137 TFLOP at 329.8 TFLOP/s" }, "gpu (torch 2.11.0 on NVIDIA H200)");
+    expect(t).toMatchObject({ medianMs: 1.93, runs: 30, spotChecks: 8, floorMs: 0.42,
+      references: "gpu (torch 2.11.0 on NVIDIA H200)" });
+  });
+
+  it("says the host when the verdict names no other place, and has nothing for an untimed node", () => {
+    expect(timingModel({ median_ms: 1, runs: 30 }, "")?.references).toBe("host");
+    expect(timingModel({ median_ms: 1, runs: 30 }, undefined)?.references).toBe("host");
+    expect(timingModel(null, "gpu")).toBeNull();
+    expect(timingModel({ runs: 0 }, "gpu")).toBeNull();
+    expect(inspectorModel({ id: 1 }).timing).toBeNull();
   });
 });

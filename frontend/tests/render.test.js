@@ -275,6 +275,9 @@ const DETAIL = {
   profile: { metrics: { sol_dram_pct: 71.2, dram_bytes: 2147483648 }, bottleneck: "memory", evidence: [] },
   correctness: [{ level: "L0", sizes: { n: 1 }, seed: 1, distribution: "normal", passed: true, guard: null, detail: "", max_abs_error: 0 },
     { level: "L1", sizes: { n: 268435456 }, seed: 2, distribution: "normal", passed: false, guard: "unwritten_output", detail: "12 outputs unwritten", max_abs_error: 1.5 }],
+  timing: { median_ms: 0.45, p10_ms: 0.44, p90_ms: 0.46, min_ms: 0.44, max_ms: 0.47, runs: 30, spot_checks: 8,
+    floor_ms: 0.447, floor_reason: "2.15 GB at 4.80 TB/s (NVIDIA H200 SXM datasheet peaks)" },
+  references: "gpu (torch 2.11.0+cu130 on NVIDIA H200, in its own process; agreed with the host's at L1 {'n': 268435456})",
   roofline: RELU_ROOFLINE, ncu_report_url: "/api/runs/1/nodes/5/ncu-rep/",
 };
 
@@ -283,7 +286,10 @@ describe("renderInspector", () => {
     const container = document.createElement("div");
     renderInspector(container, DETAIL, { row: { id: 5, parentId: 1, source: "rewrite:grid_stride" } });
     const sections = [...container.querySelectorAll("[data-section]")].map((s) => s.getAttribute("data-section"));
-    expect(sections).toEqual(["proposal", "diagnosis", "code", "deltas", "reward", "correctness", "roofline", "profile", "compile", "ncu"]);
+    expect(sections).toEqual(["proposal", "diagnosis", "code", "deltas", "reward", "correctness", "timing", "roofline", "profile", "compile", "ncu"]);
+    expect(container.querySelector(".timing .references")?.textContent).toMatch(/^References of the verified runs: gpu \(torch /);
+    expect(container.querySelector(".timing .floor-reason")?.textContent).toContain("4.80 TB/s");
+    expect(container.querySelector(".timing")?.textContent).toContain("verified8");
     expect(container.querySelector("table.compile tbody")?.textContent).toContain("relu12");
     expect(container.querySelector(".proposer code")?.textContent).toBe("rewrite:grid_stride");
     expect(container.querySelector(".diff-add .text")?.textContent).toBe("__global__ void __launch_bounds__(256) relu() {");

@@ -351,6 +351,8 @@ def test_the_root_node_shows_its_real_h200_evidence(api, people, relu_run):
     # roofline (profile.hierarchical_roofline; tests/harness/test_profile.py has one).
     assert roofline["measured"] is None
     assert "verdict" not in node["measurement"]
+    assert node["timing"]["runs"] == 30 and node["timing"]["median_ms"] == pytest.approx(0.8061, abs=1e-3)
+    assert node["references"] is None  # recorded before the gate said where they came from
     # The recording names /tmp/w1/..., outside this host's OPTIML_WORKDIR: never served.
     assert node["ncu_report_url"] is None
     assert api(people["alice"]).get(f"/api/runs/{run.pk}/nodes/0/ncu-report/").status_code == 404
@@ -369,6 +371,21 @@ def test_a_child_node_shows_its_diff_against_its_parent_and_the_root(api, people
     assert changed  # the child differs from the root somewhere in its source or plan
     assert node["status"] == "error" and node["compile"] is None and node["roofline"]["time_ms"] is None
     assert api(people["alice"]).get(f"/api/runs/{run.pk}/nodes/999/").status_code == 404
+
+
+def test_the_inspector_says_where_the_verified_runs_references_were_computed(api, people, relu_run):
+    run = relu_run(user=people["alice"])
+    root = RunNode.objects.get(run=run, node_id=0)
+    said = "gpu (torch 2.11.0+cu130 on NVIDIA H200, in its own process; agreed with the host's at L1 {'n': 7})"
+    # The verdict the node shows: the one kept with its measurement, else its Evaluation's.
+    verdict = (root.detail.get("measurement") or {}).get("verdict") or root.evaluation.verdict
+    verdict["environment"]["references"] = said
+    root.save()
+    root.evaluation.save()
+
+    node = api(people["alice"]).get(f"/api/runs/{run.pk}/nodes/0/").json()
+
+    assert node["references"] == said
 
 
 def _gate_wrote_report(node: RunNode, path) -> Evaluation:

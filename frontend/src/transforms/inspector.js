@@ -64,9 +64,29 @@ export function inspectorModel(detail, row = undefined) {
     duplicateOf: typeof detail.duplicate_of === "number" ? detail.duplicate_of : null,
     judgeError: detail.judge_error ?? null,
     correctness: Array.isArray(detail.correctness) ? detail.correctness : [],
+    timing: timingModel(detail.timing, detail.references),
     roofline,
     rooflineProblem,
     ncuReportUrl: detail.ncu_report_url ?? null,
+  };
+}
+
+/**
+ * The gate's timed runs as the inspector tells them: the median and its spread, how many
+ * runs and how many of them were verified, the physics floor and why, and where the
+ * verified runs' references were computed. null when the node was not timed.
+ * @param {any} timing the verdict's timing (TimingReport)
+ * @param {any} references the verdict's environment.references ("" or absent: the host)
+ */
+export function timingModel(timing, references) {
+  if (timing == null || typeof timing !== "object" || timing.median_ms == null) return null;
+  const number = (v) => (typeof v === "number" && Number.isFinite(v) ? v : null);
+  return {
+    medianMs: number(timing.median_ms), p10Ms: number(timing.p10_ms), p90Ms: number(timing.p90_ms),
+    minMs: number(timing.min_ms), maxMs: number(timing.max_ms), runs: number(timing.runs),
+    spotChecks: number(timing.spot_checks), floorMs: number(timing.floor_ms),
+    floorReason: typeof timing.floor_reason === "string" ? timing.floor_reason : "",
+    references: typeof references === "string" && references ? references : "host",
   };
 }
 

@@ -33,6 +33,7 @@ export function renderInspector(container, detail, { row, onSelect = () => {} } 
     deltasSection(m),
     rewardSection(m.rewardTerms),
     correctnessSection(m.correctness),
+    timingSection(m.timing),
     rooflineSection(m),
     profileSection(m.profile),
     compileSection(m.compile),
@@ -125,6 +126,15 @@ function correctnessSection(rows) {
     h("span", { class: r.passed ? "pass" : "fail", title: r.detail || "" }, r.passed ? "passed" : `failed${r.guard ? ` (${r.guard})` : ""}`),
     format.number(r.max_abs_error),
   ]), { class: "correctness" }), "correctness");
+}
+
+function timingSection(t) {
+  if (!t) return section("Timing", h("p", { class: "muted" }, "Not timed (rejected before its timed runs, or not measured)."), "timing");
+  return section("Timing", [
+    facts([["median", format.ms(t.medianMs)], ["p10–p90", `${format.ms(t.p10Ms)} – ${format.ms(t.p90Ms)}`],
+      ["timed runs", t.runs ?? "—"], ["verified", t.spotChecks ?? "—"], ["floor", format.ms(t.floorMs)]]),
+    t.floorReason ? h("p", { class: "muted floor-reason" }, `Physics floor: ${t.floorReason}.`) : null,
+    h("p", { class: "muted references" }, `References of the verified runs: ${t.references}.`)], "timing");
 }
 
 function rooflineSection(m) {
