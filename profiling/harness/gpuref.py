@@ -2,15 +2,18 @@
 
 A full gate of self_attention spent 15-20 s of its ~20 s on the H200 computing the
 float64 references (and error allowances) of its 8 verified timed runs on the host CPU
-(bench/results/2026-12-04-h200-transfer/). On the GPU they take milliseconds. Tasks whose
+(bench/results/2026-12-04-h200-transfer/). On the GPU they take milliseconds: the gate
+went from 23.1 s to 6.6 s, sgemm's from 7.3 s to 6.6 s
+(bench/results/2026-12-04-h200-gpu-references/run-3.json). Tasks whose
 reference is written against the array API (spec.Task.reference_on_gpu: the same lines
 run in numpy and in torch) get them there, under three rules:
 
 - **Not in the candidate's process.** The reference runs in a child of the worker with
   its own CUDA context (torch's), so the candidate's kernels, which run in the worker's
   context, cannot address its memory: a kernel cannot leave an answer where the
-  reference will be read, nor change it after. The child gets the inputs as the worker
-  read them back, as files, and answers with files; it never sees a candidate's output.
+  reference will be read, nor change it after. The child gets data only, as files: the
+  inputs as the worker read them back and, to judge a verified run (`within`), the
+  outputs the worker copied back; it runs none of the candidate's code.
 - **Cross-checked against the host first.** Before the GPU's references decide anything
   they are compared with the host's (numpy, float64) on the first seed of every L0 shape
   and on one L1 seed: each output within 1/16 of what a candidate is allowed to err
@@ -25,9 +28,13 @@ run in numpy and in torch) get them there, under three rules:
 
     python -m profiling.harness.gpuref --serve <channel fd>    (started by GpuReferences)
 
-The child reads one request per line on stdin: {"task", "sizes", "dir"}; the inputs are
-`dir/<name>.npy`; it writes `dir/ref-<output>.npy` (and `dir/allowed-<output>.npy` for a
-task with an allowance) and answers {"type": "result", "status": "ok"} on its channel.
+The child reads one request per line on stdin: {"task", "sizes", "dir", "judge"}; the
+inputs are `dir/<name>.npy`; it writes `dir/ref-<output>.npy` (and `dir/allowed-<output>.npy`
+for a task with an allowance) and answers {"type": "result", "status": "ok"} on its
+channel. With "judge" (GpuReferences.within) the candidate's outputs come too
+(`dir/candidate-<output>.npy`), and when every element is within its allowance the child
+answers {"within": true} and writes nothing: a verified run that passes moves only its
+inputs and outputs, one way.
 """
 
 from __future__ import annotations
@@ -60,6 +67,8 @@ ALLOWANCE_RTOL = 1e-2
 # One request's limit: milliseconds of GPU work and a few hundred MB of files, plus the
 # child's start (torch's import and a CUDA context) on the first.
 REQUEST_LIMIT_S = 120.0
+# A candidate's output in a request's folder (a task's tensors are C identifiers: no clash).
+OUTPUT_PREFIX = "candidate-"
 # Where the child computes: "cuda" on a GPU host; tests on a machine without one set
 # "cpu" to exercise the same process and files with torch's CPU build.
 DEVICE_ENV = "OPTIML_REFERENCE_DEVICE"
@@ -137,7 +146,19 @@ class GpuReferences:
             return None
         return self._compute(inputs, sizes)
 
-    def _compute(self, inputs: Arrays, sizes: dict) -> Expected | None:
+    def within(self, inputs: Arrays, outputs: Arrays, sizes: dict) -> bool | Expected | None:
+        """One verified timed run's outputs judged in the child, for a task with an
+        allowance (what check_within accepts: every |output - reference| <= allowed, NaN
+        never): True when all are within; else the child's reference and allowance, for
+        the host to diagnose as it would its own (so the guard and the element are named
+        as ever); None when the host must compute everything. Only the inputs and the
+        outputs travel: the reference and allowance stay on the GPU unless needed."""
+        self.settle()
+        if not self.usable or self.task.allowance is None:
+            return None
+        return self._compute(inputs, sizes, outputs)
+
+    def _compute(self, inputs: Arrays, sizes: dict, outputs: Arrays | None = None) -> bool | Expected | None:
         with self.lock:
             if self.failed is not None:
                 return None
@@ -146,8 +167,11 @@ class GpuReferences:
             try:
                 for name, values in inputs.items():
                     np.save(request_dir / f"{name}.npy", np.ascontiguousarray(values))
+                for name, values in (outputs or {}).items():
+                    np.save(request_dir / f"{OUTPUT_PREFIX}{name}.npy", np.ascontiguousarray(values))
                 result = self.child.request({"task": self.task.name, "sizes": dict(sizes),
-                                             "dir": str(request_dir)}, time_limit_s=REQUEST_LIMIT_S)
+                                             "dir": str(request_dir), "judge": outputs is not None},
+                                            time_limit_s=REQUEST_LIMIT_S)
                 answer = result.last("result")
                 if answer is None or answer.get("status") != "ok":
                     why = (answer or {}).get("message") or (
@@ -155,6 +179,8 @@ class GpuReferences:
                     self.failed = f"the reference process failed: {why}"
                     return None
                 self.device = str(answer.get("device", ""))
+                if answer.get("within") is True:
+                    return True
                 return _read_expected(self.task, request_dir)
             except (OSError, ValueError) as error:
                 self.failed = f"the reference files: {error}"
@@ -224,6 +250,22 @@ def _read_expected(task: Task, folder: Path) -> Expected:
 
 
 # -- the child -------------------------------------------------------------------------
+def _all_within(task: Task, folder: Path, reference, allowed, device) -> bool:
+    """Whether every element of the candidate's outputs in `folder` is within its
+    allowance of the reference: check_within's test (|actual - expected| <= allowed, in
+    float64, so NaN is never within), on the GPU."""
+    import torch
+
+    for t in task.outputs:
+        actual = torch.from_numpy(np.load(folder / f"{OUTPUT_PREFIX}{t.name}.npy")).to(device)
+        error = (actual.to(torch.float64) - reference[t.name].to(torch.float64)).abs()
+        bound = allowed[t.name]
+        bound = bound.to(torch.float64) if torch.is_tensor(bound) else float(bound)
+        if not bool((error <= bound).all()):
+            return False
+    return True
+
+
 def serve(channel: Channel) -> int:
     """One request per stdin line, until EOF (the worker closed it, or died)."""
     import torch
@@ -251,7 +293,8 @@ def serve(channel: Channel) -> int:
                 reference = {t.name: outputs[t.name].to(getattr(torch, t.dtype)).reshape(
                     t.resolve_shape(sizes)) for t in task.outputs}
                 allowed = task.allowance(inputs, reference, sizes) if task.allowance else {}
-            for t in task.outputs:
+                within = bool(request.get("judge")) and _all_within(task, folder, reference, allowed, device)
+            for t in task.outputs if not within else ():
                 np.save(folder / f"ref-{t.name}.npy", reference[t.name].cpu().numpy())
                 if t.name in allowed:
                     values = allowed[t.name]
@@ -262,7 +305,7 @@ def serve(channel: Channel) -> int:
             del inputs, outputs, reference, allowed
             if device.type == "cuda":  # hand the memory back: the candidate's gate needs it
                 torch.cuda.empty_cache()
-            channel.send("result", status="ok", device=where)
+            channel.send("result", status="ok", device=where, within=within)
         except Exception as error:  # an answer, never a silent death: the worker falls back
             channel.send("result", status="error", message=f"{type(error).__name__}: {error}")
     return 0

@@ -154,3 +154,28 @@ def test_a_host_without_torch_computes_every_reference_itself_and_says_why(refer
     assert not refs.usable
     assert refs.describe().startswith("host (the reference process failed: it died")
     assert "no torch on this host" in refs.describe()
+
+
+def test_a_verified_run_is_judged_in_the_child_and_one_outside_its_allowance_comes_back(references):
+    from profiling.harness.spec import _within_allowance
+
+    task = tasks.get("self_attention")
+    refs = references("self_attention")
+    first = make_inputs(task, ATTENTION, seed=4, distribution="heavy_tailed")
+    assert refs.within(first, host(task, first, ATTENTION), ATTENTION) is None  # not cross-checked yet
+    refs.cross_check("L1", first, ATTENTION, host(task, first, ATTENTION))
+
+    inputs = make_inputs(task, ATTENTION, seed=5, distribution="normal")
+    truth = host(task, inputs, ATTENTION)
+    assert refs.within(inputs, {"out": truth["out"].copy()}, ATTENTION) is True
+
+    off = truth["out"].copy()
+    off[0, 1, 7, 3] += np.float32(4 * truth.allowed["out"][0, 1, 7, 3])
+    returned = refs.within(inputs, {"out": off}, ATTENTION)
+    assert isinstance(returned, Expected)  # the child's reference, for the host's own diagnosis
+    wrong = _within_allowance(task, {"out": off}, returned, inputs, ATTENTION)
+    assert wrong is not None and wrong.bad_elements == 1 and wrong.first_bad_index == (0, 1, 7, 3)
+
+    nan = truth["out"].copy()
+    nan[0, 0, 0, 0] = np.nan  # the poison is a NaN: never within
+    assert isinstance(refs.within(inputs, {"out": nan}, ATTENTION), Expected)

@@ -76,11 +76,7 @@ TASK = Task(
     },
     allowance=allowance,
     allowance_why="(2 + 5 sqrt(K)) * 2**-24 * (|A| @ |B|)",
-    # Written for the GPU, but not sent there: at 4096 cubed its inputs, reference and
-    # allowance are 320 MB a spot check to move through files, and a full gate on the H200
-    # took 10.2 s that way against 9.6 s on the host's 16 cores
-    # (bench/results/2026-12-04-h200-gpu-references/).
-    reference_on_gpu=False,
+    reference_on_gpu=True,
     naive_ms=23.95,  # bench/results/2026-11-29-h200-suite.json
     vendor=VendorReference(
         time_ms=2.711, what="torch 2.11 matmul (cuBLAS SGEMM, TF32 off), 4096^3 fp32, on H200 (GPU.md)"
