@@ -121,6 +121,7 @@ try {
   result.root_deltas_text = await page.locator('.inspector [data-section="deltas"]').textContent();
   result.root_correctness_rows = await page.locator(".inspector table.correctness tbody tr").count();
   result.root_has_roofline = (await page.locator(".inspector svg.roofline circle.kernel-point").count()) === 1;
+  result.root_timing_text = await page.locator('.inspector [data-section="timing"]').textContent();
   result.ncu_sections = await page.locator(".inspector details.ncu-section > summary").allTextContents();
   await page.locator('.inspector [data-section="roofline"]').scrollIntoViewIfNeeded();
   await shot(page, "inspector-root");

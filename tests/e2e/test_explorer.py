@@ -243,6 +243,11 @@ def test_a_person_starts_a_run_watches_it_grow_inspects_a_node_and_shares_it(ser
     assert "time" in result["child_deltas_text"] and "%" in result["child_deltas_text"]
     assert result["root_correctness_rows"] > 0
     assert result["root_has_roofline"] is True
+    # Its timed runs: 30, 1 verified (recorded before the gate verified 8), the floor's
+    # reason, and the host's references (recorded before the gate said where they were).
+    assert "timed runs30" in result["root_timing_text"] and "verified1" in result["root_timing_text"]
+    assert "Physics floor: 2.15 GB at" in result["root_timing_text"]
+    assert "References of the verified runs: host." in result["root_timing_text"]
     assert result["ncu_sections"][:2] == ["GPU Speed Of Light Throughput", "Memory Workload Analysis"]
     assert result["table_rows"] == result["final_node_count"]
     assert result["searched_ids"] and all(i.startswith("1") for i in result["searched_ids"])

@@ -376,7 +376,8 @@ def test_a_child_node_shows_its_diff_against_its_parent_and_the_root(api, people
 def test_the_inspector_says_where_the_verified_runs_references_were_computed(api, people, relu_run):
     run = relu_run(user=people["alice"])
     root = RunNode.objects.get(run=run, node_id=0)
-    said = "gpu (torch 2.11.0+cu130 on NVIDIA H200, in its own process; agreed with the host's at L1 {'n': 7})"
+    said = ("gpu (torch 2.11.0+cu130 on NVIDIA H200, in its own process; agreed with the host's "
+            "at L1 {'n': 7})")
     # The verdict the node shows: the one kept with its measurement, else its Evaluation's.
     verdict = (root.detail.get("measurement") or {}).get("verdict") or root.evaluation.verdict
     verdict["environment"]["references"] = said
