@@ -80,7 +80,9 @@ class GpuReferences:
         refs = GpuReferences(task)
         refs.submit_cross_check("L0", inputs, sizes, host_expected)  # at L0, on one L1 seed
         refs.settle()                                    # before anything is timed
-        expected = refs.expected(inputs, sizes)          # None: use the host
+        judged = refs.within(inputs, outputs, sizes)     # a verified run: True, or the
+                                                         # reference to diagnose; None: host
+        expected = refs.expected(inputs, sizes)          # a reference alone; None: host
         refs.describe(); refs.close()
     """
 
