@@ -135,6 +135,10 @@ class RunNode(models.Model):
     # told it (search.services): a repeated evaluation message finds it set and changes nothing.
     issued_at = models.DateTimeField(null=True, blank=True)
     result = models.JSONField(null=True, blank=True)
+    # When a GPU worker took its last issued evaluation, and which worker (Celery's
+    # hostname): None and "" while it waits in the queue (services.node_evaluate).
+    started_at = models.DateTimeField(null=True, blank=True)
+    worker = models.CharField(max_length=200, blank=True)
     # What it compiled to, ahead of its evaluation (search.engine.binaries: the cubin and
     # every launch resolved): None until compiled, "" when it could not be told. A node
     # whose binary a smaller node runs is not evaluated: it is that node's duplicate.

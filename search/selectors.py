@@ -150,19 +150,37 @@ def run_pace(*, run: Run, now=None) -> dict:
     from django.utils import timezone
 
     under_way = RunNode.objects.filter(run=run, state="pending", issued_at__isnull=False).count()
+    gpu = _gpu_queue(run)
     if run.status != Run.Status.RUNNING:
-        return {"per_minute": None, "minutes_left": None, "under_way": under_way}
+        return {"per_minute": None, "minutes_left": None, "under_way": under_way, **gpu}
     now = now or timezone.now()
     since = now - timezone.timedelta(seconds=PACE_WINDOW_S)
     finished = list(RunNode.objects.filter(run=run, state="done", evaluation__finished_at__gte=since)
                     .values_list("evaluation__finished_at", flat=True))
     if not finished:
-        return {"per_minute": None, "minutes_left": None, "under_way": under_way}
+        return {"per_minute": None, "minutes_left": None, "under_way": under_way, **gpu}
     span_s = max(60.0, (now - min(finished)).total_seconds())  # a burst is not a rate
     per_minute = len(finished) / span_s * 60.0
     left = max(0, run.budget - run.evaluated)
     return {"per_minute": round(per_minute, 2), "minutes_left": round(left / per_minute, 1),
-            "under_way": under_way}
+            "under_way": under_way, **gpu}
+
+
+def _gpu_queue(run: Run) -> dict:
+    """Where the run's issued evaluations are: `queued`, waiting in the GPU queue (issued,
+    no worker has taken them), with `queued_ahead` evaluations of running runs issued
+    before its first waiting one (the queue is first in, first out); and `workers`, the
+    GPU workers measuring one of them now (RunNode.worker, kept by services.node_evaluate)."""
+    issued = RunNode.objects.filter(state="pending", result__isnull=True, issued_at__isnull=False)
+    waiting = issued.filter(run=run, started_at__isnull=True)
+    first = waiting.order_by("issued_at").values_list("issued_at", flat=True).first()
+    ahead = 0
+    if first is not None and run.status == Run.Status.RUNNING:
+        ahead = (issued.filter(started_at__isnull=True, issued_at__lt=first, run__status=Run.Status.RUNNING)
+                 .exclude(run=run).count())
+    workers = sorted(set(issued.filter(run=run, started_at__isnull=False).exclude(worker="")
+                         .values_list("worker", flat=True)))
+    return {"queued": waiting.count(), "queued_ahead": ahead, "workers": workers}
 
 
 def run_trajectory(*, run: Run) -> dict:

@@ -57,6 +57,15 @@ class QueueSerializer(serializers.Serializer):
     evaluated = serializers.IntegerField()
     budget = serializers.IntegerField()
     ahead = serializers.IntegerField(help_text="running runs queued on the GPU before this one")
+    per_minute = serializers.FloatField(allow_null=True, help_text="candidates finished per minute, "
+                                        "over the last ten minutes; null when it cannot be told")
+    minutes_left = serializers.FloatField(allow_null=True, help_text="minutes the budget needs at that pace")
+    under_way = serializers.IntegerField(help_text="evaluations issued to the GPU queue, not yet measured")
+    queued = serializers.IntegerField(help_text="of those, how many wait for a GPU worker")
+    queued_ahead = serializers.IntegerField(help_text="evaluations of running runs issued before this "
+                                            "run's first waiting one, and not yet taken by a worker")
+    workers = serializers.ListField(child=serializers.CharField(),
+                                    help_text="the GPU workers measuring this run's evaluations now")
 
 
 class GenerationAttemptSerializer(serializers.Serializer):

@@ -257,7 +257,7 @@ def _step_ask(run: Run, parallel: int, evaluator: Evaluator) -> tuple[list, floa
     search_save(run, search)
     if asked:
         RunNode.objects.filter(run=run, node_id__in=[node_id for node_id, _ in asked]).update(
-            issued_at=timezone.now())
+            issued_at=timezone.now(), started_at=None, worker="")
     best = search.tree.best  # always a full-gate node: what the screen has to beat
     screening = screening_for(run=run, evaluator=evaluator)
     best_full_ms = best.measurement.time_ms if screening and best is not None else None
@@ -412,12 +412,14 @@ def node_binary_ensure(*, run_id: int, node_id: int) -> str | None:
 
 
 def node_evaluate(*, run_id: int, node_id: int, best_full_ms: float | None,
-                  evaluator: Evaluator | None = None) -> str:
+                  evaluator: Evaluator | None = None, worker: str = "") -> str:
     """Measure one asked node of a run (the Celery task `search.evaluate_node`, on a GPU
     worker) and keep the result on its row for the run's next step, which it then wakes.
     Returns what happened: "stored", "known" (a result or the node's measurement was there
     already: a repeated message), "idle" (the run is not running: a resume hands the node
-    out again), "held" (another worker holds this kernel's full gate: look again later)."""
+    out again), "held" (another worker holds this kernel's full gate: look again later).
+    `worker` (Celery's hostname) is kept on the row while it measures: the run's page
+    shows which GPU workers serve it (selectors.run_pace)."""
     from search.tasks import drive_run_enqueue
 
     row = (RunNode.objects.select_related("run__task", "candidate")
@@ -427,6 +429,8 @@ def node_evaluate(*, run_id: int, node_id: int, best_full_ms: float | None,
     run = row.run
     if run.status != Run.Status.RUNNING:
         return "idle"
+    taken = RunNode.objects.filter(pk=row.pk, state="pending", result__isnull=True)
+    taken.update(started_at=timezone.now(), worker=worker[:200])
     evaluator = evaluator or get_evaluator()
     screens = screening_for(run=run, evaluator=evaluator)
     screening = best_full_ms is not None and screens
@@ -434,6 +438,7 @@ def node_evaluate(*, run_id: int, node_id: int, best_full_ms: float | None,
     measured = candidate_measure(run=run, candidate=row.candidate.to_harness(), options=options,
                                  evaluator=evaluator, best_full_ms=best_full_ms if screening else None)
     if measured is None:
+        taken.update(started_at=None, worker="")  # back to waiting: its message comes again
         return "held"
     if not node_result_store(run_id=run_id, node_id=node_id, measured=measured):
         return "known"
@@ -470,7 +475,8 @@ def run_set_status(*, run_id: int, status: str, by=None) -> Run:
     if status == Run.Status.RUNNING:
         # Evaluations handed out before the pause and not measured (a GPU worker skips the
         # node of a run that is not running) are handed out again.
-        RunNode.objects.filter(run=run, state="pending", result__isnull=True).update(issued_at=None)
+        RunNode.objects.filter(run=run, state="pending", result__isnull=True).update(
+            issued_at=None, started_at=None, worker="")
     run.status = status
     run.message = _status_message(run, status, by)
     run.drive_token += 1  # whatever message is queued or running now cannot go on

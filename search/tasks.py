@@ -45,7 +45,8 @@ def evaluate_node(self, run_id: int, node_id: int, best_full_ms: float | None) -
     """Measure one asked node of a run on this GPU worker (services.node_evaluate), keep
     the result on the node's row and wake the run. A repeated or late message does nothing."""
     try:
-        outcome = services.node_evaluate(run_id=run_id, node_id=node_id, best_full_ms=best_full_ms)
+        outcome = services.node_evaluate(run_id=run_id, node_id=node_id, best_full_ms=best_full_ms,
+                                         worker=self.request.hostname or "")
     except Exception as error:
         logger.exception("evaluating node %s of run %s failed", node_id, run_id)
         services.run_fail(run_id=run_id, message=f"{type(error).__name__}: {error}")

@@ -127,4 +127,13 @@ describe("progressLine", () => {
       .toBe("90 / 100 evaluated · 2 pending · 140 nodes · 12.3 candidates/min · about under a minute left · 4 under way on GPU workers");
     expect(progressLine(p, { status: "running", perMinute: 0.1, minutesLeft: 100 })).toMatch(/about 1\.7 h left$/);
   });
+
+  it("names the GPU workers measuring the run, and what waits in the GPU queue behind whom", () => {
+    expect(progressLine(p, { status: "running", underWay: 3, workers: ["gpu0@h1", "gpu1@h1"], queued: 1, queuedAhead: 5 }))
+      .toBe("90 / 100 evaluated · 2 pending · 140 nodes · 3 under way on GPU workers (gpu0@h1, gpu1@h1)"
+        + " · 1 waiting for a GPU worker, 5 evaluation(s) of other runs ahead in the queue");
+    expect(progressLine(p, { status: "running", underWay: 1, queued: 1 }))
+      .toBe("90 / 100 evaluated · 2 pending · 140 nodes · 1 under way on GPU workers · 1 waiting for a GPU worker");
+    expect(progressLine(p, { status: "finished", workers: ["gpu0@h1"], queued: 2 })).toBe("90 evaluated · complete · 140 nodes");
+  });
 });

@@ -115,7 +115,8 @@ def test_creating_a_run_answers_201_and_queues_its_search_after_commit(
     body = response.json()
     assert body["status"] == "running" and body["team"] == people["team"].pk and body["notice"] is None
     assert body["queue"] == {"pending": 1, "evaluated": 0, "budget": 3, "ahead": 0,  # the root
-                             "per_minute": None, "minutes_left": None, "under_way": 0}  # nothing done yet
+                             "per_minute": None, "minutes_left": None, "under_way": 0,  # nothing done yet
+                             "queued": 0, "queued_ahead": 0, "workers": []}
     assert body["last_seq"] == 1 and body["can_control"] is True
     assert queued == []  # nothing is queued before the run is committed
     for callback in callbacks:
@@ -268,7 +269,8 @@ def test_the_run_summary_has_progress_the_last_seq_and_why(api, people, relu_run
     body = api(people["alice"]).get(f"/api/runs/{run.pk}/").json()
 
     assert body["queue"] == {"pending": 0, "evaluated": 3, "budget": 3, "ahead": 0,
-                             "per_minute": None, "minutes_left": None, "under_way": 0}  # finished: no pace
+                             "per_minute": None, "minutes_left": None, "under_way": 0,  # finished: no pace
+                             "queued": 0, "queued_ahead": 0, "workers": []}
     assert body["last_seq"] == RunEvent.objects.filter(run=run).count()
     # Only the root passed on this recording, so the root is the best: nothing to explain.
     assert body["why"] == [] and body["best_node"] == 0 and body["speedup"] == pytest.approx(1.0)

@@ -267,6 +267,32 @@ def test_an_evaluation_whose_kernel_another_worker_holds_looks_again_later(broke
     run.refresh_from_db()
     assert run.evaluated == 0 and RunNode.objects.get(run=run, node_id=0).result is None
     assert tasks.HELD_RETRY_S > 0
+    # ... and it waits in the queue again, no worker named (selectors.run_pace)
+    assert RunNode.objects.filter(run=run, node_id=0).values_list("started_at", "worker").get() == (None, "")
+
+
+def test_the_queue_says_what_waits_for_a_gpu_worker_behind_whom_and_which_workers_measure(broker, launch):
+    from django.utils import timezone
+
+    from search import selectors
+
+    first, second = launch(budget=3), launch(budget=3)
+    for run in (first, second):  # each run's first step: its root goes to the GPU queue
+        broker.deliver(next(m for m in broker.queue if m[0] == "drive" and m[1][0] == run.pk))
+        broker.queue.remove(broker.delivered[-1])
+    # Both roots wait in the GPU queue, the first run's issued first: it waits behind
+    # nobody, the second behind it.
+    assert {"queued": 1, "queued_ahead": 0, "workers": []}.items() <= selectors.run_pace(run=first).items()
+    assert {"queued": 1, "queued_ahead": 1}.items() <= selectors.run_pace(run=second).items()
+
+    assert services.node_evaluate(run_id=first.pk, node_id=0, best_full_ms=None, worker="gpu0@h1") == "stored"
+
+    measured = RunNode.objects.get(run=first, node_id=0)
+    assert measured.worker == "gpu0@h1" and measured.started_at is not None  # who measured it
+    assert selectors.run_pace(run=second)["queued_ahead"] == 0  # taken: nothing is ahead now
+    # While a worker measures a node, the run names it (as node_evaluate leaves the row then).
+    RunNode.objects.filter(run=second, node_id=0).update(started_at=timezone.now(), worker="gpu1@h2")
+    assert {"queued": 0, "workers": ["gpu1@h2"]}.items() <= selectors.run_pace(run=second).items()
 
 
 # -- a chain that was lost -----------------------------------------------------------------

@@ -92,11 +92,14 @@ export function statusLabel(run) {
  * "90 / 100": a search may stop before its budget (nothing left to try, stopped by its
  * owner), and an imported run is a complete record.
  * @param {{evaluated: number, budget: number|null, pending: number, nodes: number}} p
+ * `queued` of the evaluations under way wait in the GPU queue behind `queuedAhead` of
+ * other runs'; `workers` are the GPU workers measuring the others.
  * @param {{status?: string, imported?: boolean, waiting?: number, ahead?: number|null,
- *   perMinute?: number|null, minutesLeft?: number|null, underWay?: number}} run
+ *   perMinute?: number|null, minutesLeft?: number|null, underWay?: number, queued?: number,
+ *   queuedAhead?: number, workers?: string[]}} run
  */
 export function progressLine(p, { status, imported = false, waiting = 0, ahead = null, perMinute = null,
-  minutesLeft = null, underWay = 0 }) {
+  minutesLeft = null, underWay = 0, queued = 0, queuedAhead = 0, workers = [] }) {
   const ended = status === "finished" || status === "stopped" || status === "failed";
   const counted = ended
     ? `${p.evaluated} evaluated · ${imported ? "complete (imported)" : status === "finished" ? "complete" : status}`
@@ -105,7 +108,10 @@ export function progressLine(p, { status, imported = false, waiting = 0, ahead =
     + (!ended && ahead ? ` · ${ahead} run(s) ahead on the GPU` : "")
     + (!ended && perMinute ? ` · ${Number(perMinute.toPrecision(3))} candidates/min` : "")
     + (!ended && minutesLeft != null && perMinute ? ` · about ${minutesText(minutesLeft)} left` : "")
-    + (!ended && underWay ? ` · ${underWay} under way on GPU workers` : "");
+    + (!ended && underWay ? ` · ${underWay} under way on GPU workers` : "")
+    + (!ended && workers.length ? ` (${workers.join(", ")})` : "")
+    + (!ended && queued ? ` · ${queued} waiting for a GPU worker`
+      + (queuedAhead ? `, ${queuedAhead} evaluation(s) of other runs ahead in the queue` : "") : "");
 }
 
 function minutesText(/** @type {number} */ minutes) {

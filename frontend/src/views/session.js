@@ -225,7 +225,8 @@ export async function mountSession(root, source) {
       h("span", { class: "progress-text", "data-evaluated": p.evaluated },
         progressLine(p, { status: state.run.status, imported: Boolean(state.run.imported), waiting, ahead,
           perMinute: state.run.queue?.per_minute ?? null, minutesLeft: state.run.queue?.minutes_left ?? null,
-          underWay: state.run.queue?.under_way ?? 0 })));
+          underWay: state.run.queue?.under_way ?? 0, queued: state.run.queue?.queued ?? 0,
+          queuedAhead: state.run.queue?.queued_ahead ?? 0, workers: state.run.queue?.workers ?? [] })));
   }
 
   function renderWhy() {
