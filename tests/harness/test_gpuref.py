@@ -179,3 +179,62 @@ def test_a_verified_run_is_judged_in_the_child_and_one_outside_its_allowance_com
     nan = truth["out"].copy()
     nan[0, 0, 0, 0] = np.nan  # the poison is a NaN: never within
     assert isinstance(refs.within(inputs, {"out": nan}, ATTENTION), Expected)
+
+
+# -- the worker's side (worker.Session): when it starts the child, what it cross-checks ------
+
+
+def worker_session(task_name: str, **options):
+    from profiling.harness.worker import Session
+
+    task = tasks.get(task_name)
+    request = {"task": task_name, "candidate": {"source": task.naive_source, **task.naive_plan},
+               "options": {"levels": ["L0", "L1"], "seeds": 2, "timing_runs": 30, "spot_checks": 8,
+                           "gpu_references": True, **options}}
+    return Session(request, channel=None)
+
+
+@pytest.mark.parametrize(("task_name", "options", "starts"), [
+    ("self_attention", {}, True),
+    ("sgemm", {}, True),
+    ("relu", {}, False),                                # its reference is the host's only
+    ("self_attention", {"gpu_references": False}, False),
+    ("self_attention", {"spot_checks": 0}, False),      # the screen verifies no timed run
+    ("self_attention", {"timing_runs": 0}, False),
+    ("self_attention", {"mode": "sanitize"}, False),
+    ("self_attention", {"levels": ["L0"]}, False),      # never cross-checked at L1
+])
+def test_the_worker_starts_the_reference_child_only_where_timed_runs_will_use_it(references, task_name,
+                                                                                 options, starts):
+    session = worker_session(task_name, **options)
+    session.start_gpu_references()
+    try:
+        assert (session.gpu_refs is not None) is starts
+    finally:
+        session.stop_gpu_references()
+    assert session.gpu_refs is None
+    if starts:  # what the verdict says: nothing was cross-checked, so the host decided
+        assert session.environment["references"].startswith("host (the GPU's references were not")
+
+
+def test_the_worker_cross_checks_the_first_seed_of_each_shape_with_the_hosts_allowance():
+    from profiling.harness.inputs import check_plan
+
+    session = worker_session("self_attention")
+    submitted = []
+
+    class Recorder:  # stands in for GpuReferences: what the worker hands it, in order
+        def submit_cross_check(self, *args) -> None:
+            submitted.append(args)
+
+    session.gpu_refs = Recorder()
+    plan = check_plan(session.task, ["L0", "L1"], {"B": 1, "H": 2, "S": 33, "D": 8}, {"L0": 2, "L1": 2}, 1)
+    for check in plan:
+        inputs = make_inputs(session.task, check.sizes, check.seed, check.distribution)
+        reference = Expected(reference_outputs(session.task, inputs, check.sizes))  # no cache: no allowance
+        session.cross_check_reference(check, inputs, reference)
+
+    shapes = len(session.task.l0_sizes) + 1
+    assert len(plan) == 2 * shapes and len(submitted) == shapes  # one seed of each shape
+    assert [level for level, *_ in submitted] == ["L0"] * (shapes - 1) + ["L1"]
+    assert all(host.allowed is not None for *_, host in submitted)  # worked out for the cross-check
