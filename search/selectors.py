@@ -150,20 +150,19 @@ def run_pace(*, run: Run, now=None) -> dict:
     from django.utils import timezone
 
     under_way = RunNode.objects.filter(run=run, state="pending", issued_at__isnull=False).count()
-    gpu = _gpu_queue(run)
+    pace = {"per_minute": None, "minutes_left": None, "under_way": under_way, **_gpu_queue(run)}
     if run.status != Run.Status.RUNNING:
-        return {"per_minute": None, "minutes_left": None, "under_way": under_way, **gpu}
+        return pace
     now = now or timezone.now()
     since = now - timezone.timedelta(seconds=PACE_WINDOW_S)
     finished = list(RunNode.objects.filter(run=run, state="done", evaluation__finished_at__gte=since)
                     .values_list("evaluation__finished_at", flat=True))
     if not finished:
-        return {"per_minute": None, "minutes_left": None, "under_way": under_way, **gpu}
+        return pace
     span_s = max(60.0, (now - min(finished)).total_seconds())  # a burst is not a rate
     per_minute = len(finished) / span_s * 60.0
     left = max(0, run.budget - run.evaluated)
-    return {"per_minute": round(per_minute, 2), "minutes_left": round(left / per_minute, 1),
-            "under_way": under_way, **gpu}
+    return {**pace, "per_minute": round(per_minute, 2), "minutes_left": round(left / per_minute, 1)}
 
 
 def _gpu_queue(run: Run) -> dict:
