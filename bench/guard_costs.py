@@ -122,7 +122,7 @@ def cached_inputs(name: str, entry: dict, input_cache: Path) -> int:
     started = time.monotonic()
     options = GateOptions()
     prepare_inputs(task, options.levels, task.sizes, dict.fromkeys(options.levels, options.seeds),
-                   seed, str(input_cache))
+                   seed, str(input_cache), gpu_inputs=options.gpu_inputs)
     entry["inputs_s"] = round(time.monotonic() - started, 2)
     return seed
 

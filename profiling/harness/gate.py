@@ -66,6 +66,10 @@ class GateOptions:
     # with the host's (gpuref.py). Where a reference is computed does not change what is
     # checked, so it is not part of identity(); the verdict's environment says which.
     gpu_references: bool = True
+    # L1 inputs drawn on the GPU from the seed by the harness's own kernel, for tasks with
+    # default float inputs (inputs.generated_on_gpu); else generated on the host. The same
+    # distributions either way, so it is not part of identity() either.
+    gpu_inputs: bool = True
     # compute-sanitizer tools run at L0 sizes before the verdict can pass (sanitize.py).
     sanitize: tuple[str, ...] = ("memcheck", "racecheck", "initcheck", "synccheck")
 
@@ -226,7 +230,7 @@ def worker_options(options: GateOptions, *, seed: int | None) -> dict:
             "l1_sizes": options.l1_sizes, "seed": seed,
             "input_cache": options.input_cache if seed is not None else None,
             "spot_checks": options.spot_checks, "adversary": options.adversary,
-            "gpu_references": options.gpu_references}
+            "gpu_references": options.gpu_references, "gpu_inputs": options.gpu_inputs}
 
 
 # A passing time more than this many times faster than the vendor library (at the task's
@@ -278,13 +282,17 @@ def _full_run(task: Task, candidate: Candidate, digest: str, report: CompileRepo
     request = worker_request(task, candidate, report, worker_options(options, seed=seed))
     request_path = workdir / f"request-{digest[:12]}.json"
     request_path.write_text(json.dumps(request))
+    prepared = time.monotonic()
     prepare_inputs(task, options.levels, options.l1_sizes or task.sizes,
-                   dict.fromkeys(options.levels, options.seeds), seed, options.input_cache)
+                   dict.fromkeys(options.levels, options.seeds), seed, options.input_cache,
+                   gpu_inputs=options.gpu_inputs)
+    prepared = time.monotonic() - prepared
     result = run_isolated([sys.executable, "-m", "profiling.harness.worker", str(request_path)],
                           time_limit_s=options.time_limit_s, log_path=workdir / "worker.log",
                           env=child_env(), on_message=on_message)
     verdict = verdict_from_result(task.name, digest, report, result, options.time_limit_s)
     verdict.stage_seconds["gpu"] = time.monotonic() - started
+    verdict.stage_seconds["prepare_inputs"] = prepared
     return verdict, request
 
 
@@ -382,11 +390,14 @@ def _suspiciously_fast(task: Task, verdict: Verdict, options: GateOptions) -> bo
 
 
 def prepare_inputs(task: Task, levels, l1_sizes: dict, seeds: dict[str, int], seed: int | None,
-                   input_cache: str | None) -> None:
+                   input_cache: str | None, *, gpu_inputs: bool = False) -> None:
     """With a fixed seed and a cache, build the inputs and references the worker will
-    read, in parallel, before it starts (the worker would build them one by one)."""
+    read, in parallel, before it starts (the worker would build them one by one); not
+    those it generates on the GPU itself (`gpu_inputs`: inputs.generated_on_gpu)."""
     if seed is not None and input_cache:
-        inputs.prepare(task, inputs.check_plan(task, list(levels), l1_sizes, seeds, seed), input_cache)
+        checks = [c for c in inputs.check_plan(task, list(levels), l1_sizes, seeds, seed)
+                  if not (gpu_inputs and inputs.generated_on_gpu(task, c))]
+        inputs.prepare(task, checks, input_cache)
 
 
 def verdict_from_result(task: str, digest: str, report: CompileReport, result: IsolatedResult,

@@ -201,9 +201,17 @@ class GpuReferences:
         return (f"gpu ({self.device}, in its own process; agreed with the host's at "
                 f"{'; '.join(self.checked)})")
 
+    def warm(self) -> None:
+        """Start the child now: torch's import and its CUDA context then overlap the
+        worker's L0 checks instead of delaying the first request."""
+        self.child.start()
+
     def close(self) -> None:
         self._thread.shutdown(wait=True, cancel_futures=True)
-        self.child.close()
+        if self.requests:
+            self.child.close()  # EOF: it leaves on its own
+        else:
+            self.child.kill()  # never asked (a candidate rejected at L0): not waited for
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
@@ -280,6 +288,7 @@ def serve(channel: Channel) -> int:
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
+    torch.zeros(1, device=device)  # the CUDA context now, while the worker checks at L0
     where = f"torch {torch.__version__} on {name}"
     for line in sys.stdin:
         try:

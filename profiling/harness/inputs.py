@@ -8,6 +8,12 @@ still run in their own processes and never see the reference: it is only ever on
 host, and read after the candidate's launch has finished. A task's allowance (how far
 each output element may be from the reference, spec.Task.allowance) depends on the data
 alone, so it is kept with the reference too (Expected.allowed).
+
+A full gate's L1 inputs are generated on the GPU instead (`generated_on_gpu`): the
+harness's own kernel draws them from the check's seed into the candidate's buffers in
+milliseconds, and the worker downloads them once for the reference and the guards. Only
+their reference and allowance are then kept here (`gpu_seed_reference`), under the
+inputs' checksum: an entry is used only for inputs that hash the same.
 """
 
 from __future__ import annotations
@@ -58,6 +64,102 @@ def check_plan(task: Task, levels: list[str], l1_sizes: dict, seeds: dict[str, i
     return plan
 
 
+# The distributions the harness's generator draws on the GPU (refresh.cu:
+# optiml_generate_f32), by the code that kernel takes.
+GPU_DISTRIBUTIONS = {"normal": 0, "heavy_tailed": 1, "uniform": 2}
+
+
+def generated_on_gpu(task: Task, check: Check) -> bool:
+    """Whether a full gate generates this check's inputs on the GPU: the L1 checks (the
+    big ones) of a task whose every input is float32 from the default generator
+    (spec.generate_float) in a distribution the GPU draws. A task with its own generator
+    (cross_entropy's labels, say) keeps it, on the host."""
+    return (check.level == "L1" and check.distribution in GPU_DISTRIBUTIONS
+            and all(t.generate is None and t.dtype == "float32" for t in task.inputs))
+
+
+def gpu_like_values(count: int, seed: int, distribution: str, *, start: int = 0) -> np.ndarray:
+    """Elements start .. start+count of what optiml_generate_f32 writes for `seed`, with
+    the same hashing in numpy: to replay a gate's L1 inputs on a host without a GPU.
+    The integers are identical; log, sqrt and cos are the host's (float64, rounded to
+    float32 at the end), so values agree to a few units in the last place, not bit for bit."""
+    code = GPU_DISTRIBUTIONS[distribution]
+    with np.errstate(over="ignore"):
+        index = np.arange(start, start + count, dtype=np.uint64)
+        h = _splitmix64(np.uint64(seed) ^ _splitmix64(index))
+        if code == 2:
+            return (2.0 * _unit_open(h) - 1.0).astype(np.float32)
+        value = _normal_from(h)
+        if code == 1:
+            v = np.zeros(count, np.float64)
+            for _ in range(3):
+                h = _splitmix64(_splitmix64(h))
+                v += _normal_from(h) ** 2
+            value = 4.0 * value / np.maximum(np.sqrt(v / 3.0), 1e-12)
+        return value.astype(np.float32)
+
+
+def _splitmix64(x: np.ndarray) -> np.ndarray:
+    x = x + np.uint64(0x9E3779B97F4A7C15)
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
+
+
+def _unit_open(bits: np.ndarray) -> np.ndarray:
+    """24 random bits -> (0, 1), rounded as the kernel's float32 arithmetic rounds them."""
+    return ((bits >> np.uint64(40)).astype(np.float32) + np.float32(0.5)).astype(np.float64) / 16777216.0
+
+
+def _normal_from(h: np.ndarray) -> np.ndarray:
+    u1, u2 = _unit_open(h), _unit_open(_splitmix64(h))
+    return np.sqrt(-2.0 * np.log(u1)) * np.cos(2.0 * np.pi * u2)
+
+
+def cached_gpu_seed_reference(task: Task, check: Check, checksum: str,
+                              cache_dir: str | None) -> Expected | None:
+    """The reference and allowance kept in `cache_dir` for inputs generated on the GPU
+    for this (task, sizes, seed, distribution), when they were computed from inputs with
+    this `checksum` (the worker's sum of them, on the GPU); None when there is none."""
+    if not cache_dir:
+        return None
+    entry = _gpu_entry(task, check, cache_dir)
+    if not (entry / "done").exists() or (entry / "checksum").read_text() != checksum:
+        return None
+    return Expected({t.name: np.load(entry / f"{t.name}.npy", mmap_mode="r") for t in task.outputs},
+                    _load_allowed(task, entry), cached=True)
+
+
+def gpu_seed_reference(task: Task, check: Check, inputs: Arrays, checksum: str,
+                       cache_dir: str | None) -> Expected:
+    """The reference and allowance for one check's inputs generated on the GPU: the
+    cached ones (above), else computed here and published in `cache_dir` with one rename,
+    under `checksum`, for the next candidate."""
+    found = cached_gpu_seed_reference(task, check, checksum, cache_dir)
+    if found is not None:
+        return found
+    reference = reference_outputs(task, inputs, check.sizes)
+    allowed = allowance_of(task, inputs, reference, check.sizes)
+    entry = _gpu_entry(task, check, cache_dir) if cache_dir else None
+    if entry is not None and not (entry / "done").exists():
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(dir=entry.parent, prefix=".gpu-seed-"))
+        try:
+            _save_expected(staging, task, reference, allowed)
+            (staging / "checksum").write_text(checksum)
+            (staging / "done").write_text("")
+            os.rename(staging, entry)
+        except OSError:
+            pass  # another worker published it first, or the disk is full: computed anyway
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    return Expected(reference, allowed)
+
+
+def _gpu_entry(task: Task, check: Check, cache_dir: str) -> Path:
+    return Path(cache_dir) / f"{_key(task, check.sizes, check.seed, check.distribution)}-gpu"
+
+
 def prepare(task: Task, checks: list[Check], cache_dir: str, *, workers: int | None = None) -> int:
     """Build the cache entries these checks will read, several at once in worker
     processes (generating a 1 GB input and its reference is single-threaded numpy, and
@@ -99,9 +201,10 @@ class Expected(dict):
     (name -> how far each element may be off), when it was worked out with them; None
     when the task has none or the comparison works it out itself (no cache)."""
 
-    def __init__(self, reference: Arrays, allowed: dict | None = None) -> None:
+    def __init__(self, reference: Arrays, allowed: dict | None = None, *, cached: bool = False) -> None:
         super().__init__(reference)
         self.allowed = allowed
+        self.cached = cached  # read from an input cache's entry (gpu_seed_reference)
 
 
 def make_inputs(task: Task, sizes: dict, seed: int, distribution: str) -> Arrays:

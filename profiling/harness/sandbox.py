@@ -293,6 +293,16 @@ class PersistentChild:
         self._reader = _LineReader(read_fd)
         self.starts += 1
 
+    def start(self) -> None:
+        """Start the child now, if none is running, rather than at the first request."""
+        if not self.alive:
+            self._stop()
+            self._start()
+
+    def kill(self) -> None:
+        """End the child at once, without waiting for it to leave (close() waits)."""
+        self._stop()
+
     def request(self, payload: dict, *, time_limit_s: float,
                 on_message: Callable[[dict], None] | None = None) -> IsolatedResult:
         result = self._request(payload, time_limit_s, on_message)

@@ -140,6 +140,8 @@ class Environment:
     hostname: str = ""
     # Where the timed runs' spot-check references were computed, and why (gpuref.py).
     references: str = ""
+    # Where the correctness checks' inputs were generated (inputs.generated_on_gpu).
+    inputs: str = ""
 
 
 @dataclass

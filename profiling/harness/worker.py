@@ -13,7 +13,7 @@ import secrets
 import sys
 import time
 import traceback
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -23,10 +23,14 @@ from .candidate import Candidate
 from .ceilings import Ceilings, ceilings_for, physics_floor_ms, summarize
 from .checks import GUARD_BYTES, GuardFailure, RunBuffers, check_canaries, check_run
 from .inputs import (
+    GPU_DISTRIBUTIONS,
     Check,
     Expected,
     allowance_of,
+    cached_gpu_seed_reference,
     check_plan,
+    generated_on_gpu,
+    gpu_seed_reference,
     inputs_and_reference,
     reference_outputs,
     run_reference,
@@ -46,6 +50,19 @@ LAUNCH_NAIVE_FACTOR = 50
 LAUNCH_FLOOR_FACTOR = 2000
 LAUNCH_MIN_S = 2.0
 SANITIZER_SLOWDOWN = 100
+# The key of the checksum an L1 seed's generated inputs are kept under in the input cache
+# (Session.generate_on_gpu): not a secret, the sum only has to tell one GPU's draw from
+# another's should they ever differ.
+INPUT_CHECKSUM_KEY = 0x6F70746D6C2D6731
+
+
+@dataclass(frozen=True)
+class Drawn:
+    """Inputs drawn on the GPU and not read back before the launch: their checksums
+    under a key of this check's (device.keyed_checksum)."""
+
+    key: int
+    sums: dict[str, int]
 
 
 class Rejection(Exception):
@@ -164,6 +181,8 @@ class Session:
         # started in run() for a task that allows it, when timed runs will be verified.
         self.gpu_refs = None
         self.cross_checked: set[tuple[str, int]] = set()  # (level, shape) compared so far
+        self.held_cross_checks: list[tuple] = []  # L0's, until the first L1 one
+        self.generated: list[bool] = []  # per L1 seed drawn on the GPU: its reference was cached
 
     def partial(self) -> dict:
         return {"correctness": [asdict(r) for r in self.records],
@@ -176,6 +195,9 @@ class Session:
         """Pop the context: pycuda aborts the process at exit if one is left current."""
         if self.gpu is not None and self.owns_gpu:
             self.gpu.close()
+
+    def add_seconds(self, stage: str, started: float) -> None:
+        self.seconds[stage] = self.seconds.get(stage, 0.0) + time.monotonic() - started
 
     def stage(self, name: str, **detail) -> None:
         self.channel.send("stage", stage=name, **detail)
@@ -302,17 +324,116 @@ class Session:
         from .gpuref import GpuReferences
 
         self.gpu_refs = GpuReferences(self.task)
+        self.gpu_refs.warm()
 
-    def cross_check_reference(self, check: Check, inputs: dict, reference) -> None:
+    def cross_check_reference(self, check: Check, inputs: dict, reference: Expected) -> Expected:
         """The first seed of each L0 shape and the first L1 seed: the GPU's reference
-        against the host's, before the GPU's may stand in for it."""
+        against the host's, before the GPU's may stand in for it. Returns the reference
+        with the allowance worked out for the cross-check, so the comparison reuses it.
+
+        The child starts with the checks (GpuReferences.warm), but the L0 ones are held
+        (small arrays) and handed to it with the first L1 one: a candidate rejected at L0
+        has asked it nothing, so it is killed, not waited for (its start, torch's import
+        and a CUDA context, takes ~2 s on the H200)."""
         key = (check.level, check.shape_index)
         if self.gpu_refs is None or key in self.cross_checked:
-            return
+            return reference
         self.cross_checked.add(key)
         if reference.allowed is None and self.task.allowance is not None:
             reference = Expected(reference, allowance_of(self.task, inputs, reference, check.sizes))
-        self.gpu_refs.submit_cross_check(check.level, inputs, check.sizes, reference)
+        self.held_cross_checks.append((check.level, inputs, check.sizes, reference))
+        if check.level != "L0":
+            for held in self.held_cross_checks:
+                self.gpu_refs.submit_cross_check(*held)
+            self.held_cross_checks.clear()
+        return reference
+
+    # -- L1 inputs on the GPU (inputs.generated_on_gpu) -------------------------------
+    def generates_on_gpu(self, check: Check) -> bool:
+        """A full gate's L1 check of a task with default float inputs. Not the screen's
+        seeds kept on the GPU (those are built once per serving process, from the host)."""
+        return (bool(self.options.get("gpu_inputs")) and self.resident is None
+                and generated_on_gpu(self.task, check))
+
+    def generate_on_gpu(self, check: Check, buffers: dict) -> tuple[dict | None, Expected, Drawn | None]:
+        """Draw the check's inputs into the candidate's buffers with the harness's kernel
+        (each input its own stream of the check's seed, as the timed runs' refresh).
+
+        Their reference comes from the input cache when an entry was computed from draws
+        with the same checksum (inputs.gpu_seed_reference). Then nothing is read back
+        before the launch: returns (None, reference, Drawn), and after the launch
+        `inputs_after_launch` tells by a secret-keyed checksum whether the candidate
+        changed them. Otherwise (the first candidate of a search, a seed to cross-check
+        with the GPU references) the draws are read back now, for the host's reference
+        and the guards: returns (inputs, reference, None).
+        """
+        started = time.monotonic()
+        self.draw(check, buffers)
+        public = " ".join(f"{t.name}:{self.input_checksum(buffers[t.name], INPUT_CHECKSUM_KEY):016x}"
+                          for t in self.task.inputs)
+        cache = self.options.get("input_cache")
+        reference = cached_gpu_seed_reference(self.task, check, public, cache)
+        self.generated.append(reference is not None)
+        self.environment["inputs"] = (
+            f"gpu: {len(self.generated)} L1 seed(s) drawn on the GPU by the harness's generator, "
+            f"{sum(self.generated)} of their references from the input cache; L0 on the host")
+        if reference is not None and not self.will_cross_check(check):
+            key = secrets.randbits(64)
+            drawn = Drawn(key, {t.name: self.input_checksum(buffers[t.name], key) for t in self.task.inputs})
+            self.add_seconds("generate_inputs", started)
+            return None, reference, drawn
+        inputs = {t.name: buffers[t.name].download() for t in self.task.inputs}
+        self.add_seconds("generate_inputs", started)
+        if reference is None:
+            started = time.monotonic()
+            reference = gpu_seed_reference(self.task, check, inputs, public, cache)
+            self.add_seconds("seed_references", started)
+        return inputs, reference, None
+
+    def draw(self, check: Check, buffers: dict) -> None:
+        from .timing import input_seed
+
+        generate = self.harness_module.get_function("optiml_generate_f32")
+        code = np.int32(GPU_DISTRIBUTIONS[check.distribution])
+        for position, t in enumerate(self.task.inputs):
+            b = buffers[t.name]
+            n = int(np.prod(b.shape, dtype=np.int64))
+            generate(np.uintp(b.ptr), np.uint64(n), np.uint64(input_seed(check.seed, position)), code,
+                     grid=(min(4096, max(1, -(-n // 256))), 1, 1), block=(256, 1, 1),
+                     stream=self.gpu.stream)
+        self.gpu.synchronize()
+
+    def input_checksum(self, buffer, key: int) -> int:
+        from . import device
+
+        return device.keyed_checksum(self.harness_module, self.gpu, buffer.ptr, buffer.nbytes, key)
+
+    def inputs_after_launch(self, check: Check, buffers: dict, drawn: Drawn) -> tuple[dict, dict]:
+        """(inputs before, inputs after) of a launch on inputs drawn on the GPU and not
+        read back before it. The after is read back now; when every input's keyed
+        checksum is still the draw's, it is the draw (a change the key cannot see would
+        need the key, drawn by the OS after the candidate's module was loaded and never
+        on the GPU but as a launch argument of the harness's kernel). When one changed,
+        the draw is made again in a buffer of its own and read back as the before, so the
+        guards name the changed element as they do for an upload."""
+        from . import device
+
+        after = {t.name: buffers[t.name].download() for t in self.task.inputs}
+        changed = [t for t in self.task.inputs
+                   if self.input_checksum(buffers[t.name], drawn.key) != drawn.sums[t.name]]
+        if not changed:
+            return after, after
+        again = {t.name: device.Buffer(t.name, buffers[t.name].dtype, buffers[t.name].shape, guard_bytes=0)
+                 for t in self.task.inputs}
+        try:
+            self.draw(check, again)
+            return {name: b.download() for name, b in again.items()}, after
+        finally:
+            for b in again.values():
+                b.free()
+
+    def will_cross_check(self, check: Check) -> bool:
+        return self.gpu_refs is not None and (check.level, check.shape_index) not in self.cross_checked
 
     def stop_gpu_references(self) -> None:
         if self.gpu_refs is None:
@@ -322,10 +443,13 @@ class Session:
         self.gpu_refs.close()
         self.gpu_refs = None
 
-    def read_back(self, buffers: dict, inputs_before: dict, reference: dict) -> RunBuffers:
+    def read_back(self, buffers: dict, inputs_before: dict, reference: dict,
+                  inputs_after: dict | None = None) -> RunBuffers:
+        """What the guards look at after a launch (`inputs_after`: already read back)."""
         return RunBuffers(
             inputs_before=inputs_before,
-            inputs_after={t.name: buffers[t.name].download() for t in self.task.inputs},
+            inputs_after=(inputs_after if inputs_after is not None
+                          else {t.name: buffers[t.name].download() for t in self.task.inputs}),
             outputs={t.name: buffers[t.name].download() for t in self.task.outputs},
             reference=reference,
             guards={name: b.guards() for name, b in buffers.items()},
@@ -357,25 +481,32 @@ class Session:
         level, sizes, seed, distribution = check.level, check.sizes, check.seed, check.distribution
         self.stage("correctness", level=level, sizes=sizes, seed=seed)
         self.require_memory(sizes)
-        inputs, reference = inputs_and_reference(self.task, sizes, seed, distribution,
-                                                 self.options.get("input_cache"))
-        self.cross_check_reference(check, inputs, reference)
-        if self.options.get("adversary", {}).get("stale_reference"):
-            self.leave_reference_in_freed_memory(reference)
-        seed_on_gpu = None
-        if self.resident is not None and level == "L1":
-            seed_on_gpu = self.resident.get((self.task.name, tuple(sorted(sizes.items())), seed),
-                                            inputs, reference, self.harness_module, self.gpu)
         buffers = self.allocate(sizes)
         try:
+            seed_on_gpu, drawn = None, None
+            if self.generates_on_gpu(check):
+                inputs, reference, drawn = self.generate_on_gpu(check, buffers)
+            else:
+                inputs, reference = inputs_and_reference(self.task, sizes, seed, distribution,
+                                                         self.options.get("input_cache"))
+            if inputs is not None:
+                reference = self.cross_check_reference(check, inputs, reference)
+            if self.options.get("adversary", {}).get("stale_reference"):
+                self.leave_reference_in_outputs(buffers, reference)
+            if self.resident is not None and level == "L1":
+                seed_on_gpu = self.resident.get((self.task.name, tuple(sorted(sizes.items())), seed),
+                                                inputs, reference, self.harness_module, self.gpu)
             for t in self.task.inputs:
-                if seed_on_gpu is None:
-                    buffers[t.name].upload(inputs[t.name])
-                else:
+                if seed_on_gpu is not None:
                     buffers[t.name].copy_from(seed_on_gpu.inputs[t.name])
+                elif not self.generates_on_gpu(check):
+                    buffers[t.name].upload(inputs[t.name])
             self.poison_writable(buffers)
             launches = device.resolve_plan(self.gpu, self.module, self.candidate, sizes, buffers)
             self.launch(launches, sizes)
+            inputs_after = None
+            if drawn is not None:
+                inputs, inputs_after = self.inputs_after_launch(check, buffers, drawn)
             if level == "L1":
                 # kept for the check after the timed runs (one seed's arrays, not all)
                 self.last_l1 = (check, inputs, reference)
@@ -383,7 +514,8 @@ class Session:
                     t.dtype == "float32" and bool((reference[t.name].view(np.uint32) == 0xFFFFFFFF).any())
                     for t in self.task.outputs)
             if seed_on_gpu is None:
-                failure, max_abs, max_rel = self.check(self.read_back(buffers, inputs, reference), sizes)
+                failure, max_abs, max_rel = self.check(
+                    self.read_back(buffers, inputs, reference, inputs_after), sizes)
             else:
                 failure, max_abs, max_rel = self.check_resident(buffers, seed_on_gpu, inputs,
                                                                 reference, sizes)
@@ -438,16 +570,13 @@ class Session:
             reference=reference, guards=guards, compare_inputs=inputs)
         return self.check(run, sizes)
 
-    def leave_reference_in_freed_memory(self, reference: dict) -> None:
-        """Adversarial test hook: put the right answer where the outputs will be allocated,
-        as a GPU-side reference would leave it, so a kernel that writes nothing would pass
-        without the poison."""
-        from . import device
-
+    def leave_reference_in_outputs(self, buffers: dict, reference: dict) -> None:
+        """Adversarial test hook: put the right answer in the output buffers before the
+        launch, as a GPU-side reference left in freed memory the outputs were then
+        allocated from would, so a kernel that writes nothing would pass without the
+        poison."""
         for name, values in reference.items():
-            buffer = device.Buffer(name, values.dtype, values.shape)
-            buffer.upload(values)
-            buffer.free()
+            buffers[name].upload(np.ascontiguousarray(values))
 
     # -- timing (timing.py) ---------------------------------------------------------------
     def time_runs(self) -> None:

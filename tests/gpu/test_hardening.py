@@ -475,3 +475,76 @@ def test_gpu_references_pass_an_honest_kernel_after_agreeing_with_the_host():
     assert "L1" in on.environment.references
     assert off.environment.references == ""
     assert on.timing.spot_checks == off.timing.spot_checks == STANDARD.spot_checks
+
+
+# -- L1 inputs generated on the GPU (inputs.generated_on_gpu) --------------------------------
+
+@pytest.mark.parametrize("distribution", ["normal", "heavy_tailed", "uniform"])
+def test_the_gpu_generator_draws_what_its_host_replay_draws(gpu, distribution):
+    from profiling.harness import device
+    from profiling.harness.inputs import GPU_DISTRIBUTIONS, gpu_like_values
+
+    n, seed = 1 << 20, 0x1234_5678_9ABC
+    buffer = device.Buffer("x", np.float32, (n,))
+    try:
+        gpu.harness.get_function("optiml_generate_f32")(
+            np.uintp(buffer.ptr), np.uint64(n), np.uint64(seed), np.int32(GPU_DISTRIBUTIONS[distribution]),
+            grid=(4096, 1, 1), block=(256, 1, 1), stream=gpu.gpu.stream)
+        gpu.gpu.synchronize()
+        drawn = buffer.download()
+    finally:
+        buffer.free()
+    # The same integers; the GPU's logf/cospif/sqrtf against the host's float64 ones
+    np.testing.assert_allclose(drawn, gpu_like_values(n, seed, distribution), rtol=1e-5, atol=1e-5)
+
+
+def test_a_search_draws_its_l1_inputs_on_the_gpu_and_keeps_only_their_references(tmp_path):
+    relu = tasks.get("relu")
+    naive = Candidate.from_source_and_plan(relu.naive_source, relu.naive_plan)
+    first = judge("relu", naive, RELU, sanitize=(), seed=7, input_cache=str(tmp_path))
+    second = judge("relu", naive, RELU, sanitize=(), seed=7, input_cache=str(tmp_path))
+
+    for verdict in (first, second):
+        assert verdict.status == "passed", f"{verdict.guard}: {verdict.message}"
+    seeds = STANDARD.seeds
+    assert first.environment.inputs.startswith(f"gpu: {seeds} L1 seed(s) drawn on the GPU"), first.environment
+    assert f"{seeds} L1 seed(s) drawn on the GPU by the harness's generator, {seeds} of their " \
+           "references from the input cache" in second.environment.inputs, second.environment.inputs
+    l1 = [[(r.seed, r.distribution, r.max_abs_error) for r in v.correctness if r.level == "L1"]
+          for v in (first, second)]
+    assert len(l1[0]) == seeds and l1[0] == l1[1]  # the same draws, judged alike
+    entries = [p for p in tmp_path.iterdir() if p.name.endswith("-gpu")]
+    assert len(entries) == seeds and not any((e / "x.npy").exists() for e in entries)
+    assert (first.stage_seconds.get("prepare_inputs", 1e9) < 5), first.stage_seconds  # L0 only
+
+
+@pytest.mark.parametrize("cached", [False, True], ids=["read-back-before", "keyed-checksum"])
+def test_an_l1_input_drawn_on_the_gpu_that_a_kernel_overwrites_is_caught(tmp_path, cached):
+    relu = tasks.get("relu")
+    if cached:  # a search's later candidate: the draws' references are cached, nothing is
+        # read back before the launch, and the keyed checksum must see the change
+        naive = Candidate.from_source_and_plan(relu.naive_source, relu.naive_plan)
+        warm = judge("relu", naive, RELU, sanitize=(), timing_runs=0, seed=9, input_cache=str(tmp_path))
+        assert warm.status == "passed", warm.message
+    # Honest at L0; at L1 (n >= 2**20) it also writes its input: the guards compare the
+    # draw with what is left after the launch, as they do with a host upload.
+    verdict = judge("relu", exploit("relu", "mutates_inputs_at_scale.cu"), RELU, sanitize=(),
+                    seed=9, input_cache=str(tmp_path))
+    assert_caught(verdict, "input_mutated")
+    assert verdict.correctness[-1].level == "L1" and all(r.passed for r in verdict.correctness[:-1])
+    assert "element(s), first at" in verdict.message, verdict.message  # named, as for an upload
+    cached_refs = "1 of their references from the input cache" if cached else "0 of their references"
+    assert cached_refs in verdict.environment.inputs, verdict.environment.inputs
+
+
+def test_an_attention_kernel_rejected_at_l0_never_waits_for_the_reference_child():
+    naive = tasks.get("self_attention")
+    unscaled = naive.naive_source.replace("scores[idx] = dot / sqrtf((float)D);", "scores[idx] = dot;")
+    assert unscaled != naive.naive_source
+    verdict = judge("self_attention", Candidate.from_source_and_plan(unscaled, naive.naive_plan), ATTENTION,
+                    sanitize=())
+
+    assert verdict.status == "rejected" and verdict.correctness[-1].level == "L0", verdict.message
+    # the L0 cross-checks were held for the first L1 check, so the child never started
+    assert verdict.environment.references == "host (the GPU's references were not cross-checked at L1)"
+    assert verdict.stage_seconds.get("worker_gpu_references") == 0.0, verdict.stage_seconds

@@ -7,6 +7,7 @@ fall-backs as on a GPU host, where tests/gpu/test_gpu_references.py runs them on
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 
 import numpy as np
@@ -64,6 +65,16 @@ def test_the_childs_references_agree_with_the_hosts_and_serve_once_checked_at_l1
         np.testing.assert_allclose(served.allowed[t.name], truth.allowed[t.name], rtol=1e-6)
     assert refs.describe().startswith("gpu (torch ")
     assert "L0" in refs.describe() and "L1" in refs.describe()
+    refs.close()  # asked: EOF, and it leaves on its own
+    assert refs.child.starts == 1 and refs.child._last_returncode == 0
+
+
+def test_a_child_started_early_and_never_asked_is_killed_not_waited_for(references):
+    refs = references("self_attention")
+    refs.warm()  # as the worker does before its L0 checks
+    assert refs.child.alive and refs.child.starts == 1
+    refs.close()  # a candidate rejected at L0: the child was asked nothing
+    assert not refs.child.alive and refs.child._last_returncode == -signal.SIGKILL
 
 
 def test_a_reference_that_disagrees_with_the_hosts_sends_the_session_to_the_host(references):
@@ -229,12 +240,36 @@ def test_the_worker_cross_checks_the_first_seed_of_each_shape_with_the_hosts_all
 
     session.gpu_refs = Recorder()
     plan = check_plan(session.task, ["L0", "L1"], {"B": 1, "H": 2, "S": 33, "D": 8}, {"L0": 2, "L1": 2}, 1)
+    compared = []
     for check in plan:
         inputs = make_inputs(session.task, check.sizes, check.seed, check.distribution)
         reference = Expected(reference_outputs(session.task, inputs, check.sizes))  # no cache: no allowance
-        session.cross_check_reference(check, inputs, reference)
+        compared.append(session.cross_check_reference(check, inputs, reference))
+        if check.level == "L0":  # held until the first L1 check: a rejection at L0 never starts the child
+            assert submitted == []
 
     shapes = len(session.task.l0_sizes) + 1
     assert len(plan) == 2 * shapes and len(submitted) == shapes  # one seed of each shape
     assert [level for level, *_ in submitted] == ["L0"] * (shapes - 1) + ["L1"]
     assert all(host.allowed is not None for *_, host in submitted)  # worked out for the cross-check
+    # ... and handed on to the comparison, which does not work it out a second time
+    assert sum(any(r is host for *_, host in submitted) for r in compared) == shapes
+    assert sum(r.allowed is None for r in compared) == len(plan) - shapes
+
+
+@pytest.mark.parametrize(("task_name", "level", "options", "generates"), [
+    ("relu", "L1", {}, True),
+    ("self_attention", "L1", {}, True),
+    ("relu", "L0", {}, False),                      # small: generated on the host
+    ("relu", "L1", {"gpu_inputs": False}, False),
+    ("cross_entropy", "L1", {}, False),             # its labels have a generator of their own
+])
+def test_a_full_gate_generates_its_l1_inputs_on_the_gpu_for_default_float_inputs(task_name, level, options,
+                                                                                  generates):
+    from profiling.harness.inputs import check_plan
+
+    session = worker_session(task_name, **{"gpu_inputs": True, **options})
+    check = next(c for c in check_plan(session.task, [level], session.task.sizes, {level: 1}, 1))
+    assert session.generates_on_gpu(check) is generates
+    session.resident = object()  # a screen's serving process: its kept seeds come from the host
+    assert session.generates_on_gpu(check) is False

@@ -3,7 +3,7 @@
 import numpy as np
 
 from profiling.harness import tasks
-from profiling.harness.inputs import inputs_and_reference
+from profiling.harness.inputs import inputs_and_reference, reference_outputs
 
 
 def test_a_cached_entry_holds_exactly_what_a_fresh_computation_makes(tmp_path):
@@ -189,3 +189,69 @@ def test_an_entry_written_without_the_allowance_still_compares(tmp_path):
     inputs, expected = inputs_and_reference(task, sizes, 1, "normal", str(tmp_path))
     assert expected.allowed is None
     assert task.comparison()(_one_wrong(expected), expected, inputs, sizes) is not None
+
+
+# -- L1 inputs generated on the GPU (inputs.generated_on_gpu) ---------------------------------
+
+def test_the_host_replay_of_the_gpu_generator_draws_each_distribution():
+    from profiling.harness.inputs import gpu_like_values
+
+    n = 1 << 18
+    normal = gpu_like_values(n, 7, "normal")
+    assert normal.dtype == np.float32 and abs(normal.mean()) < 0.01 and abs(normal.std() - 1) < 0.01
+    heavy = gpu_like_values(n, 7, "heavy_tailed")
+    # 4 t(3): |x| > 40 with probability 0.14 %, so some hundreds here, and no normal draw does
+    assert 100 < int((np.abs(heavy) > 40).sum()) < 800 and np.abs(normal).max() < 6
+    assert np.isfinite(heavy).all()
+    uniform = gpu_like_values(n, 7, "uniform")
+    assert uniform.min() > -1 and uniform.max() < 1 and abs(uniform.mean()) < 0.01
+    assert not np.array_equal(normal, gpu_like_values(n, 8, "normal"))  # the seed matters
+    np.testing.assert_array_equal(gpu_like_values(3, 7, "heavy_tailed", start=5), heavy[5:8])
+
+
+def test_only_a_full_gate_s_l1_checks_of_default_float_inputs_are_generated_on_the_gpu():
+    from profiling.harness.inputs import check_plan, generated_on_gpu
+
+    relu = tasks.get("relu")
+    plan = check_plan(relu, ["L0", "L1"], relu.sizes, {"L0": 2, "L1": 2}, 3)
+    assert [generated_on_gpu(relu, c) for c in plan] == [c.level == "L1" for c in plan]
+    entropy = tasks.get("cross_entropy")  # int labels from a generator of its own
+    plan = check_plan(entropy, ["L1"], entropy.sizes, {"L1": 2}, 3)
+    assert not any(generated_on_gpu(entropy, c) for c in plan)
+
+
+def test_prepare_builds_no_entry_for_checks_the_worker_generates_on_the_gpu(tmp_path):
+    from profiling.harness.gate import prepare_inputs
+
+    relu, sizes = tasks.get("relu"), {"n": 4096}
+    prepare_inputs(relu, ["L0", "L1"], sizes, {"L0": 1, "L1": 2}, 5, str(tmp_path / "gpu"), gpu_inputs=True)
+    prepare_inputs(relu, ["L0", "L1"], sizes, {"L0": 1, "L1": 2}, 5, str(tmp_path / "host"), gpu_inputs=False)
+    entries = lambda d: [p for p in (tmp_path / d).iterdir() if not p.name.startswith(".")]  # noqa: E731
+    assert len(entries("gpu")) == len(relu.l0_sizes)
+    assert len(entries("host")) == len(relu.l0_sizes) + 2
+
+
+def test_a_gpu_seed_s_reference_is_reused_only_for_inputs_with_the_same_checksum(tmp_path):
+    from profiling.harness.inputs import Check, gpu_like_values, gpu_seed_reference
+
+    task = tasks.get("self_attention")  # with an allowance, kept beside the reference
+    sizes = {"B": 1, "H": 2, "S": 16, "D": 8}
+    check = Check("L1", 0, sizes, 11, "normal")
+    n = 1 * 2 * 16 * 8
+    inputs = {t.name: gpu_like_values(n, 11 + i, "normal").reshape(1, 2, 16, 8)
+              for i, t in enumerate(task.inputs)}
+    first = gpu_seed_reference(task, check, inputs, "q:1 k:2 v:3", str(tmp_path))
+    assert first.allowed is not None
+
+    other = {name: np.flip(values).copy() for name, values in inputs.items()}  # stands for a different draw
+    cached = gpu_seed_reference(task, check, other, "q:1 k:2 v:3", str(tmp_path))
+    assert cached.cached and not first.cached
+    np.testing.assert_array_equal(cached["out"], first["out"])  # read back, not recomputed
+    np.testing.assert_array_equal(cached.allowed["out"], first.allowed["out"])
+
+    recomputed = gpu_seed_reference(task, check, other, "q:4 k:5 v:6", str(tmp_path))
+    assert not recomputed.cached
+    fresh = reference_outputs(task, other, sizes)
+    np.testing.assert_array_equal(recomputed["out"], fresh["out"])
+    assert not np.array_equal(recomputed["out"], first["out"])
+    assert len([p for p in tmp_path.iterdir() if not p.name.startswith(".")]) == 1  # the first one stays

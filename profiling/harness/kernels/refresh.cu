@@ -14,14 +14,47 @@ __device__ __forceinline__ float unit_open(unsigned long long bits) {
     return ((bits >> 40) + 0.5f) * (1.0f / 16777216.0f);
 }
 
+__device__ __forceinline__ float normal_from(unsigned long long h) {
+    float u1 = unit_open(h), u2 = unit_open(splitmix64(h));
+    return sqrtf(-2.0f * logf(u1)) * cospif(2.0f * u2);  // Box-Muller
+}
+
 extern "C" __global__ void optiml_refresh_normal_f32(float* p, unsigned long long n,
                                                      unsigned long long seed) {
     unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
     for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += stride) {
+        p[i] = normal_from(splitmix64(seed ^ splitmix64(i)));
+    }
+}
+
+// -- the gate's L1 inputs (worker.py, Session.generate_on_gpu) --------------------------
+// The distributions of spec.generate_float, drawn from (seed, index) as above: 0 normal,
+// 1 heavy_tailed (Student-t with 3 degrees of freedom times 4: a normal over the root of
+// a chi-square(3) / 3, the sum of three more squared normals), 2 uniform on (-1, 1).
+// Element i's k-th normal comes from the hash chain h, splitmix64(h), ... two links each.
+// inputs.gpu_like_values is the same arithmetic in numpy, for replaying on a host.
+extern "C" __global__ void optiml_generate_f32(float* p, unsigned long long n,
+                                               unsigned long long seed, int distribution) {
+    unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+    for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += stride) {
         unsigned long long h = splitmix64(seed ^ splitmix64(i));
-        float u1 = unit_open(h), u2 = unit_open(splitmix64(h));
-        p[i] = sqrtf(-2.0f * logf(u1)) * cospif(2.0f * u2);  // Box-Muller
+        float value;
+        if (distribution == 1) {
+            float z = normal_from(h), v = 0.0f;
+            for (int k = 0; k < 3; ++k) {
+                h = splitmix64(splitmix64(h));
+                float w = normal_from(h);
+                v += w * w;
+            }
+            value = 4.0f * z / fmaxf(sqrtf(v * (1.0f / 3.0f)), 1e-12f);
+        } else if (distribution == 2) {
+            value = 2.0f * unit_open(h) - 1.0f;
+        } else {
+            value = normal_from(h);
+        }
+        p[i] = value;
     }
 }
 
