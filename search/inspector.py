@@ -87,6 +87,9 @@ def node_detail(*, run: Run, node: RunNode, url: str) -> dict[str, Any]:
         # Where the verified timed runs' references were computed (profiling/harness/gpuref.py);
         # empty for verdicts from before it was recorded, and on the host.
         "references": (verdict.get("environment") or {}).get("references") or None,
+        # Where the correctness checks' inputs were drawn (profiling/harness/inputs.py:
+        # generated_on_gpu); empty for verdicts from before it was recorded.
+        "inputs": (verdict.get("environment") or {}).get("inputs") or None,
         "profile": ({key: profile.get(key) for key in ("metrics", "bottleneck", "evidence")}
                     if profile else None),
         "roofline": roofline(run=run, node=node, verdict=verdict),

@@ -29,6 +29,12 @@ describe("inspectorModel", () => {
     expect(inspectorModel({ id: 6 }, { id: 6, level: "screen" }).level).toBe("screen");
   });
 
+  it("says where the correctness checks' inputs were drawn, when the verdict says", () => {
+    expect(inspectorModel({ id: 1, inputs: "gpu: 5 L1 seed(s) drawn on the GPU" }).inputsDrawn).toBe("gpu: 5 L1 seed(s) drawn on the GPU");
+    expect(inspectorModel({ id: 1, inputs: "" }).inputsDrawn).toBeNull();
+    expect(inspectorModel({ id: 1 }).inputsDrawn).toBeNull();
+  });
+
   it("sorts reward terms by size and turns deltas into percent", () => {
     const m = inspectorModel({ id: 1, reward_terms: { a: 0.01, b: -0.3 }, deltas_vs_parent: { time: 0.8 } });
     expect(m.rewardTerms.map(([k]) => k)).toEqual(["b", "a"]);

@@ -355,6 +355,7 @@ def test_the_root_node_shows_its_real_h200_evidence(api, people, relu_run):
     assert "verdict" not in node["measurement"]
     assert node["timing"]["runs"] == 30 and node["timing"]["median_ms"] == pytest.approx(0.8061, abs=1e-3)
     assert node["references"] is None  # recorded before the gate said where they came from
+    assert node["inputs"] is None  # ... and where its checks' inputs were drawn
     # The recording names /tmp/w1/..., outside this host's OPTIML_WORKDIR: never served.
     assert node["ncu_report_url"] is None
     assert api(people["alice"]).get(f"/api/runs/{run.pk}/nodes/0/ncu-report/").status_code == 404
@@ -383,12 +384,16 @@ def test_the_inspector_says_where_the_verified_runs_references_were_computed(api
     # The verdict the node shows: the one kept with its measurement, else its Evaluation's.
     verdict = (root.detail.get("measurement") or {}).get("verdict") or root.evaluation.verdict
     verdict["environment"]["references"] = said
+    drawn = ("gpu: 5 L1 seed(s) drawn on the GPU by the harness's generator, 0 of their references "
+             "from the input cache")
+    verdict["environment"]["inputs"] = drawn
     root.save()
     root.evaluation.save()
 
     node = api(people["alice"]).get(f"/api/runs/{run.pk}/nodes/0/").json()
 
     assert node["references"] == said
+    assert node["inputs"] == drawn
 
 
 def _gate_wrote_report(node: RunNode, path) -> Evaluation:

@@ -64,6 +64,8 @@ export function inspectorModel(detail, row = undefined) {
     duplicateOf: typeof detail.duplicate_of === "number" ? detail.duplicate_of : null,
     judgeError: detail.judge_error ?? null,
     correctness: Array.isArray(detail.correctness) ? detail.correctness : [],
+    // Where the checks' inputs were drawn ("gpu: ..."); null for older verdicts
+    inputsDrawn: typeof detail.inputs === "string" && detail.inputs ? detail.inputs : null,
     timing: timingModel(detail.timing, detail.references),
     roofline,
     rooflineProblem,

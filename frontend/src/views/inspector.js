@@ -32,7 +32,7 @@ export function renderInspector(container, detail, { row, onSelect = () => {} } 
     codeTabs(m),
     deltasSection(m),
     rewardSection(m.rewardTerms),
-    correctnessSection(m.correctness),
+    correctnessSection(m.correctness, m.inputsDrawn),
     timingSection(m.timing),
     rooflineSection(m),
     profileSection(m.profile),
@@ -119,13 +119,14 @@ function rewardSection(terms) {
   return section("Reward terms", table(["term", "value"], terms.map(([k, v]) => [k, format.number(v)])), "reward");
 }
 
-function correctnessSection(rows) {
+function correctnessSection(rows, inputsDrawn) {
   if (!rows.length) return section("Correctness", h("p", { class: "muted" }, "No correctness checks ran."), "correctness");
-  return section("Correctness", table(["level", "sizes", "seed", "inputs", "result", "max |error|"], rows.map((r) => [
+  return section("Correctness", [table(["level", "sizes", "seed", "inputs", "result", "max |error|"], rows.map((r) => [
     r.level, Object.entries(r.sizes ?? {}).map(([k, v]) => `${k}=${v}`).join(", "), String(r.seed ?? "—"), r.distribution ?? "—",
     h("span", { class: r.passed ? "pass" : "fail", title: r.detail || "" }, r.passed ? "passed" : `failed${r.guard ? ` (${r.guard})` : ""}`),
     format.number(r.max_abs_error),
-  ]), { class: "correctness" }), "correctness");
+  ]), { class: "correctness" }),
+  inputsDrawn ? h("p", { class: "muted inputs-drawn" }, `Inputs: ${inputsDrawn}.`) : null], "correctness");
 }
 
 function timingSection(t) {
