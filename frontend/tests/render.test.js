@@ -278,7 +278,7 @@ const DETAIL = {
   timing: { median_ms: 0.45, p10_ms: 0.44, p90_ms: 0.46, min_ms: 0.44, max_ms: 0.47, runs: 30, spot_checks: 8,
     floor_ms: 0.447, floor_reason: "2.15 GB at 4.80 TB/s (NVIDIA H200 SXM datasheet peaks)" },
   references: "gpu (torch 2.11.0+cu130 on NVIDIA H200, in its own process; agreed with the host's at L1 {'n': 268435456})",
-  inputs: "gpu: 5 L1 seed(s) drawn on the GPU by the harness's generator, 5 of their references from the input cache; L0 on the host",
+  inputs: "gpu: 5 L1 seed(s) drawn on the GPU by the harness's generator; their references: 5 from the input cache; L0 on the host",
   roofline: RELU_ROOFLINE, ncu_report_url: "/api/runs/1/nodes/5/ncu-rep/",
 };
 

@@ -131,15 +131,23 @@ def cached_gpu_seed_reference(task: Task, check: Check, checksum: str,
 
 
 def gpu_seed_reference(task: Task, check: Check, inputs: Arrays, checksum: str,
-                       cache_dir: str | None) -> Expected:
+                       cache_dir: str | None, *,
+                       elsewhere: Callable[[Arrays, dict], Expected | None] | None = None) -> Expected:
     """The reference and allowance for one check's inputs generated on the GPU: the
-    cached ones (above), else computed here and published in `cache_dir` with one rename,
-    under `checksum`, for the next candidate."""
+    cached ones (above), else from `elsewhere` when it gives them (the reference child,
+    gpuref.py, once cross-checked) or computed here; published in `cache_dir` with one
+    rename, under `checksum`, for the next candidate."""
     found = cached_gpu_seed_reference(task, check, checksum, cache_dir)
     if found is not None:
         return found
-    reference = reference_outputs(task, inputs, check.sizes)
-    allowed = allowance_of(task, inputs, reference, check.sizes)
+    computed = elsewhere(inputs, check.sizes) if elsewhere is not None else None
+    if computed is not None:
+        reference, allowed = dict(computed), computed.allowed
+        if allowed is None:
+            allowed = allowance_of(task, inputs, reference, check.sizes)
+    else:
+        reference = reference_outputs(task, inputs, check.sizes)
+        allowed = allowance_of(task, inputs, reference, check.sizes)
     entry = _gpu_entry(task, check, cache_dir) if cache_dir else None
     if entry is not None and not (entry / "done").exists():
         entry.parent.mkdir(parents=True, exist_ok=True)
@@ -153,7 +161,7 @@ def gpu_seed_reference(task: Task, check: Check, inputs: Arrays, checksum: str,
             pass  # another worker published it first, or the disk is full: computed anyway
         finally:
             shutil.rmtree(staging, ignore_errors=True)
-    return Expected(reference, allowed)
+    return Expected(reference, allowed, computed_elsewhere=computed is not None)
 
 
 def _gpu_entry(task: Task, check: Check, cache_dir: str) -> Path:
@@ -201,10 +209,12 @@ class Expected(dict):
     (name -> how far each element may be off), when it was worked out with them; None
     when the task has none or the comparison works it out itself (no cache)."""
 
-    def __init__(self, reference: Arrays, allowed: dict | None = None, *, cached: bool = False) -> None:
+    def __init__(self, reference: Arrays, allowed: dict | None = None, *, cached: bool = False,
+                 computed_elsewhere: bool = False) -> None:
         super().__init__(reference)
         self.allowed = allowed
         self.cached = cached  # read from an input cache's entry (gpu_seed_reference)
+        self.computed_elsewhere = computed_elsewhere  # by the reference child (gpu_seed_reference)
 
 
 def make_inputs(task: Task, sizes: dict, seed: int, distribution: str) -> Arrays:

@@ -182,7 +182,7 @@ class Session:
         self.gpu_refs = None
         self.cross_checked: set[tuple[str, int]] = set()  # (level, shape) compared so far
         self.held_cross_checks: list[tuple] = []  # L0's, until the first L1 one
-        self.generated: list[bool] = []  # per L1 seed drawn on the GPU: its reference was cached
+        self.generated: list[str] = []  # per L1 seed drawn on the GPU: where its reference came from
 
     def partial(self) -> dict:
         return {"correctness": [asdict(r) for r in self.records],
@@ -373,22 +373,35 @@ class Session:
                           for t in self.task.inputs)
         cache = self.options.get("input_cache")
         reference = cached_gpu_seed_reference(self.task, check, public, cache)
-        self.generated.append(reference is not None)
-        self.environment["inputs"] = (
-            f"gpu: {len(self.generated)} L1 seed(s) drawn on the GPU by the harness's generator, "
-            f"{sum(self.generated)} of their references from the input cache; L0 on the host")
         if reference is not None and not self.will_cross_check(check):
             key = secrets.randbits(64)
             drawn = Drawn(key, {t.name: self.input_checksum(buffers[t.name], key) for t in self.task.inputs})
             self.add_seconds("generate_inputs", started)
+            self.tell_where_inputs_came_from("cache")
             return None, reference, drawn
         inputs = {t.name: buffers[t.name].download() for t in self.task.inputs}
         self.add_seconds("generate_inputs", started)
         if reference is None:
             started = time.monotonic()
-            reference = gpu_seed_reference(self.task, check, inputs, public, cache)
+            # After the first L1 seed was cross-checked, the reference child computes the
+            # others' (what the timed runs' spot checks would use it for, too)
+            asks_child = self.gpu_refs is not None and not self.will_cross_check(check)
+            elsewhere = self.gpu_refs.expected if asks_child else None
+            reference = gpu_seed_reference(self.task, check, inputs, public, cache, elsewhere=elsewhere)
             self.add_seconds("seed_references", started)
+        self.tell_where_inputs_came_from(
+            "cache" if reference.cached else "gpu" if reference.computed_elsewhere else "host")
         return inputs, reference, None
+
+    def tell_where_inputs_came_from(self, reference: str) -> None:
+        """environment.inputs: how many L1 seeds were drawn on the GPU, and where their
+        references came from (the input cache, the reference child, the host)."""
+        self.generated.append(reference)
+        counts = ", ".join(f"{self.generated.count(where)} from {label}" for where, label in (
+            ("cache", "the input cache"), ("gpu", "the reference child"), ("host", "the host"))
+            if where in self.generated)
+        self.environment["inputs"] = (f"gpu: {len(self.generated)} L1 seed(s) drawn on the GPU by the "
+                                      f"harness's generator; their references: {counts}; L0 on the host")
 
     def draw(self, check: Check, buffers: dict) -> None:
         from .timing import input_seed

@@ -508,8 +508,9 @@ def test_a_search_draws_its_l1_inputs_on_the_gpu_and_keeps_only_their_references
         assert verdict.status == "passed", f"{verdict.guard}: {verdict.message}"
     seeds = STANDARD.seeds
     assert first.environment.inputs.startswith(f"gpu: {seeds} L1 seed(s) drawn on the GPU"), first.environment
-    assert f"{seeds} L1 seed(s) drawn on the GPU by the harness's generator, {seeds} of their " \
-           "references from the input cache" in second.environment.inputs, second.environment.inputs
+    assert f"their references: {seeds} from the input cache;" in second.environment.inputs, \
+        second.environment.inputs
+    assert f"their references: {seeds} from the host;" in first.environment.inputs, first.environment.inputs
     l1 = [[(r.seed, r.distribution, r.max_abs_error) for r in v.correctness if r.level == "L1"]
           for v in (first, second)]
     assert len(l1[0]) == seeds and l1[0] == l1[1]  # the same draws, judged alike
@@ -533,7 +534,8 @@ def test_an_l1_input_drawn_on_the_gpu_that_a_kernel_overwrites_is_caught(tmp_pat
     assert_caught(verdict, "input_mutated")
     assert verdict.correctness[-1].level == "L1" and all(r.passed for r in verdict.correctness[:-1])
     assert "element(s), first at" in verdict.message, verdict.message  # named, as for an upload
-    cached_refs = "1 of their references from the input cache" if cached else "0 of their references"
+    where = "the input cache" if cached else "the host"
+    cached_refs = f"their references: 1 from {where};"
     assert cached_refs in verdict.environment.inputs, verdict.environment.inputs
 
 
@@ -548,3 +550,21 @@ def test_an_attention_kernel_rejected_at_l0_never_waits_for_the_reference_child(
     # the L0 cross-checks were held for the first L1 check, so the child never started
     assert verdict.environment.references == "host (the GPU's references were not cross-checked at L1)"
     assert verdict.stage_seconds.get("worker_gpu_references") == 0.0, verdict.stage_seconds
+
+
+def test_after_the_first_l1_seed_agreed_the_reference_child_computes_the_other_seeds_references(tmp_path):
+    naive = tasks.get("self_attention")
+    candidate = Candidate.from_source_and_plan(naive.naive_source, naive.naive_plan)
+    first = judge("self_attention", candidate, ATTENTION, sanitize=(), timing_runs=10, seed=5,
+                  input_cache=str(tmp_path))
+    second = judge("self_attention", candidate, ATTENTION, sanitize=(), timing_runs=10, seed=5,
+                   input_cache=str(tmp_path))
+
+    assert first.status == "passed" and second.status == "passed", (first.message, second.message)
+    seeds = STANDARD.seeds
+    said = f"their references: {seeds - 1} from the reference child, 1 from the host;"
+    assert said in first.environment.inputs, first.environment.inputs
+    assert f"their references: {seeds} from the input cache;" in second.environment.inputs
+    assert first.environment.references.startswith("gpu (torch "), first.environment.references
+    errors = [[r.max_abs_error for r in v.correctness if r.level == "L1"] for v in (first, second)]
+    assert errors[0] == errors[1]  # the same draws against the same (kept) references

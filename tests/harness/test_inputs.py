@@ -255,3 +255,27 @@ def test_a_gpu_seed_s_reference_is_reused_only_for_inputs_with_the_same_checksum
     np.testing.assert_array_equal(recomputed["out"], fresh["out"])
     assert not np.array_equal(recomputed["out"], first["out"])
     assert len([p for p in tmp_path.iterdir() if not p.name.startswith(".")]) == 1  # the first one stays
+
+
+def test_a_gpu_seed_s_reference_may_come_from_elsewhere_and_is_kept_like_the_host_s(tmp_path):
+    from profiling.harness.inputs import Check, Expected, gpu_like_values, gpu_seed_reference
+
+    task, sizes = tasks.get("relu"), {"n": 64}
+    check = Check("L1", 0, sizes, 3, "normal")
+    inputs = {"x": gpu_like_values(64, 3, "normal")}
+    asked = []
+
+    def child(given, given_sizes):  # stands in for the reference child: any answer it gives is used
+        asked.append(given_sizes)
+        return Expected({"y": np.full(64, 7, np.float32)})
+
+    from_child = gpu_seed_reference(task, check, inputs, "x:1", str(tmp_path), elsewhere=child)
+    assert asked == [sizes] and from_child.computed_elsewhere and not from_child.cached
+    np.testing.assert_array_equal(from_child["y"], np.full(64, 7, np.float32))
+    kept = gpu_seed_reference(task, check, inputs, "x:1", str(tmp_path), elsewhere=child)
+    assert kept.cached and asked == [sizes]  # read back, the child not asked again
+    np.testing.assert_array_equal(kept["y"], from_child["y"])
+
+    host = gpu_seed_reference(task, check, inputs, "x:2", None, elsewhere=lambda *_: None)
+    assert not host.computed_elsewhere  # the child declined: the host computed it
+    np.testing.assert_array_equal(host["y"], np.maximum(inputs["x"], 0))

@@ -384,8 +384,8 @@ def test_the_inspector_says_where_the_verified_runs_references_were_computed(api
     # The verdict the node shows: the one kept with its measurement, else its Evaluation's.
     verdict = (root.detail.get("measurement") or {}).get("verdict") or root.evaluation.verdict
     verdict["environment"]["references"] = said
-    drawn = ("gpu: 5 L1 seed(s) drawn on the GPU by the harness's generator, 0 of their references "
-             "from the input cache")
+    drawn = ("gpu: 5 L1 seed(s) drawn on the GPU by the harness's generator; their references: "
+             "4 from the reference child, 1 from the host; L0 on the host")
     verdict["environment"]["inputs"] = drawn
     root.save()
     root.evaluation.save()
