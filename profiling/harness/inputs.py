@@ -11,9 +11,10 @@ alone, so it is kept with the reference too (Expected.allowed).
 
 A full gate's L1 inputs are generated on the GPU instead (`generated_on_gpu`): the
 harness's own kernel draws them from the check's seed into the candidate's buffers in
-milliseconds, and the worker downloads them once for the reference and the guards. Only
-their reference and allowance are then kept here (`gpu_seed_reference`), under the
-inputs' checksum: an entry is used only for inputs that hash the same.
+milliseconds. Only their reference and allowance are kept here (`gpu_seed_reference`),
+under the draws' checksum: an entry is used only for draws that hash the same. The first
+candidate of a search reads the draws back to compute them; a later one finds them and
+reads nothing back before its launch (worker.Session.generate_on_gpu).
 """
 
 from __future__ import annotations
