@@ -16,16 +16,15 @@ spent before the worker started (prepare_inputs), and the verdict's `environment
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench import write_gpu_report  # noqa: E402
 from profiling.harness import tasks  # noqa: E402
 from profiling.harness.candidate import Candidate  # noqa: E402
 from profiling.harness.gate import GateOptions, evaluate  # noqa: E402
@@ -65,17 +64,9 @@ def main() -> int:
         rows.append(row)
         print(json.dumps({"task": name, **{side: {k: v["seconds"] for k, v in row[side].items()}
                                            for side in ("host", "gpu")}}), flush=True)
-    smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
-                         capture_output=True, text=True, check=False).stdout.strip()
-    report = {
-        "what": "the standard full gate (sanitizers on, profile off) of each task's naive kernel, the "
-                "first and second candidate of a search (one seed, one input cache), with the L1 inputs "
-                "generated on the host and on the GPU",
-        "command": " ".join(["python", *sys.argv]),
-        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        "gpu": smi, "seed": SEED, "tasks": rows,
-    }
-    Path(args.out).write_text(json.dumps(report, indent=1) + "\n")
+    write_gpu_report(args.out, "the standard full gate (sanitizers on, profile off) of each task's naive "
+                     "kernel, the first and second candidate of a search (one seed, one input cache), "
+                     "with the L1 inputs generated on the host and on the GPU", seed=SEED, tasks=rows)
     return 0
 
 

@@ -17,17 +17,16 @@ the gate's whole time, and the verdict's `environment.references`.
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench import write_gpu_report  # noqa: E402
 from profiling.harness import tasks  # noqa: E402
 from profiling.harness.candidate import Candidate  # noqa: E402
 from profiling.harness.gate import GateOptions, evaluate  # noqa: E402
@@ -77,16 +76,9 @@ def main() -> int:
         rows.append(row)
         print(json.dumps({"task": name, "median": row["median"]}), flush=True)
         shutil.rmtree(cache, ignore_errors=True)
-    smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
-                         capture_output=True, text=True, check=False).stdout.strip()
-    report = {
-        "what": "the standard full gate (sanitizers on, profile off) of each task's naive kernel, with "
-                "the verified timed runs' references on the GPU (gpuref.py) and on the host",
-        "command": " ".join(["python", *sys.argv]),
-        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        "gpu": smi, "seed": SEED, "tasks": rows,
-    }
-    Path(args.out).write_text(json.dumps(report, indent=1) + "\n")
+    write_gpu_report(args.out, "the standard full gate (sanitizers on, profile off) of each task's naive "
+                     "kernel, with the verified timed runs' references on the GPU (gpuref.py) and on "
+                     "the host", seed=SEED, tasks=rows)
     return 0
 
 

@@ -149,19 +149,8 @@ def gpu_seed_reference(task: Task, check: Check, inputs: Arrays, checksum: str,
     else:
         reference = reference_outputs(task, inputs, check.sizes)
         allowed = allowance_of(task, inputs, reference, check.sizes)
-    entry = _gpu_entry(task, check, cache_dir) if cache_dir else None
-    if entry is not None and not (entry / "done").exists():
-        entry.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(dir=entry.parent, prefix=".gpu-seed-"))
-        try:
-            _save_expected(staging, task, reference, allowed)
-            (staging / "checksum").write_text(checksum)
-            (staging / "done").write_text("")
-            os.rename(staging, entry)
-        except OSError:
-            pass  # another worker published it first, or the disk is full: computed anyway
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
+    if cache_dir:
+        _publish(_gpu_entry(task, check, cache_dir), task, reference, allowed, checksum=checksum)
     return Expected(reference, allowed, computed_elsewhere=computed is not None)
 
 
@@ -309,17 +298,30 @@ def run_reference(task: Task, inputs: Arrays, sizes: dict, cache_dir: str | None
                         _load_allowed(task, entry))
     reference = reference_outputs(task, inputs, sizes)
     allowed = allowance_of(task, inputs, reference, sizes)
+    _publish(entry, task, reference, allowed)
+    return Expected(reference, allowed)
+
+
+def _publish(entry: Path, task: Task, reference: Arrays, allowed: dict | None, *,
+             checksum: str | None = None) -> None:
+    """Write a reference (and allowance, and the checksum of the inputs it is for) as a
+    cache entry: built in a temporary directory and published with one rename, so
+    readers see all or nothing. Nothing when it exists; an error is not the caller's
+    (another worker published it first, or the disk is full: the caller has computed it)."""
+    if (entry / "done").exists():
+        return
     entry.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(dir=entry.parent, prefix=".run-"))
+    staging = Path(tempfile.mkdtemp(dir=entry.parent, prefix=".publish-"))
     try:
         _save_expected(staging, task, reference, allowed)
+        if checksum is not None:
+            (staging / "checksum").write_text(checksum)
         (staging / "done").write_text("")
         os.rename(staging, entry)
     except OSError:
-        pass  # another worker published it first, or the disk is full: computed anyway
+        pass
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return Expected(reference, allowed)
 
 
 def _key(task: Task, sizes: dict, seed: int, distribution: str) -> str:
