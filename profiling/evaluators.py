@@ -65,7 +65,8 @@ def can_screen(evaluator: object) -> bool:
 def screen_options_for(options: GateOptions) -> ScreenOptions:
     """The screen's options for a run's gate options: the same fixed seed, input cache and
     sizes, so the screen and the full gate of one run look at the same inputs."""
-    return ScreenOptions(seed=options.seed, input_cache=options.input_cache, l1_sizes=options.l1_sizes)
+    return ScreenOptions(seed=options.seed, input_cache=options.input_cache, l1_sizes=options.l1_sizes,
+                         gpu_inputs=options.gpu_inputs)
 
 
 class GateEvaluator:

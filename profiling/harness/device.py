@@ -128,6 +128,9 @@ class SeedOnGpu:
     reference: dict[str, cuda.DeviceAllocation]
     # (allocation, bytes, keyed checksum at upload) for every array above
     sums: list[tuple[cuda.DeviceAllocation, int, int]]
+    # The host's reference (and allowance), kept for a seed drawn on the GPU, whose
+    # inputs and reference are in no cache entry the worker reads again by seed.
+    host_reference: Mapping[str, np.ndarray] | None = None
 
 
 class ResidentSeeds:
@@ -148,8 +151,14 @@ class ResidentSeeds:
         self._seeds: dict[tuple, SeedOnGpu] = {}
         self._key = secrets.randbits(64)
 
+    def find(self, key: tuple) -> SeedOnGpu | None:
+        return self._seeds.get(key)
+
     def get(self, key: tuple, inputs: Mapping[str, np.ndarray],
-            reference: Mapping[str, np.ndarray], harness: cuda.Module, gpu: Gpu) -> SeedOnGpu:
+            reference: Mapping[str, np.ndarray], harness: cuda.Module, gpu: Gpu, *,
+            keep_host_reference: bool = False) -> SeedOnGpu:
+        """The seed kept under `key`, uploaded from these arrays first if it is not (and
+        with `keep_host_reference`, `reference` kept as its host_reference)."""
         if key not in self._seeds:
             while len(self._seeds) >= self.KEEP:
                 self._free(self._seeds.pop(next(iter(self._seeds))))
@@ -159,14 +168,17 @@ class ResidentSeeds:
                     [*zip(ins.values(), inputs.values(), strict=True),
                      *zip(refs.values(), reference.values(), strict=True)]]
             sums = [(a, n, keyed_checksum(harness, gpu, a, n, self._key)) for a, n, _ in sums]
-            self._seeds[key] = SeedOnGpu(ins, refs, sums)
+            self._seeds[key] = SeedOnGpu(ins, refs, sums, reference if keep_host_reference else None)
         return self._seeds[key]
+
+    def intact(self, seed: SeedOnGpu, harness: cuda.Module, gpu: Gpu) -> bool:
+        """Whether every byte of the seed is still what was uploaded."""
+        return all(keyed_checksum(harness, gpu, a, n, self._key) == expected
+                   for a, n, expected in seed.sums)
 
     def verify(self, harness: cuda.Module, gpu: Gpu) -> list[tuple]:
         """The keys of seeds whose bytes changed since upload; those are dropped."""
-        corrupted = [key for key, seed in self._seeds.items()
-                     if any(keyed_checksum(harness, gpu, a, n, self._key) != expected
-                            for a, n, expected in seed.sums)]
+        corrupted = [key for key, seed in self._seeds.items() if not self.intact(seed, harness, gpu)]
         for key in corrupted:
             self._free(self._seeds.pop(key))
         return corrupted
@@ -199,6 +211,13 @@ def _reduce(harness: cuda.Module, gpu: Gpu, kernel: str, dtype, count: int, *arg
     gpu.synchronize()
     cuda.memcpy_dtoh(out, result)
     result.free()
+    return out
+
+
+def download(allocation: cuda.DeviceAllocation, dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray:
+    out = np.empty(shape, dtype=dtype)
+    if out.nbytes:
+        cuda.memcpy_dtoh(out, allocation)
     return out
 
 

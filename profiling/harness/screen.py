@@ -15,6 +15,9 @@ candidate is wrong or slower, so the screen checks less, in one long-lived proce
 - `timing_runs` timed runs (default 10), L2 flushed and inputs re-randomised on the GPU
   before each, and the physics floor; no spot checks, no profile.
 
+The L1 seed is drawn on the GPU by the harness's generator, as the full gate's are, once
+per serving process, and kept there with its reference (worker.Session.resident_seed_drawn).
+
 What the screen says is never what a search keeps as its best: a candidate the screen
 finds faster is evaluated again by the full gate, in a fresh process
 (search/engine/evaluators.py, ScreeningEvaluator). So a kernel that cheats only when it
@@ -48,6 +51,9 @@ class ScreenOptions:
     seed: int | None = None  # fixed base seed, as GateOptions.seed; a search fixes it
     input_cache: str | None = None  # shared with the full gate of the same search
     workdir: str | None = None
+    # L1 seeds drawn on the GPU, as the full gate's (GateOptions.gpu_inputs); the screen's
+    # is the full gate's first, so either may compute its reference for the other
+    gpu_inputs: bool = True
 
 
 class Screener:
@@ -77,10 +83,10 @@ class Screener:
                 "warmup_runs": options.warmup_runs, "timing_runs": options.timing_runs,
                 "l1_sizes": options.l1_sizes, "seed": options.seed,
                 "input_cache": options.input_cache if options.seed is not None else None,
-                "spot_checks": 0, "adversary": {}})
+                "spot_checks": 0, "adversary": {}, "gpu_inputs": options.gpu_inputs})
             prepare_inputs(task, ["L0", "L1"], options.l1_sizes or task.sizes,
                            {"L0": options.l0_seeds, "L1": options.l1_seeds}, options.seed,
-                           options.input_cache)
+                           options.input_cache, gpu_inputs=options.gpu_inputs)
             result = self.child.request(request, time_limit_s=options.time_limit_s)
             verdict = verdict_from_result(task.name, candidate.content_hash(), compiled, result,
                                           options.time_limit_s)

@@ -15,6 +15,7 @@ import time
 import traceback
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -41,6 +42,9 @@ from .spec import Task
 from .timing import TimedRuns
 from .verdict import CheckRecord, TimingReport
 
+if TYPE_CHECKING:  # pycuda is imported only where a GPU is
+    from .device import SeedOnGpu
+
 # One execution of a plan may take this many times the task's naive kernel at the same
 # scale (or, for a task without one, this many times its physics floor) before the
 # parent stops it: generous, since a slow candidate is a verdict, not an attack, but
@@ -54,6 +58,10 @@ SANITIZER_SLOWDOWN = 100
 # (Session.generate_on_gpu): not a secret, the sum only has to tell one GPU's draw from
 # another's should they ever differ.
 INPUT_CHECKSUM_KEY = 0x6F70746D6C2D6731
+
+
+RESIDENT_CHANGED = ("a seed kept on the GPU for the screen's comparisons changed while this "
+                    "candidate ran: it wrote outside its own buffers")
 
 
 @dataclass(frozen=True)
@@ -174,7 +182,9 @@ class Session:
         # Whether an L1 reference output holds the poison pattern itself (then a poison
         # count cannot tell an unwritten element from a written one: timing.py).
         self.reference_has_poison = False
-        self.last_l1: tuple[Check, dict, dict] | None = None
+        # (check, inputs, reference, the resident seed it read or None): inputs are None for
+        # a resident seed drawn on the GPU, read back from it only if needed
+        self.last_l1: tuple[Check, dict | None, dict, SeedOnGpu | None] | None = None
         self.seconds: dict[str, float] = {}  # wall time of this worker's stages
         self.sanitizing = self.options.get("mode") == "sanitize"
         # The spot checks' references on the GPU, in a process of their own (gpuref.py):
@@ -229,9 +239,7 @@ class Session:
         finally:
             self.stop_gpu_references()
         if self.resident is not None and self.resident.verify(self.harness_module, self.gpu):
-            raise Rejection("out_of_bounds_write", "a seed kept on the GPU for the screen's "
-                            "comparisons changed while this candidate ran: it wrote outside "
-                            "its own buffers")
+            raise Rejection("out_of_bounds_write", RESIDENT_CHANGED)
         self.channel.send("result", status="passed", guard=None, message="", **self.partial())
 
     # -- buffers ---------------------------------------------------------------------
@@ -350,10 +358,10 @@ class Session:
 
     # -- L1 inputs on the GPU (inputs.generated_on_gpu) -------------------------------
     def generates_on_gpu(self, check: Check) -> bool:
-        """A full gate's L1 check of a task with default float inputs. Not the screen's
-        seeds kept on the GPU (those are built once per serving process, from the host)."""
-        return (bool(self.options.get("gpu_inputs")) and self.resident is None
-                and generated_on_gpu(self.task, check))
+        """An L1 check of a task with default float inputs, when the request asks for it:
+        in a full gate, drawn for every candidate (generate_on_gpu); in the screen, once
+        per serving process and kept there (resident_seed_drawn)."""
+        return bool(self.options.get("gpu_inputs")) and generated_on_gpu(self.task, check)
 
     def generate_on_gpu(self, check: Check, buffers: dict) -> tuple[dict | None, Expected, Drawn | None]:
         """Draw the check's inputs into the candidate's buffers with the harness's kernel
@@ -369,8 +377,7 @@ class Session:
         """
         started = time.monotonic()
         self.draw(check, buffers)
-        public = " ".join(f"{t.name}:{self.input_checksum(buffers[t.name], INPUT_CHECKSUM_KEY):016x}"
-                          for t in self.task.inputs)
+        public = self.public_checksum(buffers)
         cache = self.options.get("input_cache")
         reference = cached_gpu_seed_reference(self.task, check, public, cache)
         if reference is not None and not self.will_cross_check(check):
@@ -393,12 +400,59 @@ class Session:
             "cache" if reference.cached else "gpu" if reference.computed_elsewhere else "host")
         return inputs, reference, None
 
+    def resident_seed_drawn(self, check: Check, buffers: dict) -> tuple[SeedOnGpu, Expected]:
+        """The screen's L1 seed, drawn on the GPU (generates_on_gpu) and kept there by this
+        serving process (device.ResidentSeeds) with its reference.
+
+        The first candidate to need it draws it into its own buffers and reads it back once,
+        for the reference: from the input cache when one was computed from draws with the
+        same checksum (the full gate's first L1 seed is the screen's, so either may have
+        computed it), else on the host and published there. Later candidates copy it on
+        the GPU and read nothing back unless a comparison needs the inputs on the host
+        (check_resident)."""
+        key = ("gpu", self.task.name, tuple(sorted(check.sizes.items())), check.seed, check.distribution)
+        seed = self.resident.find(key)
+        if seed is not None:
+            self.tell_where_inputs_came_from("resident")
+            return seed, seed.host_reference
+        started = time.monotonic()
+        self.draw(check, buffers)
+        public = self.public_checksum(buffers)
+        inputs = {t.name: buffers[t.name].download() for t in self.task.inputs}
+        self.add_seconds("generate_inputs", started)
+        started = time.monotonic()
+        cache = self.options.get("input_cache")
+        reference = gpu_seed_reference(self.task, check, inputs, public, cache)
+        self.add_seconds("seed_references", started)
+        self.tell_where_inputs_came_from("cache" if reference.cached else "host")
+        # Kept memory-mapped from the entry just published where there is one, not in RAM
+        kept = cached_gpu_seed_reference(self.task, check, public, cache) or reference
+        seed = self.resident.get(key, inputs, kept, self.harness_module, self.gpu, keep_host_reference=True)
+        return seed, kept
+
+    def resident_inputs(self, seed: SeedOnGpu, sizes: dict) -> dict[str, np.ndarray]:
+        """A seed drawn on the GPU, read back for a comparison on the host, once its
+        bytes are checked to be the draw's (a candidate shares the context with it)."""
+        from . import device
+
+        if not self.resident.intact(seed, self.harness_module, self.gpu):
+            raise Rejection("out_of_bounds_write", RESIDENT_CHANGED)
+        return {t.name: device.download(seed.inputs[t.name], t.numpy_dtype(), t.resolve_shape(sizes))
+                for t in self.task.inputs}
+
+    def public_checksum(self, buffers: dict) -> str:
+        """What an entry of inputs drawn on the GPU is cached under (INPUT_CHECKSUM_KEY)."""
+        return " ".join(f"{t.name}:{self.input_checksum(buffers[t.name], INPUT_CHECKSUM_KEY):016x}"
+                        for t in self.task.inputs)
+
     def tell_where_inputs_came_from(self, reference: str) -> None:
         """environment.inputs: how many L1 seeds were drawn on the GPU, and where their
-        references came from (the input cache, the reference child, the host)."""
+        references came from (the input cache, the reference child, the host, or with
+        the inputs, the seed the screen's process keeps on the GPU)."""
         self.generated.append(reference)
         counts = ", ".join(f"{self.generated.count(where)} from {label}" for where, label in (
-            ("cache", "the input cache"), ("gpu", "the reference child"), ("host", "the host"))
+            ("cache", "the input cache"), ("gpu", "the reference child"), ("host", "the host"),
+            ("resident", "the seed this screening process keeps on the GPU"))
             if where in self.generated)
         self.environment["inputs"] = (f"gpu: {len(self.generated)} L1 seed(s) drawn on the GPU by the "
                                       f"harness's generator; their references: {counts}; L0 on the host")
@@ -497,7 +551,10 @@ class Session:
         buffers = self.allocate(sizes)
         try:
             seed_on_gpu, drawn = None, None
-            if self.generates_on_gpu(check):
+            if self.generates_on_gpu(check) and self.resident is not None:
+                inputs = None  # on the GPU only (resident_inputs reads them back if needed)
+                seed_on_gpu, reference = self.resident_seed_drawn(check, buffers)
+            elif self.generates_on_gpu(check):
                 inputs, reference, drawn = self.generate_on_gpu(check, buffers)
             else:
                 inputs, reference = inputs_and_reference(self.task, sizes, seed, distribution,
@@ -506,7 +563,7 @@ class Session:
                 reference = self.cross_check_reference(check, inputs, reference)
             if self.options.get("adversary", {}).get("stale_reference"):
                 self.leave_reference_in_outputs(buffers, reference)
-            if self.resident is not None and level == "L1":
+            if self.resident is not None and level == "L1" and seed_on_gpu is None:
                 seed_on_gpu = self.resident.get((self.task.name, tuple(sorted(sizes.items())), seed),
                                                 inputs, reference, self.harness_module, self.gpu)
             for t in self.task.inputs:
@@ -522,7 +579,7 @@ class Session:
                 inputs, inputs_after = self.inputs_after_launch(check, buffers, drawn)
             if level == "L1":
                 # kept for the check after the timed runs (one seed's arrays, not all)
-                self.last_l1 = (check, inputs, reference)
+                self.last_l1 = (check, inputs, reference, seed_on_gpu)
                 self.reference_has_poison |= any(
                     t.dtype == "float32" and bool((reference[t.name].view(np.uint32) == 0xFFFFFFFF).any())
                     for t in self.task.outputs)
@@ -547,7 +604,7 @@ class Session:
             raise Rejection(failure.guard, f"{level} {sizes} seed {seed} ({distribution}): "
                                            f"{failure.message}")
 
-    def check_resident(self, buffers: dict, seed_on_gpu, inputs: dict, reference: dict,
+    def check_resident(self, buffers: dict, seed_on_gpu: SeedOnGpu, inputs: dict | None, reference: dict,
                        sizes: dict) -> tuple[GuardFailure | None, float, float]:
         """The screen's L1 check, compared on the GPU against the seed kept there.
 
@@ -576,6 +633,8 @@ class Session:
                 worst_abs, worst_rel = max(worst_abs, max_abs), max(worst_rel, max_rel)
             if clean:
                 return None, worst_abs, worst_rel
+        if inputs is None:
+            inputs = self.resident_inputs(seed_on_gpu, sizes)
         run = RunBuffers(
             inputs_before={name: inputs[name] for name in mutated},
             inputs_after={name: buffers[name].download() for name in mutated},
@@ -602,8 +661,10 @@ class Session:
         a kernel that keeps state cannot behave only while it is young."""
         if self.last_l1 is None:
             return None
-        check, inputs, reference = self.last_l1
+        check, inputs, reference, seed_on_gpu = self.last_l1
         sizes = check.sizes
+        if inputs is None:
+            inputs = self.resident_inputs(seed_on_gpu, sizes)
         for t in self.task.inputs:
             buffers[t.name].upload(inputs[t.name])
         self.poison_writable(buffers)

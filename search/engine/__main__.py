@@ -217,7 +217,7 @@ def _make_evaluator(args: argparse.Namespace, out: Printer) -> tuple[Evaluator |
         else:
             evaluator = ScreeningEvaluator(options, ScreenOptions(
                 timing_runs=args.screen_runs, seed=gate_seed, input_cache=options.input_cache,
-                workdir=str(workdir / "screen")))
+                workdir=str(workdir / "screen"), gpu_inputs=options.gpu_inputs))
     return (RecordingEvaluator(evaluator, args.record) if args.record else evaluator), gate_seed
 
 

@@ -162,7 +162,8 @@ class ScreeningEvaluator(GateEvaluator):
         gate_options = options or GateOptions()
         self.screener = screener or Screener(screen_options or ScreenOptions(
             seed=gate_options.seed, input_cache=gate_options.input_cache,
-            l1_sizes=gate_options.l1_sizes, workdir=gate_options.workdir))
+            l1_sizes=gate_options.l1_sizes, workdir=gate_options.workdir,
+            gpu_inputs=gate_options.gpu_inputs))
         self.promote_margin = promote_margin
         self.best_full_ms: dict[str, float] = {}  # task -> best time the full gate passed
         super().__init__(options, **kwargs)

@@ -281,6 +281,8 @@ def test_resident_seeds_name_the_seed_a_write_corrupted_and_upload_it_again(gpu)
         corrupted = ("relu", "seed", 1)
         device.cuda.memset_d8(int(held[corrupted].reference["y"]) + 4096, 0x5A, 4)  # one word
 
+        assert not seeds.intact(held[corrupted], gpu.harness, gpu.gpu)
+        assert seeds.intact(held[("relu", "seed", 2)], gpu.harness, gpu.gpu)
         assert seeds.verify(gpu.harness, gpu.gpu) == [corrupted]
         inputs, reference = arrays[corrupted]
         rebuilt = seeds.get(corrupted, inputs, reference, gpu.harness, gpu.gpu)

@@ -86,14 +86,14 @@ def test_a_screen_is_much_cheaper_than_a_full_evaluation(screener):
 def test_comparing_on_the_gpu_agrees_with_the_hosts_comparison(tmp_path):
     """Softmax's outputs differ from the float64 reference by rounding: the screen's L1
     errors (compared on the GPU) match the full gate's for the same seed (on the host),
-    with the full gate's L1 inputs from the host, as the screen's are."""
+    both with the L1 inputs from the host."""
     from profiling.harness.gate import GateOptions, evaluate
 
     task = tasks.get("softmax")
     naive = Candidate.from_source_and_plan(task.naive_source, task.naive_plan)
     sizes = {"M": 512, "N": 8192}
     with Screener(ScreenOptions(l1_sizes=sizes, seed=11, input_cache=str(tmp_path / "inputs"),
-                                workdir=str(tmp_path / "screen"))) as screener:
+                                workdir=str(tmp_path / "screen"), gpu_inputs=False)) as screener:
         screened = screener.screen("softmax", naive)
     full = evaluate("softmax", naive, GateOptions(l1_sizes=sizes, seed=11, seeds=1, timing_runs=5,
                                                    profile=False, input_cache=str(tmp_path / "inputs"),
@@ -116,3 +116,48 @@ def test_a_task_with_its_own_comparison_is_screened_with_its_inputs(tmp_path):
         verdict = screener.screen("reduce_sum", naive)
 
     assert verdict.status == "passed", verdict.message
+
+
+def test_the_screens_l1_seed_is_drawn_on_the_gpu_once_and_its_reference_serves_the_full_gate(tmp_path):
+    """The screen's L1 seed is the full gate's first: drawn on the GPU by the first screen,
+    its reference computed on the host once and cached under the draws' checksum; the
+    second screen copies the seed kept on the GPU; the full gate's first L1 seed finds
+    the reference in the cache. No L1 input is built on the host."""
+    from profiling.harness import inputs
+    from profiling.harness.gate import GateOptions, evaluate
+
+    cache = tmp_path / "inputs"
+    with Screener(ScreenOptions(l1_sizes=SMALL, seed=21, input_cache=str(cache),
+                                workdir=str(tmp_path / "screen"))) as screener:
+        first = screener.screen("relu", relu())
+        second = screener.screen("relu", relu())
+    full = evaluate("relu", relu(), GateOptions(l1_sizes=SMALL, seed=21, seeds=2, timing_runs=5,
+                                                profile=False, input_cache=str(cache),
+                                                workdir=str(tmp_path / "full")))
+
+    assert first.status == second.status == full.status == "passed", (first.message, full.message)
+    assert "their references: 1 from the host" in first.environment.inputs
+    assert "1 from the seed this screening process keeps on the GPU" in second.environment.inputs
+    assert "2 L1 seed(s)" in full.environment.inputs
+    assert "1 from the input cache, 1 from the host" in full.environment.inputs
+    [screened] = [r for r in first.correctness if r.level == "L1"]
+    assert screened.seed in [r.seed for r in full.correctness if r.level == "L1"]
+    assert all(r.max_abs_error == 0.0 for r in [*first.correctness, *second.correctness])
+    entries = {e.name for e in cache.iterdir() if not e.name.startswith(".")}
+    l1 = inputs.check_plan(tasks.get("relu"), ["L1"], SMALL, {"L1": 2}, 21)
+    host_keys = {inputs._key(tasks.get("relu"), c.sizes, c.seed, c.distribution) for c in l1}
+    assert {f"{k}-gpu" for k in host_keys} <= entries and not host_keys & entries
+
+
+def test_a_task_with_its_own_comparison_reads_the_seed_kept_on_the_gpu_back(tmp_path):
+    """reduce_sum's comparison needs the inputs on the host: for a seed drawn on the GPU
+    they are read back from the copy kept there, checked first to be the draw's, for
+    every candidate (the second screen has no other host copy)."""
+    task = tasks.get("reduce_sum")
+    naive = Candidate.from_source_and_plan(task.naive_source, task.naive_plan)
+    with Screener(ScreenOptions(l1_sizes={"n": 1 << 24}, seed=6, input_cache=str(tmp_path / "in"),
+                                workdir=str(tmp_path))) as screener:
+        verdicts = [screener.screen("reduce_sum", naive) for _ in range(2)]
+
+    assert [v.status for v in verdicts] == ["passed", "passed"], [v.message for v in verdicts]
+    assert "keeps on the GPU" in verdicts[1].environment.inputs

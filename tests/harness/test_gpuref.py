@@ -264,12 +264,11 @@ def test_the_worker_cross_checks_the_first_seed_of_each_shape_with_the_hosts_all
     ("relu", "L1", {"gpu_inputs": False}, False),
     ("cross_entropy", "L1", {}, False),             # its labels have a generator of their own
 ])
-def test_a_full_gate_generates_its_l1_inputs_on_the_gpu_for_default_float_inputs(task_name, level, options,
-                                                                                  generates):
+def test_l1_inputs_are_generated_on_the_gpu_for_default_float_inputs(task_name, level, options, generates):
     from profiling.harness.inputs import check_plan
 
     session = worker_session(task_name, **{"gpu_inputs": True, **options})
     check = next(c for c in check_plan(session.task, [level], session.task.sizes, {level: 1}, 1))
     assert session.generates_on_gpu(check) is generates
-    session.resident = object()  # a screen's serving process: its kept seeds come from the host
-    assert session.generates_on_gpu(check) is False
+    session.resident = object()  # a screen's serving process draws the seed it keeps the same way
+    assert session.generates_on_gpu(check) is generates

@@ -170,3 +170,14 @@ def test_a_time_only_the_screen_measured_is_never_the_search_best():
 
     assert search.tree.best_id == search.tree.root_id
     assert search.summary()["best_time_ms"] == 0.80
+
+
+def test_the_screen_draws_its_l1_seed_where_the_full_gate_does():
+    """The screen's L1 seed is the full gate's first: both draw it on the GPU, or both on
+    the host (GateOptions.gpu_inputs), so either's cached reference serves the other."""
+    from profiling.evaluators import screen_options_for
+
+    for gpu_inputs in (True, False):
+        gate_options = GateOptions(seed=3, input_cache="/tmp/x", gpu_inputs=gpu_inputs)
+        assert screen_options_for(gate_options).gpu_inputs is gpu_inputs
+    assert ScreenOptions().gpu_inputs is GateOptions().gpu_inputs is True
