@@ -128,8 +128,8 @@ class SeedOnGpu:
     reference: dict[str, cuda.DeviceAllocation]
     # (allocation, bytes, keyed checksum at upload) for every array above
     sums: list[tuple[cuda.DeviceAllocation, int, int]]
-    # The host's reference (and allowance), kept for a seed drawn on the GPU, whose
-    # inputs and reference are in no cache entry the worker reads again by seed.
+    # The host's reference (and allowance), kept for a seed drawn on the GPU: its cache
+    # entry is found by the draws' checksum, and a later candidate draws nothing.
     host_reference: Mapping[str, np.ndarray] | None = None
 
 
