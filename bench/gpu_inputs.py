@@ -44,12 +44,16 @@ def one_gate(task_name: str, cache: Path, on_gpu: bool) -> dict:
     candidate = Candidate.from_source_and_plan(task.naive_source, task.naive_plan)
     verdict = evaluate(task_name, candidate, GateOptions(profile=False, seed=SEED, input_cache=str(cache),
                                                          gpu_inputs=on_gpu))
+    return {**summary(verdict),
+            "l1_checks_passed": sum(r.passed for r in verdict.correctness if r.level == "L1"),
+            "stage_seconds": {k: round(v, 3) for k, v in verdict.stage_seconds.items() if k in KEPT}}
+
+
+def summary(verdict) -> dict:
     return {"status": verdict.status, "guard": verdict.guard, "message": verdict.message[:300],
             "seconds": round(verdict.seconds, 3),
             "median_ms": verdict.timing.median_ms if verdict.timing else None,
-            "inputs": verdict.environment.inputs or "host",
-            "l1_checks_passed": sum(r.passed for r in verdict.correctness if r.level == "L1"),
-            "stage_seconds": {k: round(v, 3) for k, v in verdict.stage_seconds.items() if k in KEPT}}
+            "inputs": verdict.environment.inputs or "host"}
 
 
 def screened_start(task_name: str, cache: Path, on_gpu: bool) -> dict:
@@ -61,11 +65,7 @@ def screened_start(task_name: str, cache: Path, on_gpu: bool) -> dict:
     with Screener(ScreenOptions(seed=SEED, input_cache=str(cache), gpu_inputs=on_gpu,
                                 workdir=str(cache / "screen"))) as screener:
         for which in ("first_screen", "second_screen"):
-            verdict = screener.screen(task_name, candidate)
-            looks[which] = {"status": verdict.status, "guard": verdict.guard,
-                            "message": verdict.message[:300], "seconds": round(verdict.seconds, 3),
-                            "median_ms": verdict.timing.median_ms if verdict.timing else None,
-                            "inputs": verdict.environment.inputs or "host"}
+            looks[which] = summary(screener.screen(task_name, candidate))
     looks["first_full_gate"] = one_gate(task_name, cache, on_gpu)
     return looks
 

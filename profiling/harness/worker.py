@@ -425,8 +425,9 @@ class Session:
         reference = gpu_seed_reference(self.task, check, inputs, public, cache)
         self.add_seconds("seed_references", started)
         self.tell_where_inputs_came_from("cache" if reference.cached else "host")
-        # Kept memory-mapped from the entry just published where there is one, not in RAM
-        kept = cached_gpu_seed_reference(self.task, check, public, cache) or reference
+        # Kept memory-mapped from the entry (just published, if it was computed), not in RAM
+        kept = reference if reference.cached else \
+            cached_gpu_seed_reference(self.task, check, public, cache) or reference
         seed = self.resident.get(key, inputs, kept, self.harness_module, self.gpu, keep_host_reference=True)
         return seed, kept
 
