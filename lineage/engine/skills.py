@@ -32,7 +32,7 @@ from profiling.harness.spec import Task
 from search.engine.diffs import candidate_diff
 from search.engine.types import NodeContext, Proposal
 
-from . import antiunify, cards, experts, probes
+from . import antiunify, cards, experts, probes, skeleton_cards, skeleton_source
 from .walker import Lineage
 
 RESULTS = Path(__file__).resolve().parents[2] / "bench" / "results"
@@ -50,11 +50,16 @@ _FAMILIES = {
 }
 
 
+def recorded_lineages() -> list[Lineage]:
+    """The lineages walked on the H200, as recorded under bench/results."""
+    return [Lineage.from_dict(json.loads(Path(p).read_text()))
+            for p in sorted(glob.glob(str(RESULTS / "*-h200-lineages*" / "lineage-*.json")))]
+
+
 @lru_cache(maxsize=1)
 def recorded_cards() -> tuple[dict[str, Any], ...]:
     """The cards induced from the H200 recordings in this tree (once per process)."""
-    lineages = [Lineage.from_dict(json.loads(Path(p).read_text()))
-                for p in sorted(glob.glob(str(RESULTS / "*-h200-lineages*" / "lineage-*.json")))]
+    lineages = recorded_lineages()
     found: dict[str, list[probes.Probe]] = {}
     for path in sorted(glob.glob(str(RESULTS / "*-h200-probes" / "probes-*.json"))):
         task, _gpu, items = probes.from_dict(json.loads(Path(path).read_text()))
@@ -74,8 +79,16 @@ class SkillSource:
 
     def __init__(self, cards: list[dict[str, Any]] | None = None, llm: Any = None,
                  llm_cards_per_node: int = LLM_CARDS_PER_NODE, together: bool = True,
-                 prune_orders: bool = True, measured_reach: bool = True) -> None:
+                 prune_orders: bool = True, measured_reach: bool = True,
+                 skeleton_cards: list[dict[str, Any]] | None = None,
+                 leave_out_own: bool | None = None) -> None:
         self._cards = cards
+        # Skeleton cards (skeleton_cards.py): a family's schedule for any kernel that lifts
+        # to it. None: those induced from the recorded lineages. With `leave_out_own`
+        # (or OPTIML_SKILLS_LEAVE_OUT_OWN=1) a node's own task's lineage is not counted.
+        self._skeleton_cards = skeleton_cards
+        self.leave_out_own = (os.environ.get("OPTIML_SKILLS_LEAVE_OUT_OWN") == "1"
+                              if leave_out_own is None else leave_out_own)
         # Whether a card's patterns are also proposed all together (_together), and
         # whether the cards' order preconditions prune (_waits); both off to replay the
         # 2026-12-01 H200 roundtrip, which was recorded before they existed.
@@ -107,10 +120,18 @@ class SkillSource:
 
     @property
     def cards(self) -> list[dict[str, Any]]:
+        """The token-level cards; OPTIML_SKILL_CARDS=skeletons keeps the skeleton cards alone
+        (no token induction in this process: the first proposal in milliseconds)."""
         if self._cards is None:
             path = os.environ.get("OPTIML_SKILL_CARDS")
-            self._cards = load_cards(path) if path else list(recorded_cards())
+            self._cards = [] if path == "skeletons" else load_cards(path) if path else list(recorded_cards())
         return self._cards
+
+    @property
+    def skeleton_cards(self) -> list[dict[str, Any]]:
+        if self._skeleton_cards is None:
+            self._skeleton_cards = list(skeleton_cards.recorded())
+        return self._skeleton_cards
 
     def propose(self, context: NodeContext) -> list[Proposal]:
         parent = context.candidate
@@ -176,7 +197,9 @@ class SkillSource:
         if self.llm is not None:  # cards that wait are not handed to the LLM either
             unmatched = [c for c in self.cards if c["id"] not in matched and not waits(c)]
             kept += self._by_llm(context, unmatched, seen)
-        return kept + self._lineage_entry(context, seen)
+        skeletons = skeleton_source.proposals(self.skeleton_cards, context, seen, kernel_key,
+                                              self.leave_out_own)
+        return skeletons + kept + self._lineage_entry(context, seen)
 
     def _reaches(self, step: dict[str, Any], here: tuple[str, str]) -> float | None:
         """For a lineage's step proposed at exactly the state it was recorded from (`here`

@@ -1,0 +1,141 @@
+"""Skeleton cards: a family's schedule, carried to any kernel of that family.
+
+A token-level card (cards.py) generalises what the experts spell alike; a skeleton card
+holds a schedule of a family (search/engine/forms/skeletons.py) whose holes take any
+math. Its evidence is induced from the recorded lineages: every lineage is placed in a
+family by lifting its plain state (all flags off) to a form, or, where its code does
+not lift, by its task's tensor shapes; the card then gathers, over the lineages of its
+family, the measured steps of the intents its skeleton embodies. What differs between
+those tasks (softmax's, layernorm's and cross-entropy's math) is exactly what the
+skeleton leaves as holes.
+
+A card is admitted by transfer (`admit`): with a source task's lineage left out, its
+skeleton instantiated on that task's plain kernel must pass the gate and reach a stated
+share of the log-speed-up the remaining lineages expect (bench/skeleton_admission.py
+measures the trials on a GPU host). A card with one source task has nothing to leave
+out within the suite; it says so and stays unadmitted.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+from typing import Any
+
+from profiling.harness import tasks
+from profiling.harness.spec import Task
+from search.engine import forms
+from search.engine.forms import skeletons
+
+from . import experts
+from .walker import Lineage
+
+FORMAT = "optiml-skeleton-cards/1"
+# The share of the expected log-speed-up a transfer trial must reach to count as
+# reproduced: the roundtrip's own bar (bench/skills_roundtrip.SHARE is 0.9 of the
+# expert's time; on a log scale a half keeps the sign and most of the size of the effect).
+ADMISSION_SHARE = 0.5
+
+
+def lineage_family(lineage: Lineage) -> tuple[str | None, str]:
+    """(family, how it was found) for a recorded lineage."""
+    try:
+        expert = experts.load(lineage.task)
+        form = forms.lift(expert.plain_source(frozenset()), expert.written_plan(frozenset()))
+        if isinstance(form, forms.Form):
+            return form.family, "its plain state lifts"
+        why = form.reason
+    except experts.ExpertError as error:
+        why = str(error)
+    family = family_from_shapes(tasks.get(lineage.task))
+    return family, f"by its task's tensor shapes (its plain state does not lift: {why})"
+
+
+def family_from_shapes(task: Task) -> str | None:
+    """The family a task's tensor specs alone imply, for the plain shapes only."""
+    ins = [spec.shape for spec in task.inputs]
+    outs = [spec.shape for spec in task.outputs]
+    if all(shape in (("1",), (1,)) for shape in outs) and all(len(s) == 1 for s in ins):
+        return forms.FULL_REDUCE
+    if all(shape == ins[0] for shape in [*ins, *outs]) and len(ins[0]) == 1:
+        return forms.MAP
+    return None
+
+
+def induce(lineages: list[Lineage]) -> list[dict[str, Any]]:
+    """One card per skeleton whose family has lineages with steps of its intents."""
+    placed = [(lineage, *lineage_family(lineage)) for lineage in lineages]
+    cards = []
+    for skeleton in skeletons.SKELETONS:
+        evidence = [
+            {"task": lineage.task, "intent": t.intent, "before": t.before, "after": t.after,
+             "speedup": t.speedup, "family_found": how}
+            for lineage, family, how in placed if family == skeleton.family
+            for t in lineage.transitions if t.intent in skeleton.intents and t.speedup]
+        if not any(e["intent"] == skeleton.intents[0] for e in evidence):
+            continue
+        cards.append(_card(skeleton, evidence))
+    return cards
+
+
+def _card(skeleton, evidence: list[dict[str, Any]]) -> dict[str, Any]:
+    source_tasks = sorted({e["task"] for e in evidence})
+    return {
+        "id": f"skeleton:{skeleton.name}", "kind": "skeleton", "intent": skeleton.intents[0],
+        "intents": list(skeleton.intents), "family": skeleton.family, "skeleton": skeleton.name,
+        "summary": skeleton.summary, "tasks": source_tasks, "evidence": evidence,
+        "expected_speedup": expected_speedup(evidence),
+        "expected_by_task": {task: expected_speedup([e for e in evidence if e["task"] == task])
+                             for task in source_tasks},
+        "preconditions": [f"the kernel lifts to a {skeleton.family} form",
+                          "the skeleton's plan is valid at every L0 and L1 size"],
+        "admission": {"status": "untried"},
+    }
+
+
+def expected_speedup(evidence: list[dict[str, Any]], leave_out: str | None = None) -> float | None:
+    """The product over the skeleton's intents of the geometric mean, across tasks, of
+    each task's median step (None when nothing is left to expect from)."""
+    kept = [e for e in evidence if e["task"] != leave_out]
+    if not kept:
+        return None
+    total = 0.0
+    for intent in sorted({e["intent"] for e in kept}):
+        per_task = []
+        for task in sorted({e["task"] for e in kept if e["intent"] == intent}):
+            steps = sorted(e["speedup"] for e in kept if e["task"] == task and e["intent"] == intent)
+            per_task.append(math.log(steps[len(steps) // 2]))
+        total += sum(per_task) / len(per_task)
+    return math.exp(total)
+
+
+def admit(card: dict[str, Any], trials: list[dict[str, Any]]) -> dict[str, Any]:
+    """The card's admission from transfer trials ({"task", "passed", "speedup"} each, the
+    skeleton on that task's plain kernel): reproduced when correct and at least
+    ADMISSION_SHARE of the log-speed-up the other lineages expect."""
+    results = []
+    for trial in trials:
+        expected = expected_speedup(card["evidence"], leave_out=trial["task"])
+        measured = trial.get("speedup")
+        ok = bool(trial.get("passed")) and expected is not None and measured is not None and (
+            math.log(measured) >= ADMISSION_SHARE * math.log(expected) if expected > 1 else measured >= 0.95)
+        results.append({**trial, "expected_without_it": expected, "reproduced": ok})
+    if len(card["tasks"]) < 2 and not any(r["task"] not in card["tasks"] for r in results):
+        status = "unproven"
+        why = "one source task: no other lineage of its family to transfer to"
+    elif any(r["reproduced"] for r in results):
+        status, why = "admitted", "reproduced with its own lineage left out"
+    else:
+        status, why = "rejected", "no transfer trial reproduced its effect"
+    return {"status": status, "why": why, "trials": results,
+            "risks": [f"{r['task']}: {'failed the gate' if not r.get('passed') else 'too slow'}"
+                      for r in results if not r["reproduced"]]}
+
+
+@lru_cache(maxsize=1)
+def recorded() -> tuple[dict[str, Any], ...]:
+    """The skeleton cards induced from the lineages recorded under bench/results (once a
+    process; lifting ten plain kernels takes milliseconds, unlike token induction)."""
+    from .skills import recorded_lineages
+
+    return tuple(induce(recorded_lineages()))

@@ -1,0 +1,93 @@
+"""Skeleton cards as proposals: lift the node's kernel once, instantiate each card of its
+family with the node's own math.
+
+Called by the skills source (skills.SkillSource) for every node. A kernel is lifted once
+per content hash (`_lifted`); a kernel that does not lift gets no skeleton proposal, and
+the refusal is kept for the explorer to show. A proposal says `skill:<card id>`, names
+the tasks whose lineages the card was induced from, and cites their measured steps.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+from profiling.harness import tasks
+from profiling.harness.candidate import Candidate, CandidateError
+from search.engine import forms
+from search.engine.diffs import candidate_diff
+from search.engine.forms import skeletons
+from search.engine.types import NodeContext, Proposal
+
+# The search's families each intent counts as, for the judge (as skills._FAMILIES).
+_FAMILIES = {"BLOCK_PER_ROW": ("parallelism",), "VEC4": ("vectorize",), "GRID_STRIDE": ("grid_stride",),
+             "GRID_STRIDE_ACCUMULATE": ("grid_stride",)}
+
+
+@lru_cache(maxsize=256)
+def _lifted(source: str, plan_json: str) -> forms.Form | forms.Refusal:
+    import json
+
+    return forms.lift(source, json.loads(plan_json))
+
+
+def lifted(candidate: Candidate) -> forms.Form | forms.Refusal:
+    import json
+
+    return _lifted(candidate.source, json.dumps(candidate.plan_dict(), sort_keys=True))
+
+
+def usable(card: dict[str, Any], task: str, leave_out_own: bool) -> bool:
+    """A card may serve this task: with the task's own lineage left out, it needs another."""
+    return not leave_out_own or any(t != task for t in card.get("tasks", []))
+
+
+def proposals(cards: list[dict[str, Any]], context: NodeContext, seen: set, key,
+              leave_out_own: bool = False) -> list[Proposal]:
+    parent = context.candidate
+    form = lifted(parent)
+    if isinstance(form, forms.Refusal):
+        return []
+    task = tasks.get(context.task)
+    found = []
+    for card in cards:
+        if card.get("kind") != "skeleton" or card.get("family") != form.family \
+                or not usable(card, context.task, leave_out_own):
+            continue
+        emitted = skeletons.by_name(card["skeleton"]).emit(form, parent.plan_dict(), task)
+        if isinstance(emitted, str):
+            continue
+        try:
+            child = Candidate.from_dict({**emitted.plan, "source": emitted.source,
+                                         "compile_options": list(parent.compile_options)})
+        except CandidateError:
+            continue
+        if key(child) in seen:
+            continue
+        seen.add(key(child))
+        sources = [t for t in card["tasks"] if not (leave_out_own and t == context.task)]
+        found.append(Proposal(
+            source=f"skill:{card['id']}", title=f"{card['intent']}: {card['skeleton']} "
+                                                f"(from {', '.join(sources)})",
+            rationale=_rationale(card, form, sources), candidate=child,
+            families=_FAMILIES.get(card["intent"], ()), diff=candidate_diff(parent, child),
+            params={"card": card["id"], "materialised_by": "skeleton", "skeleton": card["skeleton"],
+                    "family": form.family, "lineages": sources, "holes": form.holes(),
+                    "admission": card.get("admission", {}).get("status", "untried")},
+            expected_speedup=_expected(card, context.task if leave_out_own else None)))
+    return found
+
+
+def _expected(card: dict[str, Any], leave_out: str | None) -> float | None:
+    from .skeleton_cards import expected_speedup
+
+    return expected_speedup(card["evidence"], leave_out=leave_out)
+
+
+def _rationale(card: dict[str, Any], form: forms.Form, sources: list[str]) -> str:
+    steps = [e for e in card["evidence"] if e["task"] in sources and e["intent"] == card["intent"]]
+    cited = ", ".join(f"{e['task']} {e['before'] or 'plain'} -> +{e['intent']} {e['speedup']:.2f}x"
+                      for e in steps[:4])
+    return (f"The kernel lifts to a {form.family} form; skeleton {card['skeleton']}: {card['summary']}. "
+            f"Induced from the lineages of {', '.join(sources)} ({cited}). "
+            f"Admission: {card.get('admission', {}).get('status', 'untried')}.")

@@ -1,0 +1,112 @@
+"""CUDA text the skeletons share: block reductions, signatures, plan expressions.
+
+A block reduction here reduces across the whole block with xor shuffles inside each
+warp, then once more over the warps' results from 32 shared slots (the shape of CUB's
+`BlockReduce` with the warp-reductions algorithm, spelt out so the gate's include policy
+and the CPU emulator need nothing else). Every thread returns the same bits: a xor
+butterfly combines the same pairs in every lane, and + is commutative. The block must be
+a whole number of warps (a skeleton's plan keeps BLOCK a multiple of 32).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from profiling.harness import expr
+
+_COMBINE = {"sum": "{a} + {b}", "max": "fmaxf({a}, {b})", "min": "fminf({a}, {b})"}
+_CASTS = re.compile(r"\(\s*(?:const\s+)?(?:unsigned\s+|signed\s+)?(?:long\s+long|long|int|size_t|int64_t|"
+                    r"uint64_t|int32_t|unsigned)\s*\)")
+
+
+_NAME = re.compile(r"[A-Za-z_]\w*")
+
+
+class PlanProblem(ValueError):
+    """A kernel-side expression that cannot be written as a plan expression over sizes."""
+
+
+def combine(op: str, a: str, b: str) -> str:
+    return _COMBINE[op].format(a=a, b=b)
+
+
+def block_reduce_name(op: str, ctype: str) -> str:
+    return f"optiml_block_{op}_{ctype}"
+
+
+def block_reduce(op: str, ctype: str, identity: str) -> str:
+    name = block_reduce_name(op, ctype)
+    step = combine(op, "value", "__shfl_xor_sync(0xffffffffu, value, offset)")
+    return f"""// Block-wide {op} of {ctype}: warps by xor shuffles, then the warps' results.
+__device__ __forceinline__ {ctype} {name}({ctype} value) {{
+    __shared__ {ctype} slots[32];
+    for (int offset = 16; offset > 0; offset >>= 1) value = {step};
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    __syncthreads();  // a previous call's readers are done with the slots
+    if (lane == 0) slots[warp] = value;
+    __syncthreads();
+    value = lane < (int)(blockDim.x >> 5) ? slots[lane] : {identity};
+    for (int offset = 16; offset > 0; offset >>= 1) value = {step};
+    return value;
+}}
+"""
+
+
+def restricted(signature: str) -> str:
+    """The signature with every pointer parameter marked __restrict__: the plan passes
+    distinct buffers (the gate allocates each tensor apart), so they never alias."""
+    head, _, params = signature.partition("(")
+    params = re.sub(r"\*\s*(?!\s*__restrict__)", "* __restrict__ ", params)
+    return f"{head}({params}"
+
+
+def indent(text: str, spaces: int) -> str:
+    pad = " " * spaces
+    return "\n".join(pad + line if line.strip() else line for line in text.splitlines())
+
+
+def plan_expression(c_text: str, form, launch: dict[str, Any], buffers: set[str],
+                    locals_: dict[str, str]) -> str:
+    """A kernel-side size expression (over parameters and uniform locals) as a plan
+    expression over the task's sizes: each parameter becomes its argument in the plan."""
+    c_text = _CASTS.sub("", c_text)
+    args = list(launch.get("args", []))
+
+    def substitute(match: re.Match[str], depth: int = 0) -> str:
+        name = match.group(0)
+        if name in form.params:
+            position = form.params.index(name)
+            value = str(args[position]) if position < len(args) else ""
+            if value in buffers or value.startswith("f32:") or not value:
+                raise PlanProblem(f"{name} is not a size argument ({value or 'missing'})")
+            return f"({value.split(':', 1)[-1]})"
+        if name in locals_ and depth < 8:
+            inner = re.sub(_NAME, lambda m: substitute(m, depth + 1), _CASTS.sub("", locals_[name]))
+            return f"({inner})"
+        raise PlanProblem(f"{name} is neither a parameter nor a size worked out from them")
+
+    written = re.sub(_NAME, substitute, c_text).replace("/", "//")
+    if re.search(r"[^\w\s()+\-*/%]", written):
+        raise PlanProblem(f"{c_text} uses operators a plan expression does not have")
+    return written
+
+
+def uniform_locals(prelude: str) -> dict[str, str]:
+    """`int total = M * D;` -> {"total": "M * D"}: the prelude's one-name declarations."""
+    found = {}
+    for match in re.finditer(r"(?:const\s+)?(?:unsigned\s+)?(?:long\s+long|long|int|size_t)\s+(\w+)\s*=\s*"
+                             r"([^;]+);", prelude):
+        found[match.group(1)] = match.group(2)
+    return found
+
+
+def check_at_sizes(expression: str, sizes: list[dict[str, int]], tunables: dict[str, int]) -> str | None:
+    for point in sizes:
+        try:
+            value = expr.evaluate_int(expression, {**point, **tunables})
+        except (expr.ExpressionError, ValueError, ZeroDivisionError) as error:
+            return f"{expression} at {point}: {error}"
+        if value < 0:
+            return f"{expression} is negative at {point}"
+    return None

@@ -1,0 +1,216 @@
+"""Lift a kernel to its family form, or refuse and say why.
+
+    lift(source, plan) -> Form | Refusal
+
+The index space comes from reading.py; the statements one index point runs decide the
+family: no loops is an elementwise map (or, with one `atomicAdd(out, term)` after an
+output zeroed by the plan's first launch, a full reduction); loops over the row with a
+one-axis space is a row map-reduce (rows.py reads the loops). Whatever the analysis
+cannot vouch for (shared memory, barriers, shuffles, thread indices read in the math,
+calls it does not know, an early exit inside the work) refuses the lift.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tree_sitter import Node
+
+from ..rewrites.syntax import Kernel, defined_functions, find_kernels, named_statements, parse, text, walk
+from . import rows
+from .reading import NotRead, read_space, reads_thread
+from .types import FULL_REDUCE, MAP, Form, Refusal
+
+# Calls whose effect depends on which threads run together, or that reach memory behind
+# the analysis' back. atomicAdd is read only as a full reduction's last statement.
+_THREAD_SENSITIVE = ("__sync", "__shfl", "__ballot", "__any", "__all", "__activemask", "__match",
+                     "__reduce", "__nanosleep", "__threadfence", "atomic", "malloc", "free", "asm",
+                     "cooperative_groups", "cg::")
+_FORBIDDEN = ("break_statement", "continue_statement", "goto_statement", "labeled_statement",
+              "gnu_asm_expression", "return_statement")
+_LOOPS = ("for_statement", "while_statement", "do_statement")
+
+
+def lift(source: str, plan: dict[str, Any]) -> Form | Refusal:
+    """The family form of the plan's kernel (the last launch's, after a zeroing launch)."""
+    launches = plan.get("launches") or []
+    tree = parse(source)
+    kernels = {k.name: k for k in find_kernels(tree)}
+    zeroed = None
+    if len(launches) == 2:
+        zeroed = _zeroed_output(kernels.get(launches[0].get("kernel", "")), launches[0])
+        if zeroed is None:
+            return Refusal("two launches, and the first does not just zero one output")
+    elif len(launches) != 1:
+        return Refusal(f"{len(launches)} launches; a form is lifted from one kernel")
+    launch = launches[-1]
+    kernel = kernels.get(launch.get("kernel", ""))
+    if kernel is None:
+        return Refusal(f"no extern \"C\" kernel named {launch.get('kernel')!r}")
+    helpers = defined_functions(tree.root_node) - set(kernels)
+    try:
+        space = read_space(kernel)
+    except NotRead as error:
+        return Refusal(str(error))
+    problem = _hazard(space.body, space.thread_names | {"blockIdx", "threadIdx", "blockDim", "gridDim"},
+                      helpers)
+    if problem:
+        return Refusal(problem)
+    common = _common(kernel, source, space, helpers)
+    if any(n.type in _LOOPS for statement in space.body for n in walk(statement)):
+        if len(space.axes) != 1:
+            return Refusal("loops inside a 2-D index space: not a row map-reduce", family=rows.ROWS)
+        return rows.lift_rows(kernel, space, common)
+    atomics = [s for s in space.body if _atomic_call(s) is not None]
+    if atomics:
+        return _full_reduction(space, common, atomics, zeroed)
+    if zeroed is not None:
+        return Refusal("the first launch zeroes an output that no atomic accumulates into")
+    return Form(family=MAP, body=_text(space.body), direct=_direct(space, kernel), **common)
+
+
+def _common(kernel: Kernel, source: str, space, helpers: set[str]) -> dict[str, Any]:
+    reads, writes = rows.pointer_use(kernel, space.body)
+    start = kernel.definition.start_byte
+    signature = source.encode()[start:kernel.body.start_byte].decode().strip()
+    if not signature.startswith("extern"):
+        signature = f'extern "C" {signature}'  # the definition sat inside an extern "C" block
+    return {"kernel": kernel.name, "signature": signature,
+            "params": tuple(p.name for p in kernel.params), "prelude": _text(space.prelude),
+            "space": space.axes, "reads": tuple(sorted(reads)), "writes": tuple(sorted(writes)),
+            "helpers": _helper_text(source, helpers)}
+
+
+def _helper_text(source: str, helpers: set[str]) -> str:
+    if not helpers:
+        return ""
+    tree = parse(source)
+    pieces = []
+    for node in tree.root_node.named_children:
+        if node.type == "function_definition" and text(node.child_by_field_name("declarator")).split("(")[0] \
+                .split()[-1] in helpers:
+            pieces.append(text(node))
+    return "\n\n".join(pieces)
+
+
+def _text(statements) -> str:
+    return "\n".join(text(s) for s in statements)
+
+
+def _hazard(body, thread_names: set[str], helpers: set[str]) -> str | None:
+    for node in (n for statement in body for n in walk(statement)):
+        where = f"line {node.start_point.row + 1}"
+        if node.type in _FORBIDDEN:
+            return f"{where}: a {node.type.replace('_', ' ')} inside the work of one index point"
+        if node.type == "identifier" and text(node) in thread_names:
+            return f"{where}: the math reads {text(node)}; only the index variables may be read"
+        if node.type == "type_qualifier" and text(node) == "__shared__":
+            return f"{where}: __shared__ memory: threads cooperate, which a family form does not read"
+        if node.type == "storage_class_specifier" and text(node) == "static":
+            return f"{where}: a static local"
+        if node.type == "call_expression":
+            name = text(node.child_by_field_name("function"))
+            if name.startswith(_THREAD_SENSITIVE) and not name.startswith("atomicAdd"):
+                return f"{where}: calls {name}, whose effect depends on the other threads"
+            if name in helpers and _helper_hazard(node):
+                return f"{where}: calls {name}, which reads thread indices"
+        if node.type == "pointer_expression" and text(node).startswith("*") and _writes_target(node):
+            return f"{where}: writes through *{text(node)[1:]}; only p[index] writes are read"
+    return None
+
+
+def _helper_hazard(call: Node) -> bool:
+    root = call
+    while root.parent is not None:
+        root = root.parent
+    name = text(call.child_by_field_name("function"))
+    for node in root.named_children:
+        declarator = node.child_by_field_name("declarator") if node.type == "function_definition" else None
+        if declarator is not None and text(declarator).split("(")[0].split()[-1] == name:
+            return reads_thread(node) or any(
+                text(n).startswith(_THREAD_SENSITIVE) for n in walk(node) if n.type == "identifier")
+    return True
+
+
+def _writes_target(node: Node) -> bool:
+    parent = node.parent
+    return parent is not None and (
+        (parent.type == "assignment_expression" and parent.child_by_field_name("left") == node)
+        or parent.type == "update_expression")
+
+
+def _atomic_call(statement: Node) -> Node | None:
+    for node in walk(statement):
+        if node.type == "call_expression" and text(node.child_by_field_name("function")).startswith("atomic"):
+            return node
+    return None
+
+
+def _zeroed_output(kernel: Kernel | None, launch: dict[str, Any]) -> str | None:
+    """The argument a one-thread launch sets to zero (`y[0] = 0.0f;` or `*y = 0;`), or None."""
+    if kernel is None or [str(d) for d in launch.get("grid", [])] != ["1"] \
+            or [str(d) for d in launch.get("block", [])] != ["1"]:
+        return None
+    statements = named_statements(kernel.body)
+    if len(statements) != 1 or statements[0].type != "expression_statement":
+        return None
+    compact = text(statements[0]).replace(" ", "")
+    for index, param in enumerate(kernel.params):
+        for zero in ("0", "0.0f", "0.f", "0.0", "0.0F"):
+            if compact in (f"{param.name}[0]={zero};", f"*{param.name}={zero};"):
+                args = launch.get("args", [])
+                return str(args[index]) if index < len(args) else None
+    return None
+
+
+def _full_reduction(space, common: dict[str, Any], atomics: list[Node], zeroed: str | None) -> Form | Refusal:
+    if len(atomics) != 1 or atomics[0] is not space.body[-1] or len(space.axes) != 1:
+        return Refusal("atomics other than one accumulation as the last statement", family=FULL_REDUCE)
+    call = _atomic_call(atomics[0])
+    name = text(call.child_by_field_name("function"))
+    arguments = call.child_by_field_name("arguments").named_children
+    if name != "atomicAdd" or len(arguments) != 2 or text(atomics[0]).rstrip(";") != text(call):
+        return Refusal(f"{text(atomics[0])}: not a plain atomicAdd(out, term)", family=FULL_REDUCE)
+    target = text(arguments[0]).replace(" ", "")
+    into = target[1:].removesuffix("[0]") if target.startswith("&") else target
+    if into not in common["params"]:
+        return Refusal(f"atomicAdd into {target}, not an output parameter's first element",
+                       family=FULL_REDUCE)
+    if zeroed is None:
+        return Refusal("the output is accumulated into but no launch before zeroes it", family=FULL_REDUCE)
+    written = common["writes"]
+    if set(written) - {into}:
+        return Refusal("writes outputs besides the accumulated one", family=FULL_REDUCE)
+    return Form(family=FULL_REDUCE, body=_text(space.body[:-1]), total=text(arguments[1]), into=into,
+                **{**common, "writes": (into,)})
+
+
+def _direct(space, kernel: Kernel) -> bool:
+    """Every memory access is p[i] of the one index, every pointer a float parameter, and
+    each written pointer written once, unconditionally, at the top of the element's work."""
+    if len(space.axes) != 1:
+        return False
+    index = space.axes[0].name
+    pointers = {p.name for p in kernel.pointer_params()}
+    if any(p.base_type != "float" for p in kernel.pointer_params()):
+        return False
+    written: list[str] = []
+    for statement in space.body:
+        for node in walk(statement):
+            if node.type == "identifier" and text(node) == index:
+                parent = node.parent
+                subscript = parent.parent if parent is not None else None
+                if parent is None or parent.type != "subscript_argument_list" or subscript is None \
+                        or len(parent.named_children) != 1 \
+                        or text(subscript.child_by_field_name("argument")) not in pointers:
+                    return False
+            if node.type == "identifier" and text(node) in pointers:
+                parent = node.parent
+                if parent is None or parent.type != "subscript_expression":
+                    return False
+        left = rows.assigned_subscript(statement)
+        if left is not None:
+            written.append(left)
+        elif any(rows.assigned_subscript(n) for n in walk(statement)):
+            return False  # a conditional or nested write
+    return len(written) == len(set(written))

@@ -1,0 +1,214 @@
+"""Reading a kernel's thread-index space: which variables index the threads, and the
+bounds that guard them, in the ways people write it.
+
+    int idx = blockIdx.x * blockDim.x + threadIdx.x;   (any order, casts, via locals)
+    if (idx >= n) return;   |   if (idx < n) { ... }   |   if (row < M && col < N) ...
+    for (long i = <index>; i < n; i += blockDim.x * gridDim.x) { ... }       (grid-stride)
+
+`read_space` returns the uniform prelude, the axes (slowest first) and the statements
+one index point runs, or the reason the kernel is not read that way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tree_sitter import Node
+
+from ..rewrites.syntax import (
+    THREAD_BUILTINS,
+    Kernel,
+    declared_name,
+    named_statements,
+    strip_parens,
+    text,
+    walk,
+)
+from .types import Axis
+
+INDEX_TYPES = frozenset({"int", "long", "long long", "unsigned", "unsigned int", "size_t", "int64_t",
+                         "long int", "unsigned long", "unsigned long long", "uint64_t", "int32_t"})
+
+
+@dataclass(frozen=True)
+class Space:
+    prelude: tuple[Node, ...]  # uniform declarations before the index space
+    axes: tuple[Axis, ...]  # slowest first
+    body: tuple[Node, ...]  # what one index point runs
+    thread_names: frozenset[str]  # locals that hold thread indices (index helpers)
+
+
+class NotRead(ValueError):
+    """The kernel's index space is not one of the shapes read here."""
+
+
+def _factors(node: Node, env: dict[str, Node]) -> list[str] | None:
+    node = _unwrap(node, env)
+    if node.type == "binary_expression" and text(node.child_by_field_name("operator")) == "*":
+        left = _factors(node.child_by_field_name("left"), env)
+        right = _factors(node.child_by_field_name("right"), env)
+        return None if left is None or right is None else left + right
+    if node.type == "field_expression":
+        return [text(node).replace(" ", "")]
+    return None
+
+
+def _unwrap(node: Node, env: dict[str, Node]) -> Node:
+    """Through parentheses, casts and locals that name an index expression."""
+    while True:
+        node = strip_parens(node)
+        if node.type == "cast_expression":
+            node = node.child_by_field_name("value")
+        elif node.type == "identifier" and text(node) in env:
+            node = env[text(node)]
+        else:
+            return node
+
+
+def global_axis(node: Node, env: dict[str, Node]) -> str | None:
+    """'x', 'y' or 'z' when `node` is blockIdx.a * blockDim.a + threadIdx.a, else None."""
+    node = _unwrap(node, env)
+    if node.type != "binary_expression" or text(node.child_by_field_name("operator")) != "+":
+        return None
+    terms = [_factors(node.child_by_field_name(side), env) for side in ("left", "right")]
+    if any(t is None for t in terms):
+        return None
+    for axis in "xyz":
+        shapes = sorted(sorted(t) for t in terms)  # type: ignore[arg-type]
+        if shapes == sorted([sorted([f"blockDim.{axis}", f"blockIdx.{axis}"]), [f"threadIdx.{axis}"]]):
+            return axis
+    return None
+
+
+def reads_thread(node: Node, names: frozenset[str] | set[str] = frozenset()) -> bool:
+    return any(n.type == "identifier" and (text(n) in THREAD_BUILTINS or text(n) in names)
+               for n in walk(node))
+
+
+def _declaration(statement: Node) -> tuple[str, str, Node] | None:
+    """(name, type, init) of a one-variable declaration with an initialiser."""
+    if statement.type != "declaration":
+        return None
+    declarators = statement.children_by_field_name("declarator")
+    kind = statement.child_by_field_name("type")
+    if len(declarators) != 1 or kind is None or declarators[0].type != "init_declarator":
+        return None
+    value = declarators[0].child_by_field_name("value")
+    name = declared_name(declarators[0])
+    return (name, text(kind), value) if value is not None else None
+
+
+def condition_of(statement: Node) -> Node | None:
+    """The tested expression of an if/while (inside its condition_clause) or a for."""
+    condition = statement.child_by_field_name("condition")
+    if condition is not None and condition.type == "condition_clause":
+        condition = condition.child_by_field_name("value")
+    return condition
+
+
+def _bounds(condition: Node, axes: dict[str, tuple[str, str]], upper: bool) -> dict[str, str] | None:
+    """{index: bound} from `i < n && j < m` (upper) or `i >= n || j >= m` (not upper)."""
+    condition = strip_parens(condition)
+    joiner, compare, flipped = ("&&", "<", ">") if upper else ("||", ">=", "<=")
+    if condition.type == "binary_expression" and text(condition.child_by_field_name("operator")) == joiner:
+        left = _bounds(condition.child_by_field_name("left"), axes, upper)
+        right = _bounds(condition.child_by_field_name("right"), axes, upper)
+        if left is None or right is None or set(left) & set(right):
+            return None
+        return {**left, **right}
+    if condition.type != "binary_expression":
+        return None
+    op = text(condition.child_by_field_name("operator"))
+    left, right = (strip_parens(condition.child_by_field_name(s)) for s in ("left", "right"))
+    if op == compare and left.type == "identifier" and text(left) in axes:
+        return {text(left): text(right)}
+    if op == flipped and right.type == "identifier" and text(right) in axes:
+        return {text(right): text(left)}
+    return None
+
+
+def _is_return(statement: Node) -> bool:
+    if statement.type == "return_statement":
+        return True
+    inner = named_statements(statement) if statement.type == "compound_statement" else []
+    return len(inner) == 1 and inner[0].type == "return_statement"
+
+
+def read_space(kernel: Kernel) -> Space:
+    statements = named_statements(kernel.body)
+    env: dict[str, Node] = {}
+    axes: dict[str, tuple[str, str]] = {}  # index name -> (type, axis letter)
+    thread_names: set[str] = set()
+    prelude: list[Node] = []
+    for position, statement in enumerate(statements):
+        declared = _declaration(statement)
+        if declared is not None:
+            name, kind, value = declared
+            axis = global_axis(value, env)
+            if axis is not None and kind.replace("const ", "") in INDEX_TYPES:
+                axes[name] = (kind.replace("const ", ""), axis)
+                continue
+            if reads_thread(value, thread_names | set(axes)):
+                if not reads_thread(value, set(axes)):
+                    env[name] = value
+                    thread_names.add(name)
+                    continue
+                raise NotRead(f"line {statement.start_point.row + 1}: {name} is worked out from "
+                              "the thread index before the bounds check")
+            prelude.append(statement)
+            continue
+        rest = statements[position + 1:]
+        if statement.type == "if_statement":
+            return _guarded(statement, rest, axes, tuple(prelude), frozenset(thread_names))
+        if statement.type == "for_statement" and not rest:
+            return _grid_stride(statement, env, tuple(prelude), frozenset(thread_names))
+        raise NotRead(f"line {statement.start_point.row + 1}: expected the bounds check "
+                      "of the thread index, found another statement")
+    raise NotRead("the kernel has no bounds check on a thread index")
+
+
+def _ordered(axes: dict[str, tuple[str, str]], bounds: dict[str, str]) -> tuple[Axis, ...]:
+    if set(bounds) != set(axes) or len({letter for _, letter in axes.values()}) != len(axes):
+        raise NotRead("the bounds check does not bound every thread index exactly once")
+    order = sorted(axes, key=lambda name: "zyx".index(axes[name][1]))
+    return tuple(Axis(name, axes[name][0], bounds[name]) for name in order)
+
+
+def _guarded(statement: Node, rest: list[Node], axes: dict[str, tuple[str, str]],
+             prelude: tuple[Node, ...], thread_names: frozenset[str]) -> Space:
+    condition = condition_of(statement)
+    consequence = statement.child_by_field_name("consequence")
+    if statement.child_by_field_name("alternative") is not None or condition is None or consequence is None:
+        raise NotRead("the bounds check has an else branch")
+    if _is_return(consequence):
+        bounds = _bounds(condition, axes, upper=False)
+        if bounds is None:
+            raise NotRead(f"line {statement.start_point.row + 1}: the early return's condition "
+                          "is not `index >= bound` for the thread indices")
+        return Space(prelude, _ordered(axes, bounds), tuple(rest), thread_names)
+    bounds = _bounds(condition, axes, upper=True)
+    if bounds is None or rest:
+        raise NotRead(f"line {statement.start_point.row + 1}: the guard is not `index < bound` "
+                      "around the rest of the kernel")
+    body = named_statements(consequence) if consequence.type == "compound_statement" else [consequence]
+    return Space(prelude, _ordered(axes, bounds), tuple(body), thread_names)
+
+
+def _grid_stride(loop: Node, env: dict[str, Node], prelude: tuple[Node, ...],
+                 thread_names: frozenset[str]) -> Space:
+    init = loop.child_by_field_name("initializer")
+    declared = _declaration(init) if init is not None else None
+    update = loop.child_by_field_name("update")
+    condition = loop.child_by_field_name("condition")
+    if declared is None or update is None or condition is None or global_axis(declared[2], env) != "x":
+        raise NotRead("the kernel's loop is not a grid-stride loop over the thread index")
+    name, kind = declared[0], declared[1]
+    step = text(update).replace(" ", "")
+    if step not in (f"{name}+=blockDim.x*gridDim.x", f"{name}+=gridDim.x*blockDim.x"):
+        raise NotRead(f"the grid-stride loop steps by {text(update)}, not blockDim.x * gridDim.x")
+    bounds = _bounds(condition, {name: (kind, "x")}, upper=True)
+    body_node = loop.child_by_field_name("body")
+    if bounds is None or body_node is None:
+        raise NotRead("the grid-stride loop's condition is not `index < bound`")
+    body = named_statements(body_node) if body_node.type == "compound_statement" else [body_node]
+    return Space(prelude, (Axis(name, kind, bounds[name]),), tuple(body), thread_names)

@@ -1,0 +1,288 @@
+"""Reading a thread-per-row kernel as a row map-reduce: uniform statements and loops
+over the row, each loop with its reductions.
+
+A loop is `for (T j = 0; j < bound; ++j | j++ | j += 1)`, or `T j = 0; while (j < bound)
+{ ...; ++j; }`, or a perfect nest of them (flattened: GroupNorm's channels x pixels is
+one loop over their product). Its iterations must be independent except through
+accumulators: a scalar declared before the loop and changed in it by exactly one
+top-level statement of a recognised shape (`acc += e`, `acc = acc + e`, `acc =
+fmaxf(acc, e)`, `if (e > acc) acc = e`, and the min forms), read nowhere else in the
+loop. Every memory write in a loop lands on an index that names a loop variable, so no
+two iterations write the same element.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tree_sitter import Node
+
+from ..rewrites.syntax import (
+    Kernel,
+    assigned_identifier,
+    declared_name,
+    declared_names,
+    named_statements,
+    strip_parens,
+    text,
+    walk,
+)
+from .reading import _declaration, condition_of
+from .types import ROWS, Form, LoopHole, Reduction, Refusal, Uniform
+
+_EXTREMA = {"fmaxf": "max", "fminf": "min", "max": "max", "min": "min"}
+
+
+class NotRows(ValueError):
+    pass
+
+
+def lift_rows(kernel: Kernel, space, common: dict[str, Any]) -> Form | Refusal:
+    try:
+        steps = tuple(_steps(list(space.body)))
+    except NotRows as error:
+        return Refusal(str(error), family=ROWS)
+    if not any(isinstance(s, LoopHole) for s in steps):
+        return Refusal("no loop over the row at the top level", family=ROWS)
+    return Form(family=ROWS, steps=steps, **common)
+
+
+def _line(node: Node) -> str:
+    return f"line {node.start_point.row + 1}"
+
+
+def _steps(statements: list[Node]):
+    declared: dict[str, str] = {}  # top-level scalars so far -> their type
+    position = 0
+    while position < len(statements):
+        statement = statements[position]
+        following = statements[position + 1] if position + 1 < len(statements) else None
+        counter = _declaration(statement)
+        if counter is not None and following is not None and following.type == "while_statement" \
+                and _is_zero(counter[2]):
+            yield _loop_while(counter, following, declared, statements[position + 2:])
+            position += 2
+            continue
+        if statement.type == "for_statement":
+            yield _loop_for(statement, declared)
+        elif statement.type in ("while_statement", "do_statement"):
+            raise NotRows(f"{_line(statement)}: a loop that does not count over the row from 0")
+        else:
+            for declaration in (n for n in walk(statement) if n.type == "declaration"):
+                kind = declaration.child_by_field_name("type")
+                for declarator in declaration.children_by_field_name("declarator"):
+                    declared[declared_name(declarator)] = text(kind) if kind is not None else ""
+            writes = any(_memory_write(n) for n in walk(statement))
+            if writes and (assigned := _assigned_locals(statement)):
+                raise NotRows(f"{_line(statement)}: writes memory and sets {', '.join(sorted(assigned))} "
+                              "in one statement")
+            yield Uniform(text(statement), writes)
+        position += 1
+
+
+def _is_zero(node: Node) -> bool:
+    return text(strip_parens(node)) in ("0", "0L", "0LL", "0u")
+
+
+def _head(loop: Node) -> tuple[str, str, str]:
+    """(j, its type, bound) of `for (T j = 0; j < bound; ++j)`."""
+    init, update = loop.child_by_field_name("initializer"), loop.child_by_field_name("update")
+    declared = _declaration(init) if init is not None else None
+    condition = condition_of(loop)
+    if declared is None or not _is_zero(declared[2]) or update is None or condition is None:
+        raise NotRows(f"{_line(loop)}: the loop does not count from 0 with a declared counter")
+    name = declared[0]
+    if text(update).replace(" ", "") not in (f"++{name}", f"{name}++", f"{name}+=1", f"{name}={name}+1"):
+        raise NotRows(f"{_line(loop)}: the loop steps by {text(update)}, not by one")
+    return name, declared[1], _bound(condition, name, loop)
+
+
+def _bound(condition: Node, name: str, loop: Node) -> str:
+    condition = strip_parens(condition)
+    left, right = condition.child_by_field_name("left"), condition.child_by_field_name("right")
+    if condition.type != "binary_expression" or text(condition.child_by_field_name("operator")) != "<" \
+            or text(strip_parens(left)) != name:
+        raise NotRows(f"{_line(loop)}: the loop's condition is not `{name} < bound`")
+    if any(n.type == "identifier" and text(n) == name for n in walk(right)):
+        raise NotRows(f"{_line(loop)}: the loop's bound depends on its counter")
+    return text(right)
+
+
+def _body(node: Node | None) -> list[Node]:
+    if node is None:
+        return []
+    return named_statements(node) if node.type == "compound_statement" else [node]
+
+
+def _loop_for(loop: Node, declared: dict[str, str]) -> LoopHole:
+    variables = []
+    body = [loop]
+    while len(body) == 1 and body[0].type == "for_statement":
+        name, kind, bound = _head(body[0])
+        variables.append((name, kind, bound))
+        body = _body(body[0].child_by_field_name("body"))
+    return _loop(variables, body, declared, loop)
+
+
+def _loop_while(counter: tuple[str, str, Node], loop: Node, declared: dict[str, str],
+                after: list[Node]) -> LoopHole:
+    name, kind, _ = counter
+    body = _body(loop.child_by_field_name("body"))
+    step = text(body[-1]).replace(" ", "").rstrip(";") if body else ""
+    if step not in (f"++{name}", f"{name}++", f"{name}+=1", f"{name}={name}+1"):
+        raise NotRows(f"{_line(loop)}: the while loop does not end by stepping {name} by one")
+    if any(n.type == "identifier" and text(n) == name for s in after for n in walk(s)):
+        raise NotRows(f"{_line(loop)}: {name} is read after its loop")
+    if any(assigned_identifier(n) == name for s in body[:-1] for n in walk(s)):
+        raise NotRows(f"{_line(loop)}: {name} changes inside its loop")
+    return _loop([(name, kind, _bound(condition_of(loop), name, loop))], body[:-1], declared, loop)
+
+
+def _loop(variables: list[tuple[str, str, str]], body: list[Node], declared: dict[str, str],
+          loop: Node) -> LoopHole:
+    from .types import Axis
+
+    names = {name for name, _, _ in variables}
+    for _, _, bound in variables:
+        if any(n in bound.replace("(", " ").replace(")", " ").split() for n in names):
+            raise NotRows(f"{_line(loop)}: an inner loop's bound depends on an outer counter")
+    if any(n.type in ("for_statement", "while_statement", "do_statement") for s in body for n in walk(s)):
+        raise NotRows(f"{_line(loop)}: a loop inside the row loop that is not a perfect nest")
+    inner = set().union(*(declared_names(s) for s in body)) if body else set()
+    reductions, updates = [], set()
+    for statement in body:
+        found = _accumulation(statement)
+        if found is not None and found[0] in declared and found[0] not in inner:
+            name, op = found
+            kind = declared[name].replace("const ", "")
+            if op != "sum" and kind != "float" or kind not in ("float", "double", "int"):
+                raise NotRows(f"{_line(statement)}: a {op} over {kind} is not a reduction read here")
+            if name in {r.name for r in reductions}:
+                raise NotRows(f"{_line(statement)}: {name} is updated twice in one loop")
+            reductions.append(Reduction(name, op, kind))
+            updates.add(statement.id)
+    names_reduced = {r.name for r in reductions}
+    for statement in body:
+        for node in walk(statement):
+            changed = assigned_identifier(node)
+            if changed is not None and changed not in inner and statement.id not in updates:
+                raise NotRows(f"{_line(node)}: {changed} carries a value from one iteration to the next")
+            if statement.id not in updates and node.type == "identifier" and text(node) in names_reduced:
+                raise NotRows(f"{_line(node)}: the accumulator {text(node)} is read inside its loop")
+            if _memory_write(node) and not _names_any(node, names):
+                raise NotRows(f"{_line(node)}: every iteration writes the same element")
+    return LoopHole(tuple(Axis(n, k, b) for n, k, b in variables), "\n".join(text(s) for s in body),
+                    tuple(reductions), any(_memory_write(n) for s in body for n in walk(s)))
+
+
+def _accumulation(statement: Node) -> tuple[str, str] | None:
+    """(acc, op) when the statement is a recognised accumulator update."""
+    if statement.type == "if_statement" and statement.child_by_field_name("alternative") is None:
+        inner = _body(statement.child_by_field_name("consequence"))
+        condition = strip_parens(condition_of(statement))
+        if len(inner) != 1 or condition.type != "binary_expression":
+            return None
+        target = assigned_identifier(_expression(inner[0])) if _expression(inner[0]) else None
+        assignment = _expression(inner[0])
+        if target is None or text(assignment.child_by_field_name("operator")) != "=":
+            return None
+        value = text(strip_parens(assignment.child_by_field_name("right")))
+        op = text(condition.child_by_field_name("operator"))
+        left = text(strip_parens(condition.child_by_field_name("left")))
+        right = text(strip_parens(condition.child_by_field_name("right")))
+        if (left, right) == (value, target) and op in (">", "<"):
+            return target, "max" if op == ">" else "min"
+        if (left, right) == (target, value) and op in ("<", ">"):
+            return target, "max" if op == "<" else "min"
+        return None
+    assignment = _expression(statement)
+    target = assigned_identifier(assignment) if assignment is not None else None
+    if target is None or assignment.type != "assignment_expression":
+        return None
+    op = text(assignment.child_by_field_name("operator"))
+    right = strip_parens(assignment.child_by_field_name("right"))
+    mentions = sum(1 for n in walk(right) if n.type == "identifier" and text(n) == target)
+    if op == "+=" and mentions == 0:
+        return target, "sum"
+    if op != "=":
+        return None
+    if right.type == "binary_expression" and text(right.child_by_field_name("operator")) == "+":
+        sides = [text(strip_parens(right.child_by_field_name(s))) for s in ("left", "right")]
+        if target in sides and mentions == 1:
+            return target, "sum"
+    if right.type == "call_expression":
+        function = text(right.child_by_field_name("function"))
+        arguments = [text(strip_parens(a)) for a in right.child_by_field_name("arguments").named_children]
+        if function in _EXTREMA and len(arguments) == 2 and target in arguments and mentions == 1:
+            return target, _EXTREMA[function]
+    return None
+
+
+def _expression(statement: Node) -> Node | None:
+    if statement.type != "expression_statement" or not statement.named_children:
+        return None
+    return statement.named_children[0]
+
+
+def _memory_write(node: Node) -> bool:
+    if node.type == "assignment_expression":
+        target = strip_parens(node.child_by_field_name("left"))
+    elif node.type == "update_expression":
+        target = strip_parens(node.child_by_field_name("argument"))
+    else:
+        return False
+    return target.type in ("subscript_expression", "pointer_expression", "field_expression")
+
+
+def _names_any(write: Node, names: set[str]) -> bool:
+    target = strip_parens(write.child_by_field_name("left") or write.child_by_field_name("argument"))
+    return any(n.type == "identifier" and text(n) in names for n in walk(target))
+
+
+def _assigned_locals(statement: Node) -> set[str]:
+    return {name for n in walk(statement) if (name := assigned_identifier(n))} | {
+        declared_name(d) for n in walk(statement) if n.type == "declaration"
+        for d in n.children_by_field_name("declarator")}
+
+
+def assigned_subscript(node: Node) -> str | None:
+    """The pointer a statement (or assignment) writes as p[...], else None."""
+    if node.type == "expression_statement":
+        node = _expression(node) or node
+    if node.type != "assignment_expression":
+        return None
+    target = strip_parens(node.child_by_field_name("left"))
+    if target.type != "subscript_expression":
+        return None
+    return text(target.child_by_field_name("argument"))
+
+
+def pointer_use(kernel: Kernel, body) -> tuple[set[str], set[str]]:
+    """(pointer parameters read, written) through subscripts, following pointer locals
+    declared from one parameter (`const float* in = x + row * N;`)."""
+    params = {p.name for p in kernel.pointer_params()}
+    alias = {name: name for name in params}
+    for declaration in (n for s in body for n in walk(s) if n.type == "declaration"):
+        for declarator in declaration.children_by_field_name("declarator"):
+            if declarator.type == "init_declarator" and \
+                    declarator.child_by_field_name("declarator").type == "pointer_declarator":
+                value = declarator.child_by_field_name("value")
+                sources = {text(n) for n in walk(value) if n.type == "identifier" and text(n) in alias}
+                if len(sources) == 1:
+                    alias[declared_name(declarator)] = alias[sources.pop()]
+    reads, writes = set(), set()
+    for node in (n for s in body for n in walk(s)):
+        if node.type != "subscript_expression":
+            continue
+        base = text(node.child_by_field_name("argument"))
+        if base not in alias:
+            continue
+        parent = node.parent
+        written = parent is not None and (
+            (parent.type == "assignment_expression" and parent.child_by_field_name("left") == node)
+            or parent.type == "update_expression")
+        (writes if written else reads).add(alias[base])
+        if written and parent.type == "assignment_expression" and \
+                text(parent.child_by_field_name("operator")) != "=":
+            reads.add(alias[base])
+    return reads, writes

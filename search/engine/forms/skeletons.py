@@ -1,0 +1,294 @@
+"""Skeletons: schedules of a family that emit CUDA for any math in the form's holes.
+
+Each skeleton states the family it schedules, the vocabulary intents it embodies
+(lineage/engine/vocabulary.py), and its preconditions; `emit(form, plan, task)` returns
+the kernel and its launch plan, or the reason it does not apply. The math is the
+kernel's own text, moved, never rewritten: only how index points and row elements are
+handed to threads changes, and reductions are combined across the block.
+
+    map.grid_stride          every element, ITEMS per thread at a grid stride
+    map.vec4                 float4 loads and stores (a direct map), scalar tail
+    rows.block_per_row       a block per row, the loops strided over its threads,
+                             reductions by warp shuffles and one shared-slot step
+    full.grid_stride_accumulate
+                             a wave of blocks, each thread sums its slice in a register,
+                             one block reduction and one atomic per block
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from profiling.harness.spec import Task
+
+from . import emit
+from .types import FULL_REDUCE, MAP, ROWS, Form, LoopHole
+
+DEFAULT_BLOCK = 256  # threads; a multiple of the warp, 8 warps per block as CUB's defaults
+DEFAULT_ITEMS = 4  # elements per thread per grid-stride step: four loads in flight
+# A wave of blocks for the grid-stride reduction: 132 SMs (H100 and H200 SXM) x 8 resident
+# blocks of 256 threads; a tunable, so the search moves it.
+DEFAULT_WAVE_BLOCKS = 1056
+
+
+@dataclass(frozen=True)
+class Emitted:
+    source: str
+    plan: dict[str, Any]
+    rationale: str
+
+
+def _launch(plan: dict[str, Any]) -> dict[str, Any]:
+    return (plan.get("launches") or [{}])[-1]
+
+
+def _buffers(task: Task, plan: dict[str, Any]) -> set[str]:
+    return {t.name for t in task.all_tensors()} | {s.get("name", "") for s in plan.get("scratch", [])}
+
+
+def _plan_of(form: Form, plan: dict[str, Any], task: Task, grid: str, tunables: dict[str, int],
+             before: list[dict[str, Any]] | None = None) -> dict[str, Any] | str:
+    sizes = [task.sizes, *task.l0_sizes]
+    problem = emit.check_at_sizes(grid, sizes, tunables)
+    if problem:
+        return problem
+    launch = {"kernel": form.kernel, "grid": [grid], "block": ["BLOCK"], "shared_bytes": 0,
+              "args": list(_launch(plan).get("args", []))}
+    return {"launches": [*(before or []), launch], "scratch": list(plan.get("scratch", [])),
+            "tunables": {**plan.get("tunables", {}), **tunables}}
+
+
+def _size(form: Form, text: str, plan: dict[str, Any], task: Task) -> str:
+    return emit.plan_expression(text, form, _launch(plan), _buffers(task, plan),
+                                emit.uniform_locals(form.prelude))
+
+
+def _total(form: Form) -> str:
+    return " * ".join(f"(long long)({axis.bound})" for axis in form.space)
+
+
+def _unflatten(form: Form, flat: str) -> str:
+    """Declarations of the form's index variables from one flat index (slowest first)."""
+    lines, inner = [], []
+    for axis in reversed(form.space):
+        divisor = " * ".join(f"(long long)({b})" for b in inner) or ""
+        value = f"({flat} / ({divisor}))" if divisor else flat
+        if axis is not form.space[0]:
+            value = f"({value} % (long long)({axis.bound}))"
+        lines.append(f"{axis.ctype} {axis.name} = ({axis.ctype}){value};")
+        inner.append(axis.bound)
+    return "\n".join(reversed(lines))
+
+
+def _kernel(form: Form, body: str, helpers: str = "") -> str:
+    pieces = [p for p in (form.helpers, helpers) if p]
+    head = emit.restricted(form.signature)
+    return "\n\n".join([*pieces, f"{head} {{\n{emit.indent(form.prelude, 4)}\n{body}\n}}\n"])
+
+
+class GridStrideMap:
+    name = "map.grid_stride"
+    family = MAP
+    intents = ("GRID_STRIDE", "UNROLL")
+    summary = "each thread takes ITEMS elements a grid stride apart; the loads of all of them are in flight"
+
+    def emit(self, form: Form, plan: dict[str, Any], task: Task) -> Emitted | str:
+        if form.family != MAP:
+            return f"a {form.family} form, not an elementwise map"
+        try:
+            total = " * ".join(f"({_size(form, a.bound, plan, task)})" for a in form.space)
+        except emit.PlanProblem as error:
+            return str(error)
+        body = f"""    const long long optiml_total = {_total(form)};
+    const long long optiml_stride = (long long)blockDim.x * gridDim.x;
+    for (long long optiml_base = (long long)blockIdx.x * blockDim.x + threadIdx.x; optiml_base < optiml_total;
+         optiml_base += optiml_stride * ITEMS) {{
+#pragma unroll
+        for (int optiml_u = 0; optiml_u < ITEMS; ++optiml_u) {{
+            const long long optiml_flat = optiml_base + optiml_u * optiml_stride;
+            if (optiml_flat < optiml_total) {{
+{emit.indent(_unflatten(form, "optiml_flat"), 16)}
+{emit.indent(form.body, 16)}
+            }}
+        }}
+    }}"""
+        grid = f"max(cdiv({total}, BLOCK * ITEMS), 1)"
+        new_plan = _plan_of(form, plan, task, grid, {"BLOCK": DEFAULT_BLOCK, "ITEMS": DEFAULT_ITEMS})
+        if isinstance(new_plan, str):
+            return new_plan
+        return Emitted(_kernel(form, body), new_plan, self.summary)
+
+
+_COMPONENTS = ("x", "y", "z", "w")
+
+
+class Vec4Map:
+    name = "map.vec4"
+    family = MAP
+    intents = ("VEC4", "GRID_STRIDE")
+    summary = ("float4 loads and stores where every pointer is 16-byte aligned, a grid-stride loop "
+               "over the quads and a scalar tail")
+
+    def emit(self, form: Form, plan: dict[str, Any], task: Task) -> Emitted | str:
+        if form.family != MAP:
+            return f"a {form.family} form, not an elementwise map"
+        if not form.direct:
+            return "not a direct map: some access is not p[i] of the one index, or a write is conditional"
+        try:
+            total = _size(form, form.space[0].bound, plan, task)
+        except emit.PlanProblem as error:
+            return str(error)
+        index = form.space[0].name
+        pointers = sorted(set(form.reads) | set(form.writes))
+        loads = "\n".join(f"const float4 {p}_v4 = reinterpret_cast<const float4*>({p})[optiml_q];"
+                          for p in form.reads if p not in form.writes)
+        for p in form.writes:
+            value = f" = reinterpret_cast<const float4*>({p})[optiml_q]" if p in form.reads else ""
+            loads += f"\nfloat4 {p}_v4{value};"
+        components = []
+        for component in _COMPONENTS:
+            lane = form.body
+            for p in pointers:
+                access = rf"\b{re.escape(p)}\s*\[\s*{re.escape(index)}\s*\]"
+                lane = re.sub(access, f"{p}_v4.{component}", lane)
+            components.append("{\n" + emit.indent(lane, 4) + "\n}")
+        stores = "\n".join(f"reinterpret_cast<float4*>({p})[optiml_q] = {p}_v4;" for p in form.writes)
+        aligned = " | ".join(f"(unsigned long long){p}" for p in pointers)
+        quad = "\n".join([loads, *components, stores])
+        body = f"""    const long long optiml_total = (long long)({form.space[0].bound});
+    const long long optiml_stride = (long long)blockDim.x * gridDim.x;
+    const long long optiml_first = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    long long optiml_done = 0;
+    if ((({aligned}) & 15ull) == 0) {{
+        const long long optiml_quads = optiml_total / 4;
+        for (long long optiml_q = optiml_first; optiml_q < optiml_quads; optiml_q += optiml_stride) {{
+{emit.indent(quad, 12)}
+        }}
+        optiml_done = optiml_quads * 4;
+    }}
+    for (long long optiml_flat = optiml_done + optiml_first; optiml_flat < optiml_total;
+         optiml_flat += optiml_stride) {{
+        {form.space[0].ctype} {index} = ({form.space[0].ctype})optiml_flat;
+{emit.indent(form.body, 8)}
+    }}"""
+        grid = f"max(cdiv({total}, 4 * BLOCK), 1)"
+        new_plan = _plan_of(form, plan, task, grid, {"BLOCK": DEFAULT_BLOCK})
+        if isinstance(new_plan, str):
+            return new_plan
+        return Emitted(_kernel(form, body), new_plan, self.summary)
+
+
+class BlockPerRow:
+    name = "rows.block_per_row"
+    family = ROWS
+    intents = ("BLOCK_PER_ROW", "WARP_SHUFFLE_REDUCE")
+    summary = ("a block of BLOCK threads per row: each loop over the row strided over the block "
+               "(coalesced), each reduction combined by warp shuffles and one shared-slot step")
+
+    def emit(self, form: Form, plan: dict[str, Any], task: Task) -> Emitted | str:
+        if form.family != ROWS:
+            return f"a {form.family} form, not a row map-reduce"
+        try:
+            rows = _size(form, form.space[0].bound, plan, task)
+        except emit.PlanProblem as error:
+            return str(error)
+        axis = form.space[0]
+        lines = [f"const {axis.ctype} {axis.name} = ({axis.ctype})blockIdx.x;"]
+        reducers: dict[tuple[str, str], str] = {}
+        for step in form.steps:
+            if isinstance(step, LoopHole):
+                lines += _strided_loop(step, reducers)
+            elif step.writes:
+                lines += ["if (threadIdx.x == 0) {", emit.indent(step.text, 4), "}", "__syncthreads();"]
+            else:
+                lines.append(step.text)
+        body = emit.indent("\n".join(lines), 4)
+        new_plan = _plan_of(form, plan, task, f"max({rows}, 1)", {"BLOCK": DEFAULT_BLOCK})
+        if isinstance(new_plan, str):
+            return new_plan
+        # a zero-row launch would be refused; rows = 0 never occurs at the task's sizes
+        return Emitted(_kernel(form, body, "\n".join(reducers.values())), new_plan, self.summary)
+
+
+def _strided_loop(loop: LoopHole, reducers: dict[tuple[str, str], str]) -> list[str]:
+    lines = []
+    for r in loop.reductions:
+        lines += [f"const {r.ctype} optiml_{r.name}_before = {r.name};", f"{r.name} = {r.identity};"]
+        reducers.setdefault((r.op, r.ctype), emit.block_reduce(r.op, r.ctype, r.identity))
+    if len(loop.variables) == 1:
+        v = loop.variables[0]
+        head = f"{v.ctype} {v.name} = threadIdx.x; {v.name} < ({v.bound}); {v.name} += blockDim.x"
+        lines += [f"for ({head}) {{",
+                  emit.indent(loop.body, 4), "}"]
+    else:
+        total = " * ".join(f"(long long)({v.bound})" for v in loop.variables)
+        names = "\n".join(_nest_index(loop, position) for position in range(len(loop.variables)))
+        lines += [f"for (long long optiml_t = threadIdx.x; optiml_t < {total}; optiml_t += blockDim.x) {{",
+                  emit.indent(names, 4), emit.indent(loop.body, 4), "}"]
+    for r in loop.reductions:
+        reduced = f"{emit.block_reduce_name(r.op, r.ctype)}({r.name})"
+        lines.append(f"{r.name} = {emit.combine(r.op, f'optiml_{r.name}_before', reduced)};")
+    if loop.writes_memory and not loop.reductions:
+        lines.append("__syncthreads();  // the next step may read what other threads wrote")
+    return lines
+
+
+def _nest_index(loop: LoopHole, position: int) -> str:
+    v = loop.variables[position]
+    inner = " * ".join(f"(long long)({w.bound})" for w in loop.variables[position + 1:])
+    value = f"optiml_t / ({inner})" if inner else "optiml_t"
+    if position > 0:
+        value = f"({value}) % (long long)({v.bound})"
+    return f"const {v.ctype} {v.name} = ({v.ctype})({value});"
+
+
+class GridStrideAccumulate:
+    name = "full.grid_stride_accumulate"
+    family = FULL_REDUCE
+    intents = ("GRID_STRIDE_ACCUMULATE", "WARP_SHUFFLE_REDUCE")
+    summary = ("a wave of blocks; each thread sums its grid-stride slice in a register, the block "
+               "combines them by shuffles, and one atomic per block adds the block's total")
+
+    def emit(self, form: Form, plan: dict[str, Any], task: Task) -> Emitted | str:
+        if form.family != FULL_REDUCE:
+            return f"a {form.family} form, not a full reduction"
+        try:
+            total = _size(form, form.space[0].bound, plan, task)
+        except emit.PlanProblem as error:
+            return str(error)
+        axis = form.space[0]
+        body = f"""    const long long optiml_total = (long long)({axis.bound});
+    float optiml_sum = 0.0f;
+    for (long long optiml_flat = (long long)blockIdx.x * blockDim.x + threadIdx.x; optiml_flat < optiml_total;
+         optiml_flat += (long long)blockDim.x * gridDim.x) {{
+        {axis.ctype} {axis.name} = ({axis.ctype})optiml_flat;
+{emit.indent(form.body, 8)}
+        optiml_sum += ({form.total});
+    }}
+    optiml_sum = {emit.block_reduce_name("sum", "float")}(optiml_sum);
+    if (threadIdx.x == 0) atomicAdd({form.into}, optiml_sum);"""
+        zero = "extern \"C\" __global__ void optiml_zero_total(float* total) {\n    total[0] = 0.0f;\n}\n"
+        position = form.params.index(form.into)
+        into_arg = _launch(plan).get("args", [])[position]
+        before = [{"kernel": "optiml_zero_total", "grid": [1], "block": [1], "shared_bytes": 0,
+                   "args": [into_arg]}]
+        grid = f"max(min(cdiv({total}, BLOCK), WAVE_BLOCKS), 1)"
+        tunables = {"BLOCK": DEFAULT_BLOCK, "WAVE_BLOCKS": DEFAULT_WAVE_BLOCKS}
+        new_plan = _plan_of(form, plan, task, grid, tunables, before)
+        if isinstance(new_plan, str):
+            return new_plan
+        helpers = zero + "\n" + emit.block_reduce("sum", "float", "0.0f")
+        return Emitted(_kernel(form, body, helpers), new_plan, self.summary)
+
+
+SKELETONS = (GridStrideMap(), Vec4Map(), BlockPerRow(), GridStrideAccumulate())
+
+
+def for_family(family: str) -> list:
+    return [s for s in SKELETONS if s.family == family]
+
+
+def by_name(name: str):
+    return next(s for s in SKELETONS if s.name == name)

@@ -1,0 +1,126 @@
+"""What a kernel computes, apart from how it is scheduled: family forms with holes.
+
+A form is plain data. Its holes keep the kernel's own math as CUDA text (the statements
+one element or one row runs, the reductions with their operators and identities), and
+its sizes as the kernel's own parameters, so a skeleton can emit the same math under
+another schedule without understanding it. A lift that cannot be proved is a `Refusal`
+that says why, never a guess.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+MAP = "elementwise_map"
+ROWS = "row_map_reduce"
+FULL_REDUCE = "full_reduction"
+# The families the architecture names that no lift recognises yet; a refusal names one
+# only when the kernel was recognised as it and refused for a stated reason.
+FAMILIES = (MAP, ROWS, FULL_REDUCE, "arg_reduce", "column_reduction", "permutation",
+            "batched_contraction", "window_reduction")
+
+# Reduction operators: identity per type, and whether fp32 combination may reorder them
+# (sum reorders with rounding error inside the task's tolerance; max/min are exact).
+IDENTITIES = {
+    ("sum", "float"): "0.0f", ("sum", "double"): "0.0", ("sum", "int"): "0",
+    ("max", "float"): "-INFINITY", ("min", "float"): "INFINITY",
+}
+EXACT_UNDER_REORDER = {"sum": False, "max": True, "min": True}
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """No form: the kernel does not fit a family (or not provably); `reason` says where."""
+
+    reason: str
+    family: str | None = None  # the family it looked like, when it looked like one
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"refused": self.reason, "family": self.family}
+
+
+@dataclass(frozen=True)
+class Axis:
+    """One dimension of the threads' index space: the kernel's variable and its bound."""
+
+    name: str  # the kernel's own index variable (`idx`, `row`, `col`)
+    ctype: str  # its declared type
+    bound: str  # CUDA expression over the kernel's parameters and uniform locals
+
+
+@dataclass(frozen=True)
+class Reduction:
+    """An accumulator of a row loop: `acc` combined with `op` over the loop's iterations."""
+
+    name: str
+    op: str  # "sum", "max" or "min"
+    ctype: str
+
+    @property
+    def identity(self) -> str:
+        return IDENTITIES[(self.op, self.ctype)]
+
+
+@dataclass(frozen=True)
+class Uniform:
+    """Statements between a row's loops: every thread of the row runs them alike, except
+    that a statement that writes memory (`mean[row] = s / N;`) is written by one."""
+
+    text: str
+    writes: bool
+
+
+@dataclass(frozen=True)
+class LoopHole:
+    """A loop over the row, flattened: `variables` nest outermost first, each 0..bound-1."""
+
+    variables: tuple[Axis, ...]
+    body: str  # the statements of one iteration, the kernel's own text
+    reductions: tuple[Reduction, ...]
+    writes_memory: bool
+
+
+@dataclass(frozen=True)
+class Form:
+    """A kernel lifted to its family.
+
+    - elementwise map: `space` is the element index space (one axis, or rows and columns
+      of a 2-D grid, slowest first); `body` what one element runs.
+    - row map-reduce: `space` is the one row axis; `steps` alternate uniform statements
+      (text, every thread of a row runs them alike) and `LoopHole`s over the row.
+    - full reduction: `space` is the element axis, `body` computes one element's term,
+      `total` is the term's expression and `into` the output it is added to.
+    """
+
+    family: str
+    kernel: str  # the kernel's name (kept: the plan names it)
+    signature: str  # `extern "C" __global__ void name(params)`, the kernel's own
+    params: tuple[str, ...]
+    prelude: str  # uniform statements before the index space (sizes worked out)
+    space: tuple[Axis, ...]
+    body: str = ""
+    steps: tuple[Uniform | LoopHole, ...] = ()
+    total: str = ""
+    into: str = ""
+    reads: tuple[str, ...] = ()  # pointer parameters read
+    writes: tuple[str, ...] = ()  # pointer parameters written
+    direct: bool = False  # map: every access is p[index] of the one axis (vectorisable)
+    helpers: str = ""  # __device__ functions the body calls, kept as written
+    notes: tuple[str, ...] = field(default=())
+
+    def holes(self) -> dict[str, Any]:
+        """The math, for a person: what each element or row computes."""
+        if self.family == ROWS:
+            loops = [s for s in self.steps if isinstance(s, LoopHole)]
+            return {"reductions": [f"{r.name}: {r.op} ({r.ctype}, identity {r.identity})"
+                                   for loop in loops for r in loop.reductions],
+                    "loops": len(loops), "rows": self.space[0].bound}
+        if self.family == FULL_REDUCE:
+            return {"term": self.total, "into": self.into, "elements": self.space[0].bound}
+        return {"element": self.body.strip(), "space": [a.bound for a in self.space]}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"family": self.family, "kernel": self.kernel, "holes": self.holes(),
+                "space": [a.__dict__ for a in self.space], "reads": list(self.reads),
+                "writes": list(self.writes), "notes": list(self.notes)}
