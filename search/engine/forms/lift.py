@@ -12,6 +12,7 @@ calls it does not know, an early exit inside the work) refuses the lift.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from tree_sitter import Node
@@ -57,6 +58,8 @@ def lift(source: str, plan: dict[str, Any]) -> Form | Refusal:
     if problem:
         return Refusal(problem)
     common = _common(kernel, source, space, helpers)
+    if space.after:
+        return _partial_sums(space, common, zeroed)
     if any(n.type in _LOOPS for statement in space.body for n in walk(statement)):
         if len(space.axes) != 1:
             return Refusal("loops inside a 2-D index space: not a row map-reduce", family=rows.ROWS)
@@ -185,16 +188,56 @@ def _full_reduction(space, common: dict[str, Any], atomics: list[Node], zeroed: 
                 **{**common, "writes": (into,)})
 
 
+def _partial_sums(space, common: dict[str, Any], zeroed: str | None) -> Form | Refusal:
+    """A grid-stride loop summing into a thread's partial, then one atomicAdd(out, partial
+    [/ or * a uniform factor]): a full reduction whose term is the loop's summand."""
+    if len(space.after) != 1 or _atomic_call(space.after[0]) is None:
+        return Refusal("statements after the grid-stride loop other than one atomicAdd", family=FULL_REDUCE)
+    declared = {}
+    for statement in space.prelude:
+        found = rows._declaration(statement)
+        if found is not None:
+            declared[found[0]] = found[1]
+    updates = [(s, rows._accumulation(s)) for s in space.body]
+    sums = [(s, found[0]) for s, found in updates if found and found[1] == "sum" and found[0] in declared]
+    if len(sums) != 1 or declared[sums[0][1]].replace("const ", "") != "float":
+        return Refusal("the grid-stride loop does not sum one float partial", family=FULL_REDUCE)
+    update, partial = sums[0]
+    call = _atomic_call(space.after[0])
+    arguments = call.child_by_field_name("arguments").named_children
+    if text(call.child_by_field_name("function")) != "atomicAdd" or len(arguments) != 2:
+        return Refusal("the partial is not added with atomicAdd(out, ...)", family=FULL_REDUCE)
+    value = text(arguments[1]).replace(" ", "")
+    linear = re.fullmatch(rf"\(?{partial}\)?(?:[/*]\(?[\w.]+\)?)?|\(?[\w.]+\)?\*\(?{partial}\)?", value)
+    if linear is None or value.count(partial) != 1:
+        return Refusal(f"{text(arguments[1])} is not the partial times or over a uniform factor",
+                       family=FULL_REDUCE)
+    if any(n.type == "identifier" and text(n) == partial for s in space.body if s is not update
+           for n in walk(s)):
+        return Refusal(f"the partial {partial} is read inside the loop", family=FULL_REDUCE)
+    term = update.named_children[0].child_by_field_name("right")
+    if text(update.named_children[0].child_by_field_name("operator")) != "+=":
+        term = next(n for n in (term.child_by_field_name("left"), term.child_by_field_name("right"))
+                    if text(n) != partial)
+    target = text(arguments[0]).replace(" ", "")
+    into = target[1:].removesuffix("[0]") if target.startswith("&") else target
+    if into not in common["params"] or zeroed is None:
+        return Refusal("the partial is added to an output no earlier launch zeroes", family=FULL_REDUCE)
+    finish = re.sub(rf"\b{partial}\b", "optiml_sum", text(arguments[1]))
+    body = [s for s in space.body if s is not update]
+    return Form(family=FULL_REDUCE, body=_text(body), total=text(term), into=into, finish=finish,
+                **{**common, "writes": (into,)})
+
+
 def _direct(space, kernel: Kernel) -> bool:
     """Every memory access is p[i] of the one index, every pointer a float parameter, and
-    each written pointer written once, unconditionally, at the top of the element's work."""
+    each written pointer written on every path through the element's work."""
     if len(space.axes) != 1:
         return False
     index = space.axes[0].name
     pointers = {p.name for p in kernel.pointer_params()}
     if any(p.base_type != "float" for p in kernel.pointer_params()):
         return False
-    written: list[str] = []
     for statement in space.body:
         for node in walk(statement):
             if node.type == "identifier" and text(node) == index:
@@ -208,9 +251,23 @@ def _direct(space, kernel: Kernel) -> bool:
                 parent = node.parent
                 if parent is None or parent.type != "subscript_expression":
                     return False
-        left = rows.assigned_subscript(statement)
-        if left is not None:
-            written.append(left)
-        elif any(rows.assigned_subscript(n) for n in walk(statement)):
-            return False  # a conditional or nested write
-    return len(written) == len(set(written))
+    written = {rows.assigned_subscript(n) for s in space.body for n in walk(s)} - {None}
+    return written <= _always_written(list(space.body))
+
+
+def _always_written(statements: list[Node]) -> set[str]:
+    """The pointers every path through the statements writes (p[...] = ..., an if with an
+    else writing them on both sides)."""
+    found: set[str] = set()
+    for statement in statements:
+        target = rows.assigned_subscript(statement)
+        if target is not None:
+            found.add(target)
+        elif statement.type == "compound_statement":
+            found |= _always_written(named_statements(statement))
+        elif statement.type == "if_statement" and statement.child_by_field_name("alternative") is not None:
+            alternative = statement.child_by_field_name("alternative")
+            other = alternative.named_children[-1] if alternative.type == "else_clause" else alternative
+            found |= _always_written([statement.child_by_field_name("consequence")]) & \
+                _always_written([other])
+    return found

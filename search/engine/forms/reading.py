@@ -36,6 +36,7 @@ class Space:
     axes: tuple[Axis, ...]  # slowest first
     body: tuple[Node, ...]  # what one index point runs
     thread_names: frozenset[str]  # locals that hold thread indices (index helpers)
+    after: tuple[Node, ...] = ()  # statements after a grid-stride loop (a partial's atomic)
 
 
 class NotRead(ValueError):
@@ -160,8 +161,9 @@ def read_space(kernel: Kernel) -> Space:
         rest = statements[position + 1:]
         if statement.type == "if_statement":
             return _guarded(statement, rest, axes, tuple(prelude), frozenset(thread_names))
-        if statement.type == "for_statement" and not rest:
-            return _grid_stride(statement, env, tuple(prelude), frozenset(thread_names))
+        if statement.type == "for_statement":
+            space = _grid_stride(statement, env, tuple(prelude), frozenset(thread_names))
+            return Space(space.prelude, space.axes, space.body, space.thread_names, tuple(rest))
         raise NotRead(f"line {statement.start_point.row + 1}: expected the bounds check "
                       "of the thread index, found another statement")
     raise NotRead("the kernel has no bounds check on a thread index")

@@ -268,7 +268,7 @@ class GridStrideAccumulate:
         optiml_sum += ({form.total});
     }}
     optiml_sum = {emit.block_reduce_name("sum", "float")}(optiml_sum);
-    if (threadIdx.x == 0) atomicAdd({form.into}, optiml_sum);"""
+    if (threadIdx.x == 0) atomicAdd({form.into}, {form.finish});"""
         zero = "extern \"C\" __global__ void optiml_zero_total(float* total) {\n    total[0] = 0.0f;\n}\n"
         position = form.params.index(form.into)
         into_arg = _launch(plan).get("args", [])[position]

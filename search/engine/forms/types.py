@@ -103,6 +103,7 @@ class Form:
     steps: tuple[Uniform | LoopHole, ...] = ()
     total: str = ""
     into: str = ""
+    finish: str = "optiml_sum"  # full reduction: what is added to `into` from a block's sum
     reads: tuple[str, ...] = ()  # pointer parameters read
     writes: tuple[str, ...] = ()  # pointer parameters written
     direct: bool = False  # map: every access is p[index] of the one axis (vectorisable)
