@@ -129,7 +129,7 @@ def main() -> int:
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
     tasks.add_directory(TASK_DIR)
-    os.environ["OPTIML_SKILL_CARDS"] = "skeletons"
+    os.environ["OPTIML_SKILL_CARDS"] = "skeletons"  # skeleton cards alone, no token induction
     Path(args.record_dir).mkdir(parents=True, exist_ok=True)
     from bench.suite import gpu_facts
 

@@ -129,8 +129,14 @@ class SkillSource:
 
     @property
     def skeleton_cards(self) -> list[dict[str, Any]]:
+        """Skeleton cards, when asked for: given, or OPTIML_SKILL_CARDS=skeletons, or
+        OPTIML_SKILL_SKELETONS=1 (those induced from the recorded lineages). Off otherwise
+        for now: a team's library (the web app's StoredSkillSource) holds token cards only,
+        and runs recorded before skeletons replay as they were."""
         if self._skeleton_cards is None:
-            self._skeleton_cards = list(skeleton_cards.recorded())
+            wanted = os.environ.get("OPTIML_SKILL_CARDS") == "skeletons" or \
+                os.environ.get("OPTIML_SKILL_SKELETONS") == "1"
+            self._skeleton_cards = list(skeleton_cards.recorded()) if wanted else []
         return self._skeleton_cards
 
     def propose(self, context: NodeContext) -> list[Proposal]:

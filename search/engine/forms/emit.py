@@ -56,6 +56,7 @@ __device__ __forceinline__ {ctype} {name}({ctype} value) {{
 def restricted(signature: str) -> str:
     """The signature with every pointer parameter marked __restrict__: the plan passes
     distinct buffers (the gate allocates each tensor apart), so they never alias."""
+    signature = re.sub(r"__launch_bounds__\s*\([^)]*\)\s*", "", signature)  # the skeleton sets BLOCK
     head, _, params = signature.partition("(")
     params = re.sub(r"\*\s*(?!\s*__restrict__)", "* __restrict__ ", params)
     return f"{head}({params}"

@@ -57,31 +57,41 @@ def lift(source: str, plan: dict[str, Any]) -> Form | Refusal:
                       helpers)
     if problem:
         return Refusal(problem)
-    common = _common(kernel, source, space, helpers)
+    common = _common(kernel, source, space, helpers, launch.get("args", []))
     if space.after:
         return _partial_sums(space, common, zeroed)
     if any(n.type in _LOOPS for statement in space.body for n in walk(statement)):
         if len(space.axes) != 1:
             return Refusal("loops inside a 2-D index space: not a row map-reduce", family=rows.ROWS)
+        if zeroed is not None or any(_atomic_call(s) is not None for s in space.body):
+            return Refusal("a row kernel that accumulates with atomics", family=rows.ROWS)
         return rows.lift_rows(kernel, space, common)
     atomics = [s for s in space.body if _atomic_call(s) is not None]
     if atomics:
         return _full_reduction(space, common, atomics, zeroed)
     if zeroed is not None:
         return Refusal("the first launch zeroes an output that no atomic accumulates into")
-    return Form(family=MAP, body=_text(space.body), direct=_direct(space, kernel), **common)
+    return Form(family=MAP, body=_text(space.body), direct=_direct(space, kernel), **form_fields(common))
 
 
-def _common(kernel: Kernel, source: str, space, helpers: set[str]) -> dict[str, Any]:
+def _common(kernel: Kernel, source: str, space, helpers: set[str], launch_args) -> dict[str, Any]:
     reads, writes = rows.pointer_use(kernel, space.body)
     start = kernel.definition.start_byte
     signature = source.encode()[start:kernel.body.start_byte].decode().strip()
     if not signature.startswith("extern"):
         signature = f'extern "C" {signature}'  # the definition sat inside an extern "C" block
-    return {"kernel": kernel.name, "signature": signature,
+    kinds = {p.name: p.base_type for p in kernel.params}
+    return {"kernel": kernel.name, "signature": signature, "kinds": kinds,
+            "args": [str(a) for a in launch_args],
             "params": tuple(p.name for p in kernel.params), "prelude": _text(space.prelude),
             "space": space.axes, "reads": tuple(sorted(reads)), "writes": tuple(sorted(writes)),
             "helpers": _helper_text(source, helpers)}
+
+
+def form_fields(common: dict[str, Any]) -> dict[str, Any]:
+    """What a Form keeps of what every lift reads (the parameters' types and the plan's
+    arguments only serve the checks)."""
+    return {k: v for k, v in common.items() if k not in ("kinds", "args")}
 
 
 def _helper_text(source: str, helpers: set[str]) -> str:
@@ -179,13 +189,27 @@ def _full_reduction(space, common: dict[str, Any], atomics: list[Node], zeroed: 
     if into not in common["params"]:
         return Refusal(f"atomicAdd into {target}, not an output parameter's first element",
                        family=FULL_REDUCE)
-    if zeroed is None:
-        return Refusal("the output is accumulated into but no launch before zeroes it", family=FULL_REDUCE)
+    problem = _accumulated_output(common, into, zeroed)
+    if problem:
+        return Refusal(problem, family=FULL_REDUCE)
     written = common["writes"]
     if set(written) - {into}:
         return Refusal("writes outputs besides the accumulated one", family=FULL_REDUCE)
     return Form(family=FULL_REDUCE, body=_text(space.body[:-1]), total=text(arguments[1]), into=into,
-                **{**common, "writes": (into,)})
+                **{**form_fields(common), "writes": (into,)})
+
+
+def _accumulated_output(common: dict[str, Any], into: str, zeroed: str | None) -> str | None:
+    """Why `into` is not a float output that the plan's first launch zeroes, or None."""
+    if into not in common["params"]:
+        return f"accumulates into {into}, not a parameter"
+    if common["kinds"].get(into) != "float":
+        return f"accumulates into {into}, a {common['kinds'].get(into)} buffer; float sums only"
+    position = common["params"].index(into)
+    accumulated = common["args"][position] if position < len(common["args"]) else None
+    if zeroed is None or zeroed != accumulated:
+        return f"the plan does not zero {accumulated} before the atomics add to it"
+    return None
 
 
 def _partial_sums(space, common: dict[str, Any], zeroed: str | None) -> Form | Refusal:
@@ -221,12 +245,17 @@ def _partial_sums(space, common: dict[str, Any], zeroed: str | None) -> Form | R
                     if text(n) != partial)
     target = text(arguments[0]).replace(" ", "")
     into = target[1:].removesuffix("[0]") if target.startswith("&") else target
-    if into not in common["params"] or zeroed is None:
-        return Refusal("the partial is added to an output no earlier launch zeroes", family=FULL_REDUCE)
+    problem = _accumulated_output(common, into, zeroed)
+    if problem:
+        return Refusal(problem, family=FULL_REDUCE)
+    start = next(rows._declaration(s)[2] for s in space.prelude
+                 if rows._declaration(s) and rows._declaration(s)[0] == partial)
+    if text(start) not in ("0.0f", "0.f", "0", "0.0"):
+        return Refusal(f"the partial {partial} does not start at zero", family=FULL_REDUCE)
     finish = re.sub(rf"\b{partial}\b", "optiml_sum", text(arguments[1]))
     body = [s for s in space.body if s is not update]
     return Form(family=FULL_REDUCE, body=_text(body), total=text(term), into=into, finish=finish,
-                **{**common, "writes": (into,)})
+                **{**form_fields(common), "writes": (into,)})
 
 
 def _direct(space, kernel: Kernel) -> bool:
@@ -249,8 +278,12 @@ def _direct(space, kernel: Kernel) -> bool:
                     return False
             if node.type == "identifier" and text(node) in pointers:
                 parent = node.parent
-                if parent is None or parent.type != "subscript_expression":
-                    return False
+                if parent is None or parent.type != "subscript_expression" \
+                        or text(parent.child_by_field_name("indices")).replace(" ", "") != f"[{index}]":
+                    return False  # x[0], x[i + 1], or the pointer itself passed on
+                outer = parent.parent
+                if outer is not None and outer.type == "pointer_expression":
+                    return False  # &x[i]: an address, not a value a float4 lane can stand for
     written = {rows.assigned_subscript(n) for s in space.body for n in walk(s)} - {None}
     return written <= _always_written(list(space.body))
 

@@ -86,6 +86,10 @@ def reads_thread(node: Node, names: frozenset[str] | set[str] = frozenset()) -> 
                for n in walk(node))
 
 
+def mentions(node: Node, names: set[str]) -> bool:
+    return any(n.type == "identifier" and text(n) in names for n in walk(node))
+
+
 def _declaration(statement: Node) -> tuple[str, str, Node] | None:
     """(name, type, init) of a one-variable declaration with an initialiser."""
     if statement.type != "declaration":
@@ -150,7 +154,7 @@ def read_space(kernel: Kernel) -> Space:
                 axes[name] = (kind.replace("const ", ""), axis)
                 continue
             if reads_thread(value, thread_names | set(axes)):
-                if not reads_thread(value, set(axes)):
+                if not mentions(value, set(axes)):
                     env[name] = value
                     thread_names.add(name)
                     continue

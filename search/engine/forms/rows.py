@@ -44,7 +44,7 @@ def lift_rows(kernel: Kernel, space, common: dict[str, Any]) -> Form | Refusal:
         return Refusal(str(error), family=ROWS)
     if not any(isinstance(s, LoopHole) for s in steps):
         return Refusal("no loop over the row at the top level", family=ROWS)
-    return Form(family=ROWS, steps=steps, **common)
+    return Form(family=ROWS, steps=steps, **{k: v for k, v in common.items() if k not in ('kinds', 'args')})
 
 
 def _line(node: Node) -> str:
@@ -163,6 +163,14 @@ def _loop(variables: list[tuple[str, str, str]], body: list[Node], declared: dic
             updates.add(statement.id)
     names_reduced = {r.name for r in reductions}
     for statement in body:
+        if statement.id in updates:
+            own = _accumulation(statement)[0]
+            others = {text(n) for n in walk(statement) if n.type == "identifier"} & (names_reduced - {own})
+            if others:
+                raise NotRows(f"{_line(statement)}: the update of {own} reads the accumulator "
+                              f"{', '.join(sorted(others))} of the same loop")
+    _same_element(body, loop)
+    for statement in body:
         for node in walk(statement):
             changed = assigned_identifier(node)
             if changed is not None and changed not in inner and statement.id not in updates:
@@ -173,6 +181,29 @@ def _loop(variables: list[tuple[str, str, str]], body: list[Node], declared: dic
                 raise NotRows(f"{_line(node)}: every iteration writes the same element")
     return LoopHole(tuple(Axis(n, k, b) for n, k, b in variables), "\n".join(text(s) for s in body),
                     tuple(reductions), any(_memory_write(n) for s in body for n in walk(s)))
+
+
+def _same_element(body: list[Node], loop: Node) -> None:
+    """A pointer written in the loop is read in it only at the element it writes, so no
+    iteration reads what another wrote (a prefix sum would)."""
+    written: dict[str, set[str]] = {}
+    for node in (n for s in body for n in walk(s)):
+        if _memory_write(node):
+            target = strip_parens(node.child_by_field_name("left") or node.child_by_field_name("argument"))
+            if target.type != "subscript_expression":
+                raise NotRows(f"{_line(node)}: a write that is not p[index]")
+            base = text(target.child_by_field_name("argument"))
+            written.setdefault(base, set()).add(_index_text(target))
+    for node in (n for s in body for n in walk(s)):
+        if node.type == "subscript_expression":
+            base = text(node.child_by_field_name("argument"))
+            if base in written and written[base] != {_index_text(node)}:
+                raise NotRows(f"{_line(node)}: {base} is written and read at different elements "
+                              "in one loop; iterations would depend on each other")
+
+
+def _index_text(subscript: Node) -> str:
+    return text(subscript.child_by_field_name("indices")).replace(" ", "")
 
 
 def _accumulation(statement: Node) -> tuple[str, str] | None:
@@ -190,6 +221,9 @@ def _accumulation(statement: Node) -> tuple[str, str] | None:
         op = text(condition.child_by_field_name("operator"))
         left = text(strip_parens(condition.child_by_field_name("left")))
         right = text(strip_parens(condition.child_by_field_name("right")))
+        if any(n.type == "identifier" and text(n) == target
+               for n in walk(assignment.child_by_field_name("right"))):
+            return None
         if (left, right) == (value, target) and op in (">", "<"):
             return target, "max" if op == ">" else "min"
         if (left, right) == (target, value) and op in ("<", ">"):
@@ -282,7 +316,7 @@ def pointer_use(kernel: Kernel, body) -> tuple[set[str], set[str]]:
             (parent.type == "assignment_expression" and parent.child_by_field_name("left") == node)
             or parent.type == "update_expression")
         (writes if written else reads).add(alias[base])
-        if written and parent.type == "assignment_expression" and \
-                text(parent.child_by_field_name("operator")) != "=":
-            reads.add(alias[base])
+        if written and (parent.type == "update_expression" or
+                        text(parent.child_by_field_name("operator")) != "="):
+            reads.add(alias[base])  # y[i] += e and y[i]++ read y[i] first
     return reads, writes

@@ -1,0 +1,85 @@
+"""Skeleton cards: induced from the recorded lineages by family, proposed on any kernel
+that lifts to their family, with the node's own task's lineage left out on request."""
+
+from __future__ import annotations
+
+import pytest
+
+from lineage.engine import skeleton_cards
+from lineage.engine.skills import SkillSource
+from profiling.harness import tasks
+from profiling.harness.candidate import Candidate
+from search.engine.types import NodeContext
+
+
+def naive(name: str) -> NodeContext:
+    task = tasks.get(name)
+    candidate = Candidate.from_source_and_plan(task.naive_source, task.naive_plan)
+    return NodeContext(task=name, candidate=candidate, measurement=None, diagnosis=None)
+
+
+@pytest.fixture(scope="module")
+def cards():
+    return {card["id"]: card for card in skeleton_cards.recorded()}
+
+
+def test_the_row_card_is_induced_from_every_row_lineage_whose_plain_state_lifts(cards):
+    card = cards["skeleton:rows.block_per_row"]
+    assert card["family"] == "row_map_reduce"
+    assert card["tasks"] == ["cross_entropy", "layernorm", "softmax"]
+    assert all(e["family_found"] == "its plain state lifts" for e in card["evidence"])
+    assert card["expected_by_task"]["softmax"] > 10  # the recorded BLOCK_PER_ROW step: 28.6x on the H200
+
+
+def test_a_lineage_whose_plain_state_does_not_lift_is_placed_by_its_tensor_shapes(cards):
+    card = cards["skeleton:full.grid_stride_accumulate"]
+    assert card["tasks"] == ["reduce_sum"]
+    assert card["evidence"][0]["family_found"].startswith("by its task's tensor shapes")
+
+
+def test_a_card_expects_nothing_once_its_only_lineage_is_left_out(cards):
+    card = cards["skeleton:map.vec4"]
+    assert skeleton_cards.expected_speedup(card["evidence"], leave_out="relu") is None
+    assert skeleton_cards.expected_speedup(card["evidence"]) > 1
+
+
+def test_the_skills_source_instantiates_a_card_with_the_nodes_own_math_and_names_its_lineages(cards):
+    source = SkillSource(cards=[], skeleton_cards=list(cards.values()), leave_out_own=True)
+    (proposal,) = source.propose(naive("layernorm"))
+    assert proposal.source == "skill:skeleton:rows.block_per_row"
+    assert proposal.params["lineages"] == ["cross_entropy", "softmax"]  # its own left out
+    assert "gamma[j]" in proposal.candidate.source  # layernorm's own epilogue, moved into the skeleton
+    assert proposal.candidate.launches[0].grid == ("max((M), 1)",)
+
+
+def test_with_its_own_lineage_left_out_a_single_lineage_card_is_not_proposed(cards):
+    source = SkillSource(cards=[], skeleton_cards=list(cards.values()), leave_out_own=True)
+    assert source.propose(naive("relu")) == []
+    kept = SkillSource(cards=[], skeleton_cards=list(cards.values()), leave_out_own=False)
+    assert {p.source for p in kept.propose(naive("relu"))} == {"skill:skeleton:map.grid_stride",
+                                                               "skill:skeleton:map.vec4"}
+
+
+def test_a_kernel_that_does_not_lift_gets_no_skeleton(cards):
+    source = SkillSource(cards=[], skeleton_cards=list(cards.values()))
+    assert source.propose(naive("sgemm")) == []
+
+
+def test_skeleton_cards_are_off_unless_asked_for(monkeypatch):
+    monkeypatch.delenv("OPTIML_SKILL_SKELETONS", raising=False)
+    monkeypatch.delenv("OPTIML_SKILL_CARDS", raising=False)
+    assert SkillSource(cards=[]).skeleton_cards == []
+    monkeypatch.setenv("OPTIML_SKILL_CARDS", "skeletons")
+    assert SkillSource().cards == [] and SkillSource().skeleton_cards
+
+
+def test_admission_needs_a_trial_that_reproduces_the_effect_the_other_lineages_expect(cards):
+    card = cards["skeleton:rows.block_per_row"]
+    admitted = skeleton_cards.admit(card, [{"task": "softmax", "passed": True, "speedup": 9.0}])
+    assert admitted["status"] == "admitted"
+    slow = skeleton_cards.admit(card, [{"task": "softmax", "passed": True, "speedup": 1.5},
+                                       {"task": "layernorm", "passed": False, "speedup": None}])
+    assert slow["status"] == "rejected" and len(slow["risks"]) == 2
+    trial = {"task": "relu", "passed": True, "speedup": 2.0}
+    single = skeleton_cards.admit(cards["skeleton:map.vec4"], [trial])
+    assert single["status"] == "unproven"

@@ -1,0 +1,476 @@
+"""Kernels for the family-form tests (test_forms_lift.py, test_forms_skeletons.py), written
+in the ways different people write CUDA, with the plans that launch them and small
+`Task`s (numpy references) for those that are not suite tasks."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from profiling.harness.spec import Task, TensorSpec, Tolerance
+
+
+def plan(kernel: str, args: list[str], grid="cdiv(n, BLOCK)", block="BLOCK", block_size=128,
+         zero: tuple[str, str] | None = None) -> dict:
+    """A one-launch plan; with `zero` = (kernel, argument), a one-thread launch of that
+    kernel on that argument first."""
+    grid = grid if isinstance(grid, list) else [grid]
+    block = block if isinstance(block, list) else [block]
+    launches = [{"kernel": kernel, "grid": grid, "block": block, "shared_bytes": 0, "args": args}]
+    if zero is not None:
+        launches.insert(0, {"kernel": zero[0], "grid": [1], "block": [1], "shared_bytes": 0,
+                            "args": [zero[1]]})
+    return {"launches": launches, "scratch": [], "tunables": {"BLOCK": block_size}}
+
+
+def task(name: str, source: str, the_plan: dict, inputs: dict[str, tuple], outputs: dict[str, tuple],
+         reference, l0_sizes: list[dict[str, int]], tolerance: Tolerance | None = None) -> Task:
+    """A small fp32 task; its L1 size is its largest L0 size (these run on the CPU)."""
+    return Task(
+        name=name, description=name, sizes=dict(l0_sizes[-1]), l0_sizes=tuple(l0_sizes),
+        inputs=tuple(TensorSpec(n, "float32", shape) for n, shape in inputs.items()),
+        outputs=tuple(TensorSpec(n, "float32", shape) for n, shape in outputs.items()),
+        reference=reference, flops=lambda s: 0.0, bytes=lambda s: 0.0,
+        naive_source=source, naive_plan=the_plan,
+        tolerances={"float32": tolerance or Tolerance(atol=1e-4, rtol=1e-4)},
+    )
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """A kernel as written, the plan that launches it, and the task it computes."""
+
+    name: str  # the kernel's name in the source (the plan's)
+    source: str
+    plan: dict
+    task: Task | None = None
+
+
+def _f64(a):
+    return np.asarray(a, dtype=np.float64)
+
+
+# --- elementwise maps: y = leaky_relu(x) over n floats ----------------------------------------
+
+MAP_SIZES = [{"n": 1}, {"n": 7}, {"n": 1000}, {"n": 4099}]  # n % 4 = 1, 3, 0, 3: vec4's tail
+
+
+def _leaky(inputs, sizes):
+    x = inputs["x"]
+    return {"y": np.where(x > 0, x, np.float32(0.1) * x).astype(np.float32)}
+
+
+def _map(name: str, body: str, grid="cdiv(n, BLOCK)") -> Kernel:
+    source = body.replace("KERNEL", name)
+    the_plan = plan(name, ["x", "y", "n"], grid=grid)
+    return Kernel(name, source, the_plan,
+                  task(name, source, the_plan, {"x": ("n",)}, {"y": ("n",)}, _leaky, MAP_SIZES))
+
+
+MAP_PLAIN = _map("leaky_plain", """extern "C" __global__ void KERNEL(const float* x, float* y, int n) {
+    int idx = blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx < n) {
+        y[idx] = x[idx] > 0.0f ? x[idx] : 0.1f * x[idx];
+    }
+}
+""")
+
+MAP_REVERSED = _map("leaky_reversed", """extern "C" __global__ void KERNEL(const float* x, float* y, int n)
+{
+    int i = threadIdx.x + blockDim.x * blockIdx.x;
+    if (i < n)
+        y[i] = x[i] > 0.0f ? x[i] : 0.1f * x[i];
+}
+""")
+
+MAP_CAST = _map("leaky_cast", """extern "C" __global__ void KERNEL(const float* __restrict__ x,
+                                   float* __restrict__ y, long long n) {
+    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        const float v = x[i];
+        y[i] = v > 0.0f ? v : 0.1f * v;
+    }
+}
+""")
+
+MAP_HELPER_LOCALS = _map("leaky_locals", """extern "C" __global__
+void KERNEL(const float* x, float* y, int n) {
+    int tid = threadIdx.x;
+    int bid = blockIdx.x;
+    int i = bid * blockDim.x + tid;
+    if (i < n) {
+        float v = x[i];
+        y[i] = v > 0.0f ? v : 0.1f * v;
+    }
+}
+""")
+
+MAP_EARLY_RETURN = _map("leaky_early_return", """extern "C" __global__
+void KERNEL(const float* x, float* y, int n) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    float v = x[i];
+    y[i] = v > 0.0f ? v : 0.1f * v;
+}
+""")
+
+MAP_GRID_STRIDE = _map("leaky_grid_stride", """extern "C" __global__
+void KERNEL(const float* x, float* y, int n) {
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
+        y[i] = x[i] > 0.0f ? x[i] : 0.1f * x[i];
+    }
+}
+""", grid="min(cdiv(n, BLOCK), 64)")
+
+# renamed everything, the bound on the left, a __device__ helper for the math
+MAP_RENAMED = _map("activate", """__device__ float leaky(float v) { return v > 0.0f ? v : 0.1f * v; }
+
+extern "C" __global__ void KERNEL(const float* input, float* output, int count) {
+    unsigned int gid = blockIdx.x * blockDim.x + threadIdx.x;
+    if (count > gid) {
+        output[gid] = leaky(input[gid]);
+    }
+}
+""")
+
+MAP_STYLES = [MAP_PLAIN, MAP_REVERSED, MAP_CAST, MAP_HELPER_LOCALS, MAP_EARLY_RETURN, MAP_GRID_STRIDE,
+              MAP_RENAMED]
+
+
+def _saxpy(inputs, sizes):
+    return {"z": (np.float32(2.5) * inputs["x"] + inputs["y"]).astype(np.float32)}
+
+
+_SAXPY_SOURCE = """extern "C" __global__ void saxpy(float a, const float* x, const float* y, float* z,
+                                      int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) z[i] = a * x[i] + y[i];
+}
+"""
+_SAXPY_PLAN = plan("saxpy", ["f32:2.5", "x", "y", "z", "n"])
+MAP_SAXPY = Kernel("saxpy", _SAXPY_SOURCE, _SAXPY_PLAN,
+                   task("saxpy", _SAXPY_SOURCE, _SAXPY_PLAN, {"x": ("n",), "y": ("n",)}, {"z": ("n",)},
+                        _saxpy, MAP_SIZES))
+
+
+def _reversed(inputs, sizes):
+    return {"y": inputs["x"][::-1].copy()}
+
+
+_REVERSE_SOURCE = """extern "C" __global__ void reverse(const float* x, float* y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = x[n - 1 - i];
+}
+"""
+_REVERSE_PLAN = plan("reverse", ["x", "y", "n"])
+MAP_REVERSE = Kernel("reverse", _REVERSE_SOURCE, _REVERSE_PLAN,
+                     task("reverse", _REVERSE_SOURCE, _REVERSE_PLAN, {"x": ("n",)}, {"y": ("n",)}, _reversed,
+                          MAP_SIZES))
+
+# an if with an else, y written on both sides: still direct
+MAP_IF_ELSE = _map("leaky_if_else", """extern "C" __global__ void KERNEL(const float* x, float* y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        if (x[i] > 0.0f) y[i] = x[i];
+        else y[i] = 0.1f * x[i];
+    }
+}
+""")
+
+# --- 2-D maps ---------------------------------------------------------------------------------
+
+GRID_2D = ["cdiv(W, 16)", "cdiv(H, 16)"]
+SIZES_2D = [{"H": 1, "W": 1}, {"H": 3, "W": 37}, {"H": 17, "W": 5}, {"H": 9, "W": 130}]
+
+
+def _scale_2d(inputs, sizes):
+    return {"y": (inputs["x"] * np.float32(3.0) - np.float32(1.0)).astype(np.float32)}
+
+
+_SCALE_2D_SOURCE = """extern "C" __global__ void scale2d(const float* x, float* y, int H, int W) {
+    int col = blockIdx.x * blockDim.x + threadIdx.x;
+    int row = blockIdx.y * blockDim.y + threadIdx.y;
+    if (row < H && col < W) {
+        y[row * W + col] = 3.0f * x[row * W + col] - 1.0f;
+    }
+}
+"""
+_SCALE_2D_PLAN = plan("scale2d", ["x", "y", "H", "W"], grid=GRID_2D, block=[16, 16])
+MAP_2D = Kernel("scale2d", _SCALE_2D_SOURCE, _SCALE_2D_PLAN,
+                task("scale2d", _SCALE_2D_SOURCE, _SCALE_2D_PLAN, {"x": ("H", "W")}, {"y": ("H", "W")},
+                     _scale_2d, SIZES_2D))
+
+
+def _transposed(inputs, sizes):
+    return {"y": inputs["x"].T.copy()}
+
+
+# early return with ||, renamed, the y axis first: a transpose (a permutation, read as a map)
+_TRANSPOSE_SOURCE = """extern "C" __global__ void transpose(const float* src, float* dst,
+                                          int rows, int cols) {
+    const int r = blockIdx.y * blockDim.y + threadIdx.y;
+    const int c = threadIdx.x + blockIdx.x * blockDim.x;
+    if (r >= rows || c >= cols) return;
+    dst[c * rows + r] = src[r * cols + c];
+}
+"""
+_TRANSPOSE_PLAN = plan("transpose", ["x", "y", "H", "W"], grid=GRID_2D, block=[16, 16])
+MAP_TRANSPOSE = Kernel("transpose", _TRANSPOSE_SOURCE, _TRANSPOSE_PLAN,
+                       task("transpose", _TRANSPOSE_SOURCE, _TRANSPOSE_PLAN, {"x": ("H", "W")},
+                            {"y": ("W", "H")}, _transposed, SIZES_2D))
+
+# --- row map-reduce ---------------------------------------------------------------------------
+# The softmax-like kernels compute the suite's softmax (x, y, M, N): its task is reused.
+
+ROW_GRID = "cdiv(M, BLOCK)"
+SOFTMAX_ARGS = ["x", "y", "M", "N"]
+
+SOFTMAX_POINTERS = Kernel("softmax_pointers", """extern "C" __global__
+void softmax_pointers(const float* x, float* y, int M, int N) {
+    long long row = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (row >= M) return;
+    const float* in = x + row * N;
+    float* out = y + row * N;
+    float m = -INFINITY;
+    for (int j = 0; j < N; ++j) {
+        m = fmaxf(m, in[j]);
+    }
+    float s = 0.0f;
+    for (int j = 0; j < N; j++) {
+        s += expf(in[j] - m);
+    }
+    for (int j = 0; j < N; j += 1) {
+        out[j] = expf(in[j] - m) / s;
+    }
+}
+""", plan("softmax_pointers", SOFTMAX_ARGS, grid=ROW_GRID))
+
+# inline indexing, `if (v > m) m = v;` and `s = s + e`
+SOFTMAX_INLINE = Kernel("softmax_inline", """extern "C" __global__
+void softmax_inline(const float* x, float* y, int M, int N) {
+    int row = threadIdx.x + blockIdx.x * blockDim.x;
+    if (row < M) {
+        float best = x[row * N];
+        for (int j = 0; j < N; j++) {
+            float v = x[row * N + j];
+            if (v > best) best = v;
+        }
+        float total = 0.0f;
+        for (int j = 0; j < N; j++) {
+            total = total + __expf(x[row * N + j] - best);
+        }
+        float inv = 1.0f / total;
+        for (int j = 0; j < N; j++)
+            y[row * N + j] = __expf(x[row * N + j] - best) * inv;
+    }
+}
+""", plan("softmax_inline", SOFTMAX_ARGS, grid=ROW_GRID))
+
+# while loops, `if (m < v) m = v;` the other way round
+SOFTMAX_WHILE = Kernel("softmax_while", """extern "C" __global__
+void softmax_while(const float* x, float* y, int M, int N) {
+    const int row = blockIdx.x * blockDim.x + threadIdx.x;
+    if (row >= M) {
+        return;
+    }
+    const float* in = x + (long long)row * N;
+    float mx = -INFINITY;
+    int j = 0;
+    while (j < N) {
+        const float v = in[j];
+        if (mx < v) mx = v;
+        ++j;
+    }
+    float sum = 0.0f;
+    int k = 0;
+    while (k < N) {
+        sum += expf(in[k] - mx);
+        k++;
+    }
+    int c = 0;
+    while (c < N) {
+        y[(long long)row * N + c] = expf(in[c] - mx) / sum;
+        c += 1;
+    }
+}
+""", plan("softmax_while", SOFTMAX_ARGS, grid=ROW_GRID))
+
+SOFTMAX_STYLES = [SOFTMAX_POINTERS, SOFTMAX_INLINE, SOFTMAX_WHILE]
+
+ROW_SIZES = [{"M": 1, "N": 1}, {"M": 1, "N": 300}, {"M": 5, "N": 33}, {"M": 3, "N": 1001}]
+SUM_TOLERANCE = Tolerance(atol=1e-3, rtol=1e-3)
+
+
+def _rmsnorm(inputs, sizes):
+    x = _f64(inputs["x"])
+    rms = np.sqrt((x * x).mean(axis=1, keepdims=True) + 1e-5)
+    return {"y": (x / rms * _f64(inputs["w"])).astype(np.float32)}
+
+
+# a while loop whose accumulator is `ss = ss + v * v`, then a for loop that writes
+_RMSNORM_SOURCE = """extern "C" __global__ void rmsnorm(const float* x, const float* w, float* y,
+                                        int M, int N, float eps) {
+    int row = blockIdx.x * blockDim.x + threadIdx.x;
+    if (row >= M) return;
+    float ss = 0.0f;
+    int j = 0;
+    while (j < N) {
+        float v = x[row * N + j];
+        ss = ss + v * v;
+        j++;
+    }
+    float r = rsqrtf(ss / N + eps);
+    for (int k = 0; k < N; k++) {
+        y[row * N + k] = x[row * N + k] * r * w[k];
+    }
+}
+"""
+_RMSNORM_PLAN = plan("rmsnorm", ["x", "w", "y", "M", "N", "f32:1e-5"], grid=ROW_GRID)
+RMSNORM = Kernel("rmsnorm", _RMSNORM_SOURCE, _RMSNORM_PLAN,
+                 task("rmsnorm", _RMSNORM_SOURCE, _RMSNORM_PLAN, {"x": ("M", "N"), "w": ("N",)},
+                      {"y": ("M", "N")}, _rmsnorm, ROW_SIZES, SUM_TOLERANCE))
+
+
+def _row_range(inputs, sizes):
+    x = inputs["x"]
+    return {"lo": x.min(axis=1), "hi": x.max(axis=1)}
+
+
+# min and max in one loop, fminf and the if-form; one writing statement after it
+_RANGE_SOURCE = """extern "C" __global__ void row_range(const float* x, float* lo, float* hi, int M, int N) {
+    int row = blockIdx.x * blockDim.x + threadIdx.x;
+    if (row < M) {
+        float a = INFINITY, b = -INFINITY;
+        for (int j = 0; j < N; ++j) {
+            float v = x[row * N + j];
+            a = fminf(a, v);
+            if (v > b) b = v;
+        }
+        lo[row] = a;
+        hi[row] = b;
+    }
+}
+"""
+_RANGE_PLAN = plan("row_range", ["x", "lo", "hi", "M", "N"], grid=ROW_GRID)
+ROW_RANGE = Kernel("row_range", _RANGE_SOURCE, _RANGE_PLAN,
+                   task("row_range", _RANGE_SOURCE, _RANGE_PLAN, {"x": ("M", "N")},
+                        {"lo": ("M",), "hi": ("M",)}, _row_range, ROW_SIZES))
+
+
+def _groupnorm(inputs, sizes):
+    x = _f64(inputs["x"])
+    mean = x.mean(axis=(1, 2), keepdims=True)
+    var = ((x - mean) ** 2).mean(axis=(1, 2), keepdims=True)
+    return {"y": ((x - mean) / np.sqrt(var + 1e-5)).astype(np.float32)}
+
+
+# GroupNorm-like: a row is a group of C channels x HW pixels, perfect nests for c, for hw
+_GROUPNORM_SOURCE = """extern "C" __global__ void groupnorm(const float* x, float* y, int G, int C, int HW) {
+    int g = blockIdx.x * blockDim.x + threadIdx.x;
+    if (g >= G) return;
+    const float* in = x + (long long)g * C * HW;
+    float* out = y + (long long)g * C * HW;
+    float s = 0.0f;
+    for (int c = 0; c < C; ++c)
+        for (int p = 0; p < HW; ++p)
+            s += in[c * HW + p];
+    float mean = s / (C * HW);
+    float q = 0.0f;
+    for (int c = 0; c < C; ++c) {
+        for (int p = 0; p < HW; ++p) {
+            float d = in[c * HW + p] - mean;
+            q += d * d;
+        }
+    }
+    float rstd = rsqrtf(q / (C * HW) + 1e-5f);
+    for (int c = 0; c < C; ++c) {
+        for (int p = 0; p < HW; ++p) {
+            out[c * HW + p] = (in[c * HW + p] - mean) * rstd;
+        }
+    }
+}
+"""
+_GROUPNORM_PLAN = plan("groupnorm", ["x", "y", "G", "C", "HW"], grid="cdiv(G, BLOCK)")
+GROUPNORM = Kernel("groupnorm", _GROUPNORM_SOURCE, _GROUPNORM_PLAN,
+                   task("groupnorm", _GROUPNORM_SOURCE, _GROUPNORM_PLAN, {"x": ("G", "C", "HW")},
+                        {"y": ("G", "C", "HW")}, _groupnorm,
+                        [{"G": 1, "C": 1, "HW": 1}, {"G": 1, "C": 3, "HW": 7}, {"G": 4, "C": 5, "HW": 61},
+                         {"G": 3, "C": 2, "HW": 33}],
+                        SUM_TOLERANCE))
+
+
+def _gemv(inputs, sizes):
+    return {"y": (_f64(inputs["A"]) @ _f64(inputs["x"])).astype(np.float32)}
+
+
+_GEMV_SOURCE = """extern "C" __global__ void gemv(const float* A, const float* x, float* y, int M, int K) {
+    int row = blockIdx.x * blockDim.x + threadIdx.x;
+    if (row < M) {
+        float sum = 0.0f;
+        for (int k = 0; k < K; ++k) sum += A[row * K + k] * x[k];
+        y[row] = sum;
+    }
+}
+"""
+_GEMV_PLAN = plan("gemv", ["A", "x", "y", "M", "K"], grid=ROW_GRID)
+GEMV = Kernel("gemv", _GEMV_SOURCE, _GEMV_PLAN,
+              task("gemv", _GEMV_SOURCE, _GEMV_PLAN, {"A": ("M", "K"), "x": ("K",)}, {"y": ("M",)}, _gemv,
+                   [{"M": 1, "K": 1}, {"M": 7, "K": 33}, {"M": 2, "K": 1001}, {"M": 9, "K": 100}],
+                   SUM_TOLERANCE))
+
+# --- full reduction: sum of squares into out[0], zeroed by a launch before ------------------
+
+FULL_SIZES = [{"n": 1}, {"n": 7}, {"n": 1000}, {"n": 4099}]
+
+
+def _sumsq(inputs, sizes):
+    x = _f64(inputs["x"])
+    return {"out": np.array([(x * x).sum()], dtype=np.float32)}
+
+
+def _full(name: str, source: str, grid="cdiv(n, BLOCK)") -> Kernel:
+    the_plan = plan(name, ["x", "out", "n"], grid=grid, zero=("zero_total", "out"))
+    return Kernel(name, source, the_plan,
+                  task(name, source, the_plan, {"x": ("n",)}, {"out": (1,)}, _sumsq, FULL_SIZES,
+                       Tolerance(atol=1e-3, rtol=1e-4)))
+
+
+SUMSQ = _full("sumsq", """extern "C" __global__ void zero_total(float* out) {
+    out[0] = 0.0f;
+}
+
+extern "C" __global__ void sumsq(const float* x, float* out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        float d = x[i];
+        atomicAdd(out, d * d);
+    }
+}
+""")
+
+SUMSQ_EARLY_RETURN = _full("sumsq_early", """extern "C" __global__ void zero_total(float* total) {
+    *total = 0.0f;
+}
+
+extern "C" __global__ void sumsq_early(const float* x, float* total, long long n) {
+    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    atomicAdd(&total[0], x[i] * x[i]);
+}
+""")
+
+# a grid-stride loop summing into a thread's partial, one atomicAdd of it after the loop
+SUMSQ_PARTIAL = _full("sumsq_partial", """extern "C" __global__ void zero_total(float* out) { out[0] = 0.0f; }
+
+extern "C" __global__ void sumsq_partial(const float* x, float* out, int n) {
+    float partial = 0.0f;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+        const float v = x[i];
+        partial += v * v;
+    }
+    atomicAdd(out, partial);
+}
+""", grid="min(cdiv(n, BLOCK), 8)")
+
+FULL_STYLES = [SUMSQ, SUMSQ_EARLY_RETURN, SUMSQ_PARTIAL]
