@@ -88,19 +88,37 @@ def _kernel(form: Form, body: str, helpers: str = "") -> str:
     return "\n\n".join([*pieces, f"{head} {{\n{emit.indent(form.prelude, 4)}\n{body}\n}}\n"])
 
 
-class GridStrideMap:
+_WHAT = {MAP: "an elementwise map", ROWS: "a row map-reduce", FULL_REDUCE: "a full reduction"}
+
+
+class _Skeleton:
+    """What every skeleton checks first: the form's family, and its index space's bounds
+    written as plan expressions over the task's sizes (`sizes`, slowest axis first)."""
+
+    family: str
+    summary: str
+
+    def emit(self, form: Form, plan: dict[str, Any], task: Task) -> Emitted | str:
+        if form.family != self.family:
+            return f"a {form.family} form, not {_WHAT[self.family]}"
+        try:
+            sizes = [_size(form, axis.bound, plan, task) for axis in form.space]
+        except emit.PlanProblem as error:
+            return str(error)
+        return self._emit(form, plan, task, sizes)
+
+    def _emit(self, form: Form, plan: dict[str, Any], task: Task, sizes: list[str]) -> Emitted | str:
+        raise NotImplementedError
+
+
+class GridStrideMap(_Skeleton):
     name = "map.grid_stride"
     family = MAP
     intents = ("GRID_STRIDE", "UNROLL")
     summary = "each thread takes ITEMS elements a grid stride apart; the loads of all of them are in flight"
 
-    def emit(self, form: Form, plan: dict[str, Any], task: Task) -> Emitted | str:
-        if form.family != MAP:
-            return f"a {form.family} form, not an elementwise map"
-        try:
-            total = " * ".join(f"({_size(form, a.bound, plan, task)})" for a in form.space)
-        except emit.PlanProblem as error:
-            return str(error)
+    def _emit(self, form: Form, plan: dict[str, Any], task: Task, sizes: list[str]) -> Emitted | str:
+        total = " * ".join(f"({size})" for size in sizes)
         body = f"""    const long long optiml_total = {_total(form)};
     const long long optiml_stride = (long long)blockDim.x * gridDim.x;
     for (long long optiml_base = (long long)blockIdx.x * blockDim.x + threadIdx.x; optiml_base < optiml_total;
@@ -124,22 +142,17 @@ class GridStrideMap:
 _COMPONENTS = ("x", "y", "z", "w")
 
 
-class Vec4Map:
+class Vec4Map(_Skeleton):
     name = "map.vec4"
     family = MAP
     intents = ("VEC4", "GRID_STRIDE")
     summary = ("float4 loads and stores where every pointer is 16-byte aligned, a grid-stride loop "
                "over the quads and a scalar tail")
 
-    def emit(self, form: Form, plan: dict[str, Any], task: Task) -> Emitted | str:
-        if form.family != MAP:
-            return f"a {form.family} form, not an elementwise map"
+    def _emit(self, form: Form, plan: dict[str, Any], task: Task, sizes: list[str]) -> Emitted | str:
         if not form.direct:
             return "not a direct map: some access is not p[i] of the one index, or a write is conditional"
-        try:
-            total = _size(form, form.space[0].bound, plan, task)
-        except emit.PlanProblem as error:
-            return str(error)
+        total = sizes[0]
         index = form.space[0].name
         pointers = sorted(set(form.reads) | set(form.writes))
         loads = "\n".join(f"const float4 {p}_v4 = reinterpret_cast<const float4*>({p})[optiml_q];"
@@ -180,20 +193,15 @@ class Vec4Map:
         return Emitted(_kernel(form, body), new_plan, self.summary)
 
 
-class BlockPerRow:
+class BlockPerRow(_Skeleton):
     name = "rows.block_per_row"
     family = ROWS
     intents = ("BLOCK_PER_ROW", "WARP_SHUFFLE_REDUCE")
     summary = ("a block of BLOCK threads per row: each loop over the row strided over the block "
                "(coalesced), each reduction combined by warp shuffles and one shared-slot step")
 
-    def emit(self, form: Form, plan: dict[str, Any], task: Task) -> Emitted | str:
-        if form.family != ROWS:
-            return f"a {form.family} form, not a row map-reduce"
-        try:
-            rows = _size(form, form.space[0].bound, plan, task)
-        except emit.PlanProblem as error:
-            return str(error)
+    def _emit(self, form: Form, plan: dict[str, Any], task: Task, sizes: list[str]) -> Emitted | str:
+        rows = sizes[0]
         axis = form.space[0]
         lines = [f"const {axis.ctype} {axis.name} = ({axis.ctype})blockIdx.x;"]
         reducers: dict[tuple[str, str], str] = {}
@@ -244,20 +252,15 @@ def _nest_index(loop: LoopHole, position: int) -> str:
     return f"const {v.ctype} {v.name} = ({v.ctype})({value});"
 
 
-class GridStrideAccumulate:
+class GridStrideAccumulate(_Skeleton):
     name = "full.grid_stride_accumulate"
     family = FULL_REDUCE
     intents = ("GRID_STRIDE_ACCUMULATE", "WARP_SHUFFLE_REDUCE")
     summary = ("a wave of blocks; each thread sums its grid-stride slice in a register, the block "
                "combines them by shuffles, and one atomic per block adds the block's total")
 
-    def emit(self, form: Form, plan: dict[str, Any], task: Task) -> Emitted | str:
-        if form.family != FULL_REDUCE:
-            return f"a {form.family} form, not a full reduction"
-        try:
-            total = _size(form, form.space[0].bound, plan, task)
-        except emit.PlanProblem as error:
-            return str(error)
+    def _emit(self, form: Form, plan: dict[str, Any], task: Task, sizes: list[str]) -> Emitted | str:
+        total = sizes[0]
         axis = form.space[0]
         body = f"""    const long long optiml_total = (long long)({axis.bound});
     float optiml_sum = 0.0f;
