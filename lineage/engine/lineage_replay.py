@@ -23,7 +23,7 @@ from search.engine.types import Measurement
 
 from . import antiunify
 from .experts import Expert
-from .skills import same_launches
+from .steps import same_launches
 from .walker import Lineage
 
 NOT_A_STATE = "not a state of the recorded lineage: nothing to replay"
