@@ -23,7 +23,7 @@ from typing import Any
 
 from profiling.harness.spec import Task
 
-from . import emit
+from . import emit, strides
 from .types import FULL_REDUCE, MAP, ROWS, Form, LoopHole
 
 DEFAULT_BLOCK = 256  # threads; a multiple of the warp, 8 warps per block as CUB's defaults
@@ -202,6 +202,10 @@ class BlockPerRow(_Skeleton):
 
     def _emit(self, form: Form, plan: dict[str, Any], task: Task, sizes: list[str]) -> Emitted | str:
         rows = sizes[0]
+        for loop in (step for step in form.steps if isinstance(step, LoopHole)):
+            problem = strides.contiguity_problem(loop)
+            if problem:
+                return problem
         axis = form.space[0]
         lines = [f"const {axis.ctype} {axis.name} = ({axis.ctype})blockIdx.x;"]
         reducers: dict[tuple[str, str], str] = {}
