@@ -5,6 +5,12 @@ with the task's own math, and the naive kernel and each instantiation go through
 full gate (profile off), the vendor (torch) timed in the same run, on a GPU host.
 
     python bench/skeleton_transfer.py --out $OUT/skeleton-transfer.json [--tasks gemv,where]
+    python bench/skeleton_transfer.py --admission --out bench/results/<date>-<gpu>-skeleton-admission.json
+
+With --admission it runs the cards' admission trials instead (skeleton_cards.admit): each
+card on the plain kernel (all flags off) of each task whose lineage it was induced from,
+that lineage left out of its expectation; skeleton_cards.recorded() reads the newest such
+file under bench/results and gives each card its status.
 
 It measures what the cards carry by themselves (the first step of a search that takes
 them); bench/transfer_suite.py measures the searches, skills on and off.
@@ -67,10 +73,36 @@ def run_task(name: str, cards: list[dict], cache: Path) -> dict:
     return row
 
 
+def admission_trials(cards: list[dict], cache: Path) -> dict:
+    from lineage.engine import experts
+
+    admitted = {}
+    for card in cards:
+        trials = []
+        for name in card["tasks"]:
+            plain = experts.load(name).written_candidate(frozenset())
+            form = forms.lift(plain.source, plain.plan_dict())
+            emitted = (skeletons.by_name(card["skeleton"]).emit(form, plain.plan_dict(), tasks.get(name))
+                       if isinstance(form, forms.Form) else form.reason)
+            if isinstance(emitted, str):
+                trials.append({"task": name, "passed": False, "speedup": None, "why": emitted})
+                continue
+            before = gate(name, plain, cache)
+            after = gate(name, Candidate.from_dict({**emitted.plan, "source": emitted.source}), cache)
+            speedup = (before["median_ms"] / after["median_ms"]
+                       if before["median_ms"] and after["median_ms"] else None)
+            trials.append({"task": name, "passed": after["status"] == "PASSED", "speedup": speedup,
+                           "plain_ms": before["median_ms"], "skeleton_ms": after["median_ms"],
+                           "guard": after["guard"]})
+        admitted[card["id"]] = skeleton_cards.admit(card, trials)
+    return admitted
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tasks", default=",".join(TASKS))
     parser.add_argument("--out", required=True)
+    parser.add_argument("--admission", action="store_true", help="the cards' admission trials")
     args = parser.parse_args()
     tasks.add_directory(TASK_DIR)
     from bench.suite import gpu_facts
@@ -83,6 +115,11 @@ def main() -> int:
               "environment": gpu_facts() if shutil.which("nvidia-smi") else {"gpu": None},
               "cards": {c["id"]: c["tasks"] for c in cards}, "tasks": {}}
     cache = Path(tempfile.mkdtemp(prefix="optiml-skeleton-transfer-"))
+    if args.admission:
+        result["what"] = "skeleton cards' admission trials: each on its source tasks' plain kernels"
+        result["admission"] = admission_trials(cards, cache)
+        write_json_atomically(args.out, result)
+        return 0
     for name in args.tasks.split(","):
         try:
             result["tasks"][name] = run_task(name, cards, cache)

@@ -18,6 +18,7 @@ out within the suite; it says so and stays unadmitted.
 
 from __future__ import annotations
 
+import json
 import math
 from functools import lru_cache
 from typing import Any
@@ -135,7 +136,11 @@ def admit(card: dict[str, Any], trials: list[dict[str, Any]]) -> dict[str, Any]:
 @lru_cache(maxsize=1)
 def recorded() -> tuple[dict[str, Any], ...]:
     """The skeleton cards induced from the lineages recorded under bench/results (once a
-    process; lifting ten plain kernels takes milliseconds, unlike token induction)."""
-    from .skills import recorded_lineages
+    process; lifting ten plain kernels takes milliseconds, unlike token induction), each
+    with its admission from the newest trials recorded there, if any."""
+    from .skills import RESULTS, recorded_lineages
 
-    return tuple(induce(recorded_lineages()))
+    found = sorted(RESULTS.glob("*-skeleton-admission.json"))
+    admissions = json.loads(found[-1].read_text()).get("admission", {}) if found else {}
+    return tuple({**card, "admission": admissions.get(card["id"], card["admission"])}
+                 for card in induce(recorded_lineages()))
