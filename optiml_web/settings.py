@@ -64,7 +64,7 @@ INSTALLED_APPS = [
     "profiling",
     "search",
     "lineage",
-    # Sign-in throttling (README, "Security"); last, as its documentation asks.
+    # Sign-in throttling (docs/security.md); last, as its documentation asks.
     "axes",
 ]
 
@@ -223,7 +223,7 @@ OPTIML_WORKDIR = Path(env_str("OPTIML_WORKDIR", str(VAR_DIR / "work")))
 # The secret the gate's correctness seeds are derived from (profiling.harness.seeds);
 # unset, derived from SECRET_KEY (profiling.services.gate_secret).
 OPTIML_GATE_SECRET = env_secret("OPTIML_GATE_SECRET")
-# Screen a run's candidates before the full gate, as the CLI does (README, "The screen"):
+# Screen a run's candidates before the full gate, as the CLI does (docs/gate.md, "The screen"):
 # once a run has a full-gate best, only candidates the screen finds faster get the full
 # gate. A run can turn it off for itself; this turns it off for every run.
 OPTIML_SCREEN = env_bool("OPTIML_SCREEN", True)
@@ -259,7 +259,7 @@ OPTIML_CLAIM_GRACE_S = env_int("OPTIML_CLAIM_GRACE_S", 300)
 # gate's 600 s time limit plus the grace), so a step still under way is never doubled.
 OPTIML_RUN_STALL_S = env_int("OPTIML_RUN_STALL_S", 900)
 # OptiML-G (search/generation/): the experts that write a first kernel from an intent,
-# as JSON (README, "Writing the first kernel"), or "@/path/to/experts.json". Empty: the
+# as JSON (docs/generation.md), or "@/path/to/experts.json". Empty: the
 # LLM judge's model (OPTIML_LLM_*) writes alone, and without that, nobody writes: the
 # New session page says so and starts from the task's naive kernel.
 OPTIML_GENERATION_EXPERTS = env_str("OPTIML_GENERATION_EXPERTS", "")

@@ -1,6 +1,6 @@
 """How a run's step measures one candidate: the screen first, then the full gate.
 
-The CLI's policy (search/engine/evaluators.py, ScreeningEvaluator; README "The screen"),
+The CLI's policy (search/engine/evaluators.py, ScreeningEvaluator; docs/gate.md "The screen"),
 over the web path's rows. Until a run has a best (always a full-gate node), every
 candidate gets the full gate. After that a candidate is screened in the evaluator's
 long-lived GPU process; only one the screen finds more than PROMOTE_MARGIN faster than

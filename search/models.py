@@ -33,7 +33,7 @@ class Run(models.Model):
     budget = models.PositiveIntegerField()  # evaluations
     seed = models.BigIntegerField()
     gate_options = models.JSONField(default=dict)
-    # Screen candidates before the full gate (search.services, README "The screen"), when
+    # Screen candidates before the full gate (search.services, docs/gate.md "The screen"), when
     # settings.OPTIML_SCREEN allows it too.
     screen = models.BooleanField(default=True)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.RUNNING)

@@ -177,7 +177,7 @@ class RunCreateSerializer(serializers.Serializer):
         "per GPU worker serves the run; more only wait in the queue)")
     screen = serializers.BooleanField(
         default=True, help_text="screen candidates first; only those faster than the best get the "
-        "full gate (README, 'The screen'); the server's OPTIML_SCREEN can turn it off for all runs")
+        "full gate (docs/gate.md, 'The screen'); the server's OPTIML_SCREEN can turn it off for all runs")
 
     def validate_source(self, value: str | None) -> str | None:
         if value is not None and not value.strip():

@@ -332,7 +332,7 @@ def run_drive(*, run_id: int, evaluator: Evaluator | None = None, parallel: int 
 # How long a run's driver chain waits before looking again while its evaluations are out
 # on the GPU workers. Each evaluation's result wakes the run at once (node_evaluate), so
 # this is only the bound on how long a lost wake-up can delay the run; an H200 candidate
-# takes about 18 s (README, 2026-11-29 suite).
+# takes about 18 s (docs/benchmarks.md, 2026-11-29 suite).
 IDLE_STEP_DELAY_S = 5.0
 
 

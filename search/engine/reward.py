@@ -11,7 +11,7 @@ profile says what was worth fixing, so a memory-bound parent rewards less traffi
 compute-bound one fewer instructions and more SM throughput. A child that failed (did not
 compile, was rejected by the gate, or could not be measured) gets a fixed negative
 reward instead. The terms are returned with the total so a person can see why a node
-scored what it did; README.md "## Search reward" states the same formula and constants.
+scored what it did; docs/search.md "Search reward" states the same formula and constants.
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ def test_reservoir_sampling_verifies_a_uniform_choice_of_runs():
 
 
 def test_a_kernel_skipping_half_the_runs_escapes_eight_checks_rarely():
-    # The README's argument: C(15, 8) / C(30, 8).
+    # docs/gate.md's argument: C(15, 8) / C(30, 8).
     assert comb(15, 8) / comb(30, 8) < 0.0012
     rng = secrets.SystemRandom()
     skipped = frozenset(range(0, 30, 2))

@@ -31,7 +31,7 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "recorded"
 # in that order by a rules run with seed 0.
 SEARCH_RECORDING = FIXTURES / "h200-relu-search.json"
 SUITE = Path(__file__).resolve().parents[2] / "bench" / "results" / "2026-11-29-h200-search"
-SCREEN_SECONDS = 0.06  # a screen's median cost on the H200 (README, "Measured on the H200")
+SCREEN_SECONDS = 0.06  # a screen's median cost on the H200 (docs/search.md, "Measured on the H200")
 
 
 class StandInScreen:
@@ -199,7 +199,7 @@ def test_the_h200_searchs_own_screened_and_full_measurements_replay_through_the_
         {h for h, m in recorded.items() if m["level"] == "full"} == \
         set(Evaluation.objects.values_list("candidate__content_hash", flat=True))
     assert any(n.level == "screen" and n.status == "rejected" for n in nodes)  # a screened rejection
-    assert run.best_ms == pytest.approx(0.2593, abs=5e-5)  # README, "Measured on the H200"
+    assert run.best_ms == pytest.approx(0.2593, abs=5e-5)  # docs/search.md, "Measured on the H200"
     assert next(n for n in nodes if n.node_id == run.best_node).level == "full"
     # Promoted kernels carry no screen look here: the recording kept only their full verdict.
     assert run.gpu_seconds == pytest.approx(sum(m["verdict"]["seconds"] for m in recorded.values()))
