@@ -21,7 +21,7 @@ class StoredSkillSource(SkillSource):
     when the team has one, else the project's default library."""
 
     def __init__(self) -> None:
-        super().__init__(cards=None)
+        super().__init__(cards=None, skeletons=False)  # a team's library holds token cards
         self._versions: dict[str, dict] = {}
         self._team_id: int | None = None
 

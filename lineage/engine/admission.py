@@ -141,7 +141,8 @@ def replay_roundtrip(task_name: str, evaluations: int, recording: Path | str,
     search = Search(task_name, experts.load(task_name).written_candidate(frozenset()), judge=judge,
                     fallback_judge=judge,
                     sources=sources if sources is not None
-                    else [SkillSource(together=False, prune_orders=False, measured_reach=False)],
+                    else [SkillSource(together=False, prune_orders=False, measured_reach=False,
+                                  skeletons=False)],
                     config=SearchConfig(budget=evaluations, seed=0, max_depth=MAX_DEPTH, lookahead=0.0),
                     tolerance_allows_fast_math=fast_math_allowed(tasks.get(task_name)))
     return run_search(search, ReplayEvaluator(recording), budget=evaluations)

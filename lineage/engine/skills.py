@@ -88,12 +88,18 @@ class SkillSource:
                  llm_cards_per_node: int = LLM_CARDS_PER_NODE, together: bool = True,
                  prune_orders: bool = True, measured_reach: bool = True,
                  skeleton_cards: list[dict[str, Any]] | None = None,
-                 leave_out_own: bool | None = None) -> None:
+                 leave_out_own: bool | None = None, skeletons: bool | None = None) -> None:
         self._cards = cards
         # Skeleton cards (skeleton_cards.py): a family's schedule for any kernel that lifts
         # to it. None: those induced from the recorded lineages. With `leave_out_own`
         # (or OPTIML_SKILLS_LEAVE_OUT_OWN=1) a node's own task's lineage is not counted.
         self._skeleton_cards = skeleton_cards
+        # Whether the recorded skeleton cards join the token cards: yes by default, no when
+        # token cards are given (a chosen set), when OPTIML_SKILL_SKELETONS=0, or for replays
+        # of runs recorded before skeletons (skeletons=False).
+        if skeletons is None:
+            skeletons = cards is None and os.environ.get("OPTIML_SKILL_SKELETONS", "1") != "0"
+        self.skeletons = skeletons
         self.leave_out_own = (os.environ.get("OPTIML_SKILLS_LEAVE_OUT_OWN") == "1"
                               if leave_out_own is None else leave_out_own)
         # Whether a card's patterns are also proposed all together (_together), and
@@ -136,14 +142,10 @@ class SkillSource:
 
     @property
     def skeleton_cards(self) -> list[dict[str, Any]]:
-        """Skeleton cards, when asked for: given, or OPTIML_SKILL_CARDS=skeletons, or
-        OPTIML_SKILL_SKELETONS=1 (those induced from the recorded lineages). Off otherwise
-        for now: a team's library (the web app's StoredSkillSource) holds token cards only,
-        and runs recorded before skeletons replay as they were."""
+        """The skeleton cards: given, or those induced from the recorded lineages when
+        `skeletons` is on (milliseconds: ten plain kernels lifted)."""
         if self._skeleton_cards is None:
-            wanted = os.environ.get("OPTIML_SKILL_CARDS") == "skeletons" or \
-                os.environ.get("OPTIML_SKILL_SKELETONS") == "1"
-            self._skeleton_cards = list(skeleton_cards.recorded()) if wanted else []
+            self._skeleton_cards = list(skeleton_cards.recorded()) if self.skeletons else []
         return self._skeleton_cards
 
     def propose(self, context: NodeContext) -> list[Proposal]:

@@ -65,11 +65,16 @@ def test_a_kernel_that_does_not_lift_gets_no_skeleton(cards):
     assert source.propose(naive("sgemm")) == []
 
 
-def test_skeleton_cards_are_off_unless_asked_for(monkeypatch):
+def test_skeleton_cards_join_the_recorded_cards_unless_turned_off(monkeypatch):
     monkeypatch.delenv("OPTIML_SKILL_SKELETONS", raising=False)
     monkeypatch.delenv("OPTIML_SKILL_CARDS", raising=False)
-    assert SkillSource(cards=[]).skeleton_cards == []
+    assert SkillSource().skeleton_cards  # the default library: skeleton cards too
+    assert SkillSource(cards=[]).skeleton_cards == []  # a chosen set of token cards: those alone
+    assert SkillSource(skeletons=False).skeleton_cards == []  # a replay of runs recorded before them
+    monkeypatch.setenv("OPTIML_SKILL_SKELETONS", "0")
+    assert SkillSource().skeleton_cards == []
     monkeypatch.setenv("OPTIML_SKILL_CARDS", "skeletons")
+    monkeypatch.delenv("OPTIML_SKILL_SKELETONS")
     assert SkillSource().cards == [] and SkillSource().skeleton_cards
 
 

@@ -52,6 +52,7 @@ def test_cards_come_from_a_file_when_one_is_configured(tmp_path, monkeypatch):
     path.write_text(json.dumps({"format": card_engine.CARDS_FORMAT,
                                 "cards": [c for c in recorded_cards() if c["intent"] == "FAST_MATH"]}))
     monkeypatch.setenv("OPTIML_SKILL_CARDS", str(path))
+    monkeypatch.setenv("OPTIML_SKILL_SKELETONS", "0")  # the token cards alone: those of the file
     # (the card came, among others, from softmax's lineage: the root is offered its entry)
     assert {p.source for p in SkillSource().propose(naive("softmax"))} == {"skill:fast_math-v1",
                                                                          "lineage:softmax"}
