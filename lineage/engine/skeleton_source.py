@@ -21,6 +21,7 @@ from search.engine.types import NodeContext, Proposal
 
 # The search's families each intent counts as, for the judge (as skills._FAMILIES).
 _FAMILIES = {"BLOCK_PER_ROW": ("parallelism",), "VEC4": ("vectorize",), "GRID_STRIDE": ("grid_stride",),
+             "SMEM_TILE": ("tile",),
              "GRID_STRIDE_ACCUMULATE": ("grid_stride",)}
 
 

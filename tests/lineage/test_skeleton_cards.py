@@ -62,7 +62,7 @@ def test_with_its_own_lineage_left_out_a_single_lineage_card_is_not_proposed(car
 
 def test_a_kernel_that_does_not_lift_gets_no_skeleton(cards):
     source = SkillSource(cards=[], skeleton_cards=list(cards.values()))
-    assert source.propose(naive("sgemm")) == []
+    assert source.propose(naive("conv2d")) == []  # its naive kernel skips taps with `continue`
 
 
 def test_skeleton_cards_join_the_recorded_cards_unless_turned_off(monkeypatch):
@@ -88,3 +88,12 @@ def test_admission_needs_a_trial_that_reproduces_the_effect_the_other_lineages_e
     trial = {"task": "relu", "passed": True, "speedup": 2.0}
     single = skeleton_cards.admit(cards["skeleton:map.vec4"], [trial])
     assert single["status"] == "unproven"
+
+
+def test_the_contraction_card_comes_from_sgemms_lineage_and_tiles_a_product_with_an_epilogue(cards):
+    card = cards["skeleton:contraction.smem_register_tile"]
+    assert card["tasks"] == ["sgemm"] and card["intents"] == ["SMEM_TILE", "REG_TILE"]
+    source = SkillSource(cards=[], skeleton_cards=list(cards.values()))
+    (proposal,) = source.propose(naive("sgemm"))
+    assert proposal.source == "skill:skeleton:contraction.smem_register_tile"
+    assert "__shared__ float optiml_As" in proposal.candidate.source

@@ -33,9 +33,9 @@ def test_sgemms_transfer_run_replays_to_its_recorded_best_through_its_own_lineag
     search = Search("sgemm", Candidate.from_source_and_plan(task.naive_source, task.naive_plan),
                     judge=judge, fallback_judge=judge,
                     # as the run named them, as they were then (2026-12-01: the skills
-                    # without measured reach, the search without the lookahead)
-                    sources=[SkillSource(measured_reach=False) if isinstance(s, SkillSource) else s
-                             for s in _make_sources(SOURCES.split(","))],
+                    # without measured reach or skeleton cards, the search without the lookahead)
+                    sources=[SkillSource(measured_reach=False, skeletons=False)
+                             if isinstance(s, SkillSource) else s for s in _make_sources(SOURCES.split(","))],
                     config=SearchConfig(budget=recorded["evaluations"], seed=0, max_depth=MAX_DEPTH,
                                         lookahead=0.0),
                     tolerance_allows_fast_math=fast_math_allowed(task))

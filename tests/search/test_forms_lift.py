@@ -34,7 +34,7 @@ from forms_kernels import (
 
 from profiling.harness import tasks
 from search.engine import forms
-from search.engine.forms import FULL_REDUCE, MAP, ROWS, Form, LoopHole, Refusal, Uniform
+from search.engine.forms import CONTRACTION, FULL_REDUCE, MAP, ROWS, Form, LoopHole, Refusal, Uniform
 
 
 def lifted(source: str, the_plan: dict) -> Form:
@@ -260,6 +260,10 @@ MATMUL = """extern "C" __global__ void k(const float* A, const float* B, float* 
 }
 """
 MATMUL_PLAN = plan("k", ["A", "B", "C", "M", "N", "K"], grid=["cdiv(N, 16)", "cdiv(M, 16)"], block=[16, 16])
+# A 2-D kernel whose loop keeps two sums: not one product into one accumulator.
+TWO_SUMS = MATMUL.replace("for (int k = 0; k < K; ++k) acc += A[row * K + k] * B[k * N + col];",
+                          "float other = 0.0f;\n        for (int k = 0; k < K; ++k) { acc += A[row * K + k]; "
+                          "other += B[k * N + col]; }")
 UNBOUNDED = """extern "C" __global__ void k(const float* x, float* y, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     y[i] = x[i];
@@ -318,7 +322,7 @@ ZERO = 'extern "C" __global__ void zero(float* y) { y[0] = 0.0f; }\n'
                  id="a conditional atomicAdd"),
     pytest.param(ZERO + map_kernel("y[i] = x[i];"), plan("k", ["x", "y", "n"], zero=("zero", "y")),
                  "no atomic accumulates into", id="a zeroing launch and no atomic"),
-    pytest.param(MATMUL, MATMUL_PLAN, "loops inside a 2-D index space", id="a matrix multiply"),
+    pytest.param(TWO_SUMS, MATMUL_PLAN, "not one sum into an accumulator", id="a 2-D loop of two sums"),
     pytest.param(map_kernel("y[i] = x[i];"), {**MAP_PLAN, "launches": MAP_PLAN["launches"] * 3}, "3 launches",
                  id="three launches"),
     pytest.param(map_kernel("y[i] = x[i];"), plan("other", ["x", "y", "n"]), "no extern \"C\" kernel named",
@@ -329,7 +333,8 @@ def test_a_kernel_the_forms_cannot_vouch_for_is_refused_with_its_cause(source, t
 
 
 def test_a_refusal_says_which_family_it_looked_like():
-    assert refused(MATMUL, MATMUL_PLAN).family == ROWS
+    assert refused(TWO_SUMS, MATMUL_PLAN).family == CONTRACTION
+    assert lifted(MATMUL, MATMUL_PLAN).family == CONTRACTION
     assert refused(ATOMIC, MAP_PLAN).family == FULL_REDUCE
     assert refused(row_kernel("y[row] = x[row * N + j];", before="", after=""), ROW_PLAN).family == ROWS
 
@@ -342,7 +347,7 @@ def test_a_refusal_says_which_family_it_looked_like():
     ("softmax", ROWS, None),
     ("layernorm", ROWS, None),
     ("cross_entropy", ROWS, None),
-    ("sgemm", None, "loops inside a 2-D index space"),
+    ("sgemm", CONTRACTION, None),
     ("conv2d", None, "continue statement"),
     ("self_attention", None, "3 launches"),
     ("maxpool3d", None, "continue statement"),

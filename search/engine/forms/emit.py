@@ -111,3 +111,20 @@ def check_at_sizes(expression: str, sizes: list[dict[str, int]], tunables: dict[
         if value < 0:
             return f"{expression} is negative at {point}"
     return None
+
+
+# CUDA's grid limits (Programming Guide, "Technical Specifications", compute capability 9.0).
+GRID_LIMITS = (2**31 - 1, 65535, 65535)
+
+
+def grid_problem(grid: list[str], sizes: list[dict[str, int]], tunables: dict[str, int]) -> str | None:
+    """Why a grid would be refused at some size (an expression that fails, a dimension
+    outside CUDA's limits), or None."""
+    for dim, most in zip(grid, GRID_LIMITS, strict=False):
+        problem = check_at_sizes(dim, sizes, tunables)
+        if problem:
+            return problem
+        for point in sizes:
+            if not 1 <= expr.evaluate_int(dim, {**point, **tunables}) <= most:
+                return f"a grid dimension {dim} outside 1..{most} at {point}"
+    return None

@@ -18,7 +18,7 @@ from typing import Any
 from tree_sitter import Node
 
 from ..rewrites.syntax import Kernel, defined_functions, find_kernels, named_statements, parse, text, walk
-from . import rows
+from . import contraction, rows
 from .reading import NotRead, read_space, reads_thread
 from .types import FULL_REDUCE, MAP, Form, Refusal
 
@@ -61,8 +61,10 @@ def lift(source: str, plan: dict[str, Any]) -> Form | Refusal:
     if space.after:
         return _partial_sums(space, common, zeroed)
     if any(n.type in _LOOPS for statement in space.body for n in walk(statement)):
+        if len(space.axes) == 2:
+            return contraction.lift_contraction(kernel, space, common)
         if len(space.axes) != 1:
-            return Refusal("loops inside a 2-D index space: not a row map-reduce", family=rows.ROWS)
+            return Refusal("loops inside a 3-D index space", family=rows.ROWS)
         if zeroed is not None or any(_atomic_call(s) is not None for s in space.body):
             return Refusal("a row kernel that accumulates with atomics", family=rows.ROWS)
         return rows.lift_rows(kernel, space, common)

@@ -18,100 +18,28 @@ handed to threads changes, and reductions are combined across the block.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any
 
 from profiling.harness.spec import Task
 
 from . import emit, strides
+from .skeleton_base import (
+    DEFAULT_BLOCK,
+    DEFAULT_ITEMS,
+    DEFAULT_WAVE_BLOCKS,
+    Emitted,
+    Skeleton,
+    flat_total,
+    kernel_text,
+    last_launch,
+    plan_with,
+    unflatten,
+)
+from .tiles import SmemRegisterTile
 from .types import FULL_REDUCE, MAP, ROWS, Form, LoopHole
 
-DEFAULT_BLOCK = 256  # threads; a multiple of the warp, 8 warps per block as CUB's defaults
-DEFAULT_ITEMS = 4  # elements per thread per grid-stride step: four loads in flight
-# A wave of blocks for the grid-stride reduction: 132 SMs (H100 and H200 SXM) x 8 resident
-# blocks of 256 threads; a tunable, so the search moves it.
-DEFAULT_WAVE_BLOCKS = 1056
 
-
-@dataclass(frozen=True)
-class Emitted:
-    source: str
-    plan: dict[str, Any]
-    rationale: str
-
-
-def _launch(plan: dict[str, Any]) -> dict[str, Any]:
-    return (plan.get("launches") or [{}])[-1]
-
-
-def _buffers(task: Task, plan: dict[str, Any]) -> set[str]:
-    return {t.name for t in task.all_tensors()} | {s.get("name", "") for s in plan.get("scratch", [])}
-
-
-def _plan_of(form: Form, plan: dict[str, Any], task: Task, grid: str, tunables: dict[str, int],
-             before: list[dict[str, Any]] | None = None) -> dict[str, Any] | str:
-    sizes = [task.sizes, *task.l0_sizes]
-    problem = emit.check_at_sizes(grid, sizes, tunables)
-    if problem:
-        return problem
-    launch = {"kernel": form.kernel, "grid": [grid], "block": ["BLOCK"], "shared_bytes": 0,
-              "args": list(_launch(plan).get("args", []))}
-    return {"launches": [*(before or []), launch], "scratch": list(plan.get("scratch", [])),
-            "tunables": {**plan.get("tunables", {}), **tunables}}
-
-
-def _size(form: Form, text: str, plan: dict[str, Any], task: Task) -> str:
-    return emit.plan_expression(text, form, _launch(plan), _buffers(task, plan),
-                                emit.uniform_locals(form.prelude))
-
-
-def _total(form: Form) -> str:
-    return " * ".join(f"(long long)({axis.bound})" for axis in form.space)
-
-
-def _unflatten(form: Form, flat: str) -> str:
-    """Declarations of the form's index variables from one flat index (slowest first)."""
-    lines, inner = [], []
-    for axis in reversed(form.space):
-        divisor = " * ".join(f"(long long)({b})" for b in inner) or ""
-        value = f"({flat} / ({divisor}))" if divisor else flat
-        if axis is not form.space[0]:
-            value = f"({value} % (long long)({axis.bound}))"
-        lines.append(f"{axis.ctype} {axis.name} = ({axis.ctype}){value};")
-        inner.append(axis.bound)
-    return "\n".join(reversed(lines))
-
-
-def _kernel(form: Form, body: str, helpers: str = "") -> str:
-    pieces = [p for p in (form.helpers, helpers) if p]
-    head = emit.restricted(form.signature)
-    return "\n\n".join([*pieces, f"{head} {{\n{emit.indent(form.prelude, 4)}\n{body}\n}}\n"])
-
-
-_WHAT = {MAP: "an elementwise map", ROWS: "a row map-reduce", FULL_REDUCE: "a full reduction"}
-
-
-class _Skeleton:
-    """What every skeleton checks first: the form's family, and its index space's bounds
-    written as plan expressions over the task's sizes (`sizes`, slowest axis first)."""
-
-    family: str
-    summary: str
-
-    def emit(self, form: Form, plan: dict[str, Any], task: Task) -> Emitted | str:
-        if form.family != self.family:
-            return f"a {form.family} form, not {_WHAT[self.family]}"
-        try:
-            sizes = [_size(form, axis.bound, plan, task) for axis in form.space]
-        except emit.PlanProblem as error:
-            return str(error)
-        return self._emit(form, plan, task, sizes)
-
-    def _emit(self, form: Form, plan: dict[str, Any], task: Task, sizes: list[str]) -> Emitted | str:
-        raise NotImplementedError
-
-
-class GridStrideMap(_Skeleton):
+class GridStrideMap(Skeleton):
     name = "map.grid_stride"
     family = MAP
     intents = ("GRID_STRIDE", "UNROLL")
@@ -119,7 +47,7 @@ class GridStrideMap(_Skeleton):
 
     def _emit(self, form: Form, plan: dict[str, Any], task: Task, sizes: list[str]) -> Emitted | str:
         total = " * ".join(f"({size})" for size in sizes)
-        body = f"""    const long long optiml_total = {_total(form)};
+        body = f"""    const long long optiml_total = {flat_total(form)};
     const long long optiml_stride = (long long)blockDim.x * gridDim.x;
     for (long long optiml_base = (long long)blockIdx.x * blockDim.x + threadIdx.x; optiml_base < optiml_total;
          optiml_base += optiml_stride * ITEMS) {{
@@ -127,22 +55,22 @@ class GridStrideMap(_Skeleton):
         for (int optiml_u = 0; optiml_u < ITEMS; ++optiml_u) {{
             const long long optiml_flat = optiml_base + optiml_u * optiml_stride;
             if (optiml_flat < optiml_total) {{
-{emit.indent(_unflatten(form, "optiml_flat"), 16)}
+{emit.indent(unflatten(form, "optiml_flat"), 16)}
 {emit.indent(form.body, 16)}
             }}
         }}
     }}"""
         grid = f"max(cdiv({total}, BLOCK * ITEMS), 1)"
-        new_plan = _plan_of(form, plan, task, grid, {"BLOCK": DEFAULT_BLOCK, "ITEMS": DEFAULT_ITEMS})
+        new_plan = plan_with(form, plan, task, grid, {"BLOCK": DEFAULT_BLOCK, "ITEMS": DEFAULT_ITEMS})
         if isinstance(new_plan, str):
             return new_plan
-        return Emitted(_kernel(form, body), new_plan, self.summary)
+        return Emitted(kernel_text(form, body), new_plan, self.summary)
 
 
 _COMPONENTS = ("x", "y", "z", "w")
 
 
-class Vec4Map(_Skeleton):
+class Vec4Map(Skeleton):
     name = "map.vec4"
     family = MAP
     intents = ("VEC4", "GRID_STRIDE")
@@ -187,13 +115,13 @@ class Vec4Map(_Skeleton):
 {emit.indent(form.body, 8)}
     }}"""
         grid = f"max(cdiv({total}, 4 * BLOCK), 1)"
-        new_plan = _plan_of(form, plan, task, grid, {"BLOCK": DEFAULT_BLOCK})
+        new_plan = plan_with(form, plan, task, grid, {"BLOCK": DEFAULT_BLOCK})
         if isinstance(new_plan, str):
             return new_plan
-        return Emitted(_kernel(form, body), new_plan, self.summary)
+        return Emitted(kernel_text(form, body), new_plan, self.summary)
 
 
-class BlockPerRow(_Skeleton):
+class BlockPerRow(Skeleton):
     name = "rows.block_per_row"
     family = ROWS
     intents = ("BLOCK_PER_ROW", "WARP_SHUFFLE_REDUCE")
@@ -217,11 +145,11 @@ class BlockPerRow(_Skeleton):
             else:
                 lines.append(step.text)
         body = emit.indent("\n".join(lines), 4)
-        new_plan = _plan_of(form, plan, task, f"max({rows}, 1)", {"BLOCK": DEFAULT_BLOCK})
+        new_plan = plan_with(form, plan, task, f"max({rows}, 1)", {"BLOCK": DEFAULT_BLOCK})
         if isinstance(new_plan, str):
             return new_plan
         # a zero-row launch would be refused; rows = 0 never occurs at the task's sizes
-        return Emitted(_kernel(form, body, "\n".join(reducers.values())), new_plan, self.summary)
+        return Emitted(kernel_text(form, body, "\n".join(reducers.values())), new_plan, self.summary)
 
 
 def _strided_loop(loop: LoopHole, reducers: dict[tuple[str, str], str]) -> list[str]:
@@ -256,7 +184,7 @@ def _nest_index(loop: LoopHole, position: int) -> str:
     return f"const {v.ctype} {v.name} = ({v.ctype})({value});"
 
 
-class GridStrideAccumulate(_Skeleton):
+class GridStrideAccumulate(Skeleton):
     name = "full.grid_stride_accumulate"
     family = FULL_REDUCE
     intents = ("GRID_STRIDE_ACCUMULATE", "WARP_SHUFFLE_REDUCE")
@@ -278,19 +206,19 @@ class GridStrideAccumulate(_Skeleton):
     if (threadIdx.x == 0) atomicAdd({form.into}, {form.finish});"""
         zero = "extern \"C\" __global__ void optiml_zero_total(float* total) {\n    total[0] = 0.0f;\n}\n"
         position = form.params.index(form.into)
-        into_arg = _launch(plan).get("args", [])[position]
+        into_arg = last_launch(plan).get("args", [])[position]
         before = [{"kernel": "optiml_zero_total", "grid": [1], "block": [1], "shared_bytes": 0,
                    "args": [into_arg]}]
         grid = f"max(min(cdiv({total}, BLOCK), WAVE_BLOCKS), 1)"
         tunables = {"BLOCK": DEFAULT_BLOCK, "WAVE_BLOCKS": DEFAULT_WAVE_BLOCKS}
-        new_plan = _plan_of(form, plan, task, grid, tunables, before)
+        new_plan = plan_with(form, plan, task, grid, tunables, before)
         if isinstance(new_plan, str):
             return new_plan
         helpers = zero + "\n" + emit.block_reduce("sum", "float", "0.0f")
-        return Emitted(_kernel(form, body, helpers), new_plan, self.summary)
+        return Emitted(kernel_text(form, body, helpers), new_plan, self.summary)
 
 
-SKELETONS = (GridStrideMap(), Vec4Map(), BlockPerRow(), GridStrideAccumulate())
+SKELETONS = (GridStrideMap(), Vec4Map(), BlockPerRow(), GridStrideAccumulate(), SmemRegisterTile())
 
 
 def for_family(family: str) -> list:

@@ -15,10 +15,11 @@ from typing import Any
 MAP = "elementwise_map"
 ROWS = "row_map_reduce"
 FULL_REDUCE = "full_reduction"
+CONTRACTION = "batched_contraction"
 # The families the architecture names that no lift recognises yet; a refusal names one
 # only when the kernel was recognised as it and refused for a stated reason.
-FAMILIES = (MAP, ROWS, FULL_REDUCE, "arg_reduce", "column_reduction", "permutation",
-            "batched_contraction", "window_reduction")
+FAMILIES = (MAP, ROWS, FULL_REDUCE, "arg_reduce", "column_reduction", "permutation", CONTRACTION,
+            "window_reduction")
 
 # Reduction operators: identity per type, and whether fp32 combination may reorder them
 # (sum reorders with rounding error inside the task's tolerance; max/min are exact).
@@ -89,6 +90,8 @@ class Form:
       of a 2-D grid, slowest first); `body` what one element runs.
     - row map-reduce: `space` is the one row axis; `steps` alternate uniform statements
       (text, every thread of a row runs them alike) and `LoopHole`s over the row.
+    - contraction: `space` is (rows, columns); `factors`, `reduction`, `accumulator`,
+      `epilogue` as above, `body` the work of an output before its loop.
     - full reduction: `space` is the element axis, `body` computes one element's term,
       `total` is the term's expression and `into` the output it is added to.
     """
@@ -107,6 +110,12 @@ class Form:
     reads: tuple[str, ...] = ()  # pointer parameters read
     writes: tuple[str, ...] = ()  # pointer parameters written
     direct: bool = False  # map: every access is p[index] of the one axis (vectorisable)
+    # contraction: the two factors (one of row and k, one of k and column), the reduction
+    # axis, the accumulator, and the epilogue after the loop (`body`: the work before it)
+    factors: tuple[str, ...] = ()
+    reduction: Axis | None = None
+    accumulator: str = ""
+    epilogue: str = ""
     helpers: str = ""  # __device__ functions the body calls, kept as written
     notes: tuple[str, ...] = field(default=())
 
@@ -117,6 +126,10 @@ class Form:
             return {"reductions": [f"{r.name}: {r.op} ({r.ctype}, identity {r.identity})"
                                    for loop in loops for r in loop.reductions],
                     "loops": len(loops), "rows": self.space[0].bound}
+        if self.family == CONTRACTION:
+            over = self.reduction.bound if self.reduction else ""
+            return {"product": " * ".join(self.factors), "over": over,
+                    "into": self.accumulator, "epilogue": self.epilogue.strip()}
         if self.family == FULL_REDUCE:
             return {"term": self.total, "into": self.into, "elements": self.space[0].bound}
         return {"element": self.body.strip(), "space": [a.bound for a in self.space]}

@@ -1,0 +1,97 @@
+"""What every skeleton shares: the emitted kernel and plan, the family check, the index
+space's bounds as plan expressions, and the kernel's text around a new body."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from profiling.harness.spec import Task
+
+from . import emit
+from .types import CONTRACTION, FULL_REDUCE, MAP, ROWS, Form
+
+DEFAULT_BLOCK = 256  # threads; a multiple of the warp, 8 warps per block as CUB's defaults
+DEFAULT_ITEMS = 4  # elements per thread per grid-stride step: four loads in flight
+# A wave of blocks for the grid-stride reduction: 132 SMs (H100 and H200 SXM) x 8 resident
+# blocks of 256 threads; a tunable, so the search moves it.
+DEFAULT_WAVE_BLOCKS = 1056
+
+
+@dataclass(frozen=True)
+class Emitted:
+    source: str
+    plan: dict[str, Any]
+    rationale: str
+
+
+def last_launch(plan: dict[str, Any]) -> dict[str, Any]:
+    return (plan.get("launches") or [{}])[-1]
+
+
+def buffer_names(task: Task, plan: dict[str, Any]) -> set[str]:
+    return {t.name for t in task.all_tensors()} | {s.get("name", "") for s in plan.get("scratch", [])}
+
+
+def plan_with(form: Form, plan: dict[str, Any], task: Task, grid: str, tunables: dict[str, int],
+             before: list[dict[str, Any]] | None = None) -> dict[str, Any] | str:
+    sizes = [task.sizes, *task.l0_sizes]
+    problem = emit.check_at_sizes(grid, sizes, tunables)
+    if problem:
+        return problem
+    launch = {"kernel": form.kernel, "grid": [grid], "block": ["BLOCK"], "shared_bytes": 0,
+              "args": list(last_launch(plan).get("args", []))}
+    return {"launches": [*(before or []), launch], "scratch": list(plan.get("scratch", [])),
+            "tunables": {**plan.get("tunables", {}), **tunables}}
+
+
+def size_expression(form: Form, text: str, plan: dict[str, Any], task: Task) -> str:
+    return emit.plan_expression(text, form, last_launch(plan), buffer_names(task, plan),
+                                emit.uniform_locals(form.prelude))
+
+
+def flat_total(form: Form) -> str:
+    return " * ".join(f"(long long)({axis.bound})" for axis in form.space)
+
+
+def unflatten(form: Form, flat: str) -> str:
+    """Declarations of the form's index variables from one flat index (slowest first)."""
+    lines, inner = [], []
+    for axis in reversed(form.space):
+        divisor = " * ".join(f"(long long)({b})" for b in inner) or ""
+        value = f"({flat} / ({divisor}))" if divisor else flat
+        if axis is not form.space[0]:
+            value = f"({value} % (long long)({axis.bound}))"
+        lines.append(f"{axis.ctype} {axis.name} = ({axis.ctype}){value};")
+        inner.append(axis.bound)
+    return "\n".join(reversed(lines))
+
+
+def kernel_text(form: Form, body: str, helpers: str = "") -> str:
+    pieces = [p for p in (form.helpers, helpers) if p]
+    head = emit.restricted(form.signature)
+    return "\n\n".join([*pieces, f"{head} {{\n{emit.indent(form.prelude, 4)}\n{body}\n}}\n"])
+
+
+_WHAT = {MAP: "an elementwise map", ROWS: "a row map-reduce", FULL_REDUCE: "a full reduction",
+         CONTRACTION: "a contraction"}
+
+
+class Skeleton:
+    """What every skeleton checks first: the form's family, and its index space's bounds
+    written as plan expressions over the task's sizes (`sizes`, slowest axis first)."""
+
+    family: str
+    summary: str
+
+    def emit(self, form: Form, plan: dict[str, Any], task: Task) -> Emitted | str:
+        if form.family != self.family:
+            return f"a {form.family} form, not {_WHAT[self.family]}"
+        try:
+            sizes = [size_expression(form, axis.bound, plan, task) for axis in form.space]
+        except emit.PlanProblem as error:
+            return str(error)
+        return self._emit(form, plan, task, sizes)
+
+    def _emit(self, form: Form, plan: dict[str, Any], task: Task, sizes: list[str]) -> Emitted | str:
+        raise NotImplementedError
