@@ -15,6 +15,7 @@ an imported node has no Evaluation row, so nothing is ever served from disk for 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
@@ -29,6 +30,7 @@ from optiml_web.limits import (
 )
 from search.engine.judges import RuleJudge
 from search.engine.search import Search
+from search.engine.tree import Tree
 
 FORMAT = "optiml-trajectory"
 VERSION = 1
@@ -38,6 +40,11 @@ MAX_INT64 = 2**63 - 1  # PostgreSQL bigint: Run.seed
 MAX_BUDGET = 10_000  # the API's largest budget (search.serializers.RunCreateSerializer)
 # RunNode's short text columns and their max_length: a longer value would fail the write.
 NODE_TEXT_LIMITS = {"proposal source": 120, "status": 12, "guard": 40, "level": 6, "state": 10}
+# The longest time or spread a measurement may claim: one hour. No timed launch can last
+# longer than the gate's whole GPU subprocess, which is killed after GateOptions.time_limit_s
+# (600 s by default); an hour leaves room for a raised limit, while a value like 1e308 ms
+# (which would break every speed-up and chart the run shows) is refused.
+MAX_TIME_MS = 3_600_000.0
 
 
 class TrajectoryError(ValueError):
@@ -124,16 +131,59 @@ def _search(state: dict, task: str) -> Search:
     if tree.root_id not in tree.nodes or tree.root.parent is not None:
         raise TrajectoryError("state.tree", "the tree has no root")
     for node in tree.nodes.values():
-        if node.parent is not None and node.parent not in tree.nodes:
-            raise TrajectoryError("state.tree", f"node {node.id}'s parent {node.parent} is not in the tree")
         _check_numbers(node)
         _check_kernel(node)
         if node.proposal.candidate.content_hash() != node.candidate_hash:
             raise TrajectoryError("state.tree", f"node {node.id}'s kernel does not match its hash")
-    if tree.best_id is not None and tree.best_id not in tree.nodes:
-        raise TrajectoryError("state.tree", f"the best node {tree.best_id} is not in the tree")
+    _check_tree_shape(state["tree"]["nodes"], tree)
+    _check_best(tree)
     _check_run_columns(search)
     return search
+
+
+def _check_tree_shape(given: list[dict], tree: Tree) -> None:
+    """The nodes form one tree hanging from the root. Ids are unique (Tree.from_dict keeps
+    the last of a repeated id, silently). Every other node's parent is an earlier node: the
+    engine hands ids out in order (Tree.add_child), and since each step up a parent chain
+    then goes to a smaller id, no chain can loop and every one ends at the one parentless
+    node, the root. Each node's children are the nodes naming it as parent (the search
+    walks down through them)."""
+    seen: set[int] = set()
+    for item in given:
+        if item["id"] in seen:
+            raise TrajectoryError("state.tree", f"node {item['id']} appears more than once")
+        seen.add(item["id"])
+    children: dict[int, list[int]] = {node_id: [] for node_id in tree.nodes}
+    for node in sorted(tree.nodes.values(), key=lambda n: n.id):
+        if node.id == tree.root_id:
+            continue
+        if node.parent is None:
+            raise TrajectoryError("state.tree", f"node {node.id} has no parent, but only the root "
+                                  f"(node {tree.root_id}) may have none")
+        if node.parent not in tree.nodes:
+            raise TrajectoryError("state.tree", f"node {node.id}'s parent {node.parent} is not in the tree")
+        if node.parent >= node.id:
+            raise TrajectoryError("state.tree", f"node {node.id}'s parent {node.parent} is not an earlier "
+                                  "node: its parent links would loop instead of reaching the root")
+        children[node.parent].append(node.id)
+    for node in tree.nodes.values():
+        listed = node.children if isinstance(node.children, list) else None
+        if listed is None or any(type(c) is not int for c in listed) or sorted(listed) != children[node.id]:
+            raise TrajectoryError("state.tree", f"node {node.id}'s children {_shown(node.children)} are "
+                                  f"not the nodes naming it as parent {children[node.id]}")
+
+
+def _check_best(tree: Tree) -> None:
+    """The best node is a node of the tree that passed the gate with a time (the run shows
+    its time, and the speed-up over the root, from that measurement)."""
+    best = tree.best_id
+    if best is None:
+        return
+    if isinstance(best, bool) or not isinstance(best, int) or best not in tree.nodes:
+        raise TrajectoryError("state.tree", f"the best node {_shown(best)} is not in the tree")
+    node = tree.nodes[best]
+    if not node.passed or node.measurement.time_ms is None:
+        raise TrajectoryError("state.tree", f"the best node {best} has no passed, timed measurement")
 
 
 def _check_run_columns(search: Search) -> None:
@@ -165,6 +215,11 @@ def _check_numbers(node) -> None:
             continue
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise TrajectoryError("state.tree", f"node {node.id}'s {name} is not a number")
+        if not math.isfinite(value):  # the API's parser refuses 1e400; a caller's dict may not
+            raise TrajectoryError("state.tree", f"node {node.id}'s {name} is not a finite number")
+    if m is not None:
+        _check_time(node.id, "time_ms", m.time_ms, zero_ok=False)  # no kernel runs in no time
+        _check_time(node.id, "spread_ms", m.spread_ms, zero_ok=True)  # identical runs spread 0
     whole = {"id": node.id, "parent": node.parent, "depth": node.depth, "visits": node.visits}
     for name, value in whole.items():
         if value is None and name == "parent":
@@ -183,6 +238,13 @@ def _check_numbers(node) -> None:
         if not isinstance(value, str) or len(value) > NODE_TEXT_LIMITS[name]:
             raise TrajectoryError("state.tree", f"node {node.id}'s {name} must be text of at most "
                                   f"{NODE_TEXT_LIMITS[name]} characters")
+
+
+def _check_time(node_id: int, name: str, value: float | None, *, zero_ok: bool) -> None:
+    """A measured time (already known to be a finite number) within (0 or above 0, MAX_TIME_MS]."""
+    if value is not None and (value < 0 or (value == 0 and not zero_ok) or value > MAX_TIME_MS):
+        raise TrajectoryError("state.tree", f"node {node_id}'s {name} is {value!r}: it must be "
+                              f"{'at least' if zero_ok else 'above'} 0 and at most {MAX_TIME_MS:g} ms")
 
 
 def _check_nodes(nodes: list, search: Search) -> None:

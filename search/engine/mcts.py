@@ -236,7 +236,7 @@ def backpropagate(tree: Tree, node_id: int, value: float, *, discount: float = 1
     """
     node = tree[node_id]
     ret = value
-    while True:
+    for _ in range(len(tree)):  # no path is longer than the tree: a looped one stops here
         tree.touch_counts(node.id)
         node.visits += 1
         node.value_sum += ret

@@ -250,3 +250,105 @@ def test_text_the_database_cannot_store_is_refused_naming_where_it_is(api, peopl
 
     assert response.status_code == 400
     assert "NUL" in response.json()["detail"] and "$.events[0].data.note" in response.json()["detail"]
+
+
+# -- the tree: one root, parents before children, a best node that passed ------------------
+
+
+def _node(data: dict, node_id: int) -> dict:
+    return next(n for n in data["state"]["tree"]["nodes"] if n["id"] == node_id)
+
+
+def _self_parent(data: dict) -> None:
+    _node(data, 2)["parent"] = 2
+    data["state"]["tree"]["best_id"] = 2
+
+
+def _two_node_cycle(data: dict) -> None:
+    _node(data, 1)["parent"], _node(data, 2)["parent"] = 2, 1
+
+
+def _best_without_measurement(data: dict) -> None:
+    _node(data, 2)["measurement"] = None
+    data["state"]["tree"]["best_id"] = 2
+
+
+def _root_time(ms: float):
+    return lambda data: _node(data, 0)["measurement"].update(time_ms=ms)
+
+
+@pytest.mark.timeout(20)  # today's loop would otherwise hang the suite
+@pytest.mark.parametrize(("how", "words"), [
+    (_self_parent, "node 2's parent 2 is not an earlier node"),
+    (_two_node_cycle, "node 1's parent 2 is not an earlier node"),
+    (lambda d: _node(d, 2).update(parent=None), "node 2 has no parent, but only the root"),
+    (lambda d: d["state"]["tree"]["nodes"].append(copy.deepcopy(_node(d, 1))),
+     "node 1 appears more than once"),
+    (lambda d: _node(d, 0)["children"].append(0), "node 0's children"),
+    (_best_without_measurement, "the best node 2 has no passed, timed measurement"),
+    (lambda d: d["state"]["tree"].update(best_id=1), "the best node 1 has no passed, timed measurement"),
+    (_root_time(-5), "node 0's time_ms is -5: it must be above 0 and at most 3.6e+06 ms"),
+    (_root_time(0), "node 0's time_ms is 0: it must be above 0"),
+    (_root_time(1e308), "node 0's time_ms is 1e+308: it must be above 0 and at most 3.6e+06 ms"),
+    (lambda d: _node(d, 0)["measurement"].update(spread_ms=-0.1), "node 0's spread_ms is -0.1"),
+])
+def test_a_trajectory_that_is_not_a_sound_tree_is_refused_naming_the_node_and_writes_nothing(
+    api, people, exported, how, words
+):
+    before = (Run.objects.count(), RunNode.objects.count(), RunEvent.objects.count())
+    client = api(people["alice"])
+    client.raise_request_exception = False
+
+    response = client.post("/api/runs/import/", _broken(exported, how), format="json")
+
+    assert response.status_code == 400
+    assert list(response.json()) == ["state.tree"], response.json()
+    assert words in response.json()["state.tree"][0]
+    assert (Run.objects.count(), RunNode.objects.count(), RunEvent.objects.count()) == before
+
+
+def test_a_zero_spread_is_a_measurement_like_any_other(api, people, exported):
+    data = _broken(exported, lambda d: _node(d, 0)["measurement"].update(spread_ms=0.0))
+
+    assert api(people["alice"]).post("/api/runs/import/", data, format="json").status_code == 201
+
+
+@pytest.mark.timeout(20)  # today's walk of the parent links never ends
+def test_a_cycle_already_in_the_database_does_not_hang_the_run_its_api_or_its_share_link(
+    api, people, relu_run
+):
+    from search.state import state_of
+
+    run = relu_run(budget=3, user=people["alice"])
+    for node_id, parent in ((1, 2), (2, 1)):  # 1 -> 2 -> 1 -> ...: neither reaches the root
+        row = RunNode.objects.get(run=run, node_id=node_id)
+        row.parent_id = parent
+        row.engine = {**row.engine, "parent": parent,
+                      "measurement": _node({"state": state_of(run)}, 0)["measurement"]}
+        row.save()
+    run.state = {**run.state, "tree": {**run.state["tree"], "best_id": 2}}
+    run.best_node = 2
+    run.save()
+    alice = api(people["alice"])
+    token = alice.post(f"/api/runs/{run.pk}/shares/").json()["token"]
+
+    assert alice.get(f"/runs/{run.pk}/").status_code == 200
+    detail = alice.get(f"/api/runs/{run.pk}/")
+    assert detail.status_code == 200
+    assert [(step["from"], step["to"]) for step in detail.json()["why"]] == [(1, 2)]
+    assert api().get(f"/api/shared/{token}/").status_code == 200
+    assert api().get(f"/share/{token}/").status_code == 200
+
+
+@pytest.mark.timeout(20)
+def test_a_path_or_a_backup_over_a_loop_of_parent_links_stops_where_the_loop_closes(exported):
+    from search.engine import mcts
+    from search.engine.tree import Tree
+
+    tree = Tree.from_dict(_broken(exported, _two_node_cycle)["state"]["tree"])
+
+    assert [node.id for node in tree.path(2)] == [1, 2]
+    assert [node.id for node in tree.path(0)] == [0]
+    visits = {node_id: tree[node_id].visits for node_id in (1, 2)}
+    mcts.backpropagate(tree, 2, 1.0)
+    assert sum(tree[n].visits - visits[n] for n in (1, 2)) <= len(tree)
