@@ -192,12 +192,37 @@ def celery_broker(redis_url: str, var_dir: Path) -> tuple[str, dict[str, Any]]:
     }
 
 
+# channels-redis waits for a message in BZPOPMIN for RedisChannelLayer.brpop_timeout
+# (5 s), and redis-py 8 (redis._defaults) gives up reading a socket after 5 s by default: the two
+# raced, and an idle viewer's consumer died with "Timeout reading" (close code 1011) every
+# ~5 s. A socket may stay silent for three blocking waits before it counts as dead.
+CHANNEL_SOCKET_TIMEOUT_S = 15.0
+# A Redis that does not answer the connect is down, not slow.
+CHANNEL_CONNECT_TIMEOUT_S = 5.0
+# A connection unused this long is PINGed before its next command, so one that a restart
+# of Redis or a NAT dropped is replaced rather than failing a viewer.
+CHANNEL_HEALTH_CHECK_S = 30
+# Per process and event loop. Commands beyond it wait (up to CHANNEL_POOL_WAIT_S) for a
+# free connection instead of failing with "Too many connections".
+CHANNEL_MAX_CONNECTIONS = 50
+CHANNEL_POOL_WAIT_S = 10.0
+
+
 def channel_layers(redis_url: str) -> dict[str, Any]:
     if redis_url:
+        host = {
+            "address": redis_url,
+            "socket_timeout": CHANNEL_SOCKET_TIMEOUT_S,
+            "socket_connect_timeout": CHANNEL_CONNECT_TIMEOUT_S,
+            "socket_keepalive": True,
+            "health_check_interval": CHANNEL_HEALTH_CHECK_S,
+            "max_connections": CHANNEL_MAX_CONNECTIONS,
+            "timeout": CHANNEL_POOL_WAIT_S,
+        }
         return {
             "default": {
-                "BACKEND": "channels_redis.core.RedisChannelLayer",
-                "CONFIG": {"hosts": [redis_url]},
+                "BACKEND": "optiml_web.channel_layer.WaitingRedisChannelLayer",
+                "CONFIG": {"hosts": [host]},
             }
         }
     # One process serves every browser in the embedded default, so memory is enough.

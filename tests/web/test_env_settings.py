@@ -142,5 +142,16 @@ def test_with_redis_celery_and_channels_both_use_it(tmp_path):
     assert transport == {}
     assert not (tmp_path / "celery").exists()
     layer = channel_layers("redis://127.0.0.1:6379/0")["default"]
-    assert layer["BACKEND"] == "channels_redis.core.RedisChannelLayer"
-    assert layer["CONFIG"]["hosts"] == ["redis://127.0.0.1:6379/0"]
+    assert layer["BACKEND"] == "optiml_web.channel_layer.WaitingRedisChannelLayer"
+    [host] = layer["CONFIG"]["hosts"]
+    assert host["address"] == "redis://127.0.0.1:6379/0"
+
+
+def test_the_channel_layer_outwaits_its_own_blocking_receive():
+    from channels_redis.core import RedisChannelLayer
+
+    [host] = channel_layers("redis://127.0.0.1:6379/0")["default"]["CONFIG"]["hosts"]
+
+    # A read timeout at or under BZPOPMIN's own wait cuts every idle viewer (issue 34).
+    assert host["socket_timeout"] > RedisChannelLayer.brpop_timeout
+    assert host["socket_keepalive"] and host["health_check_interval"] > 0

@@ -193,9 +193,11 @@ def test_without_message_or_watch_nothing_arrives_so_the_watch_is_what_carries_i
 
 @pytest.mark.skipif(not os.environ.get("REDIS_URL"), reason="needs Redis (REDIS_URL), as in CI")
 def test_events_arrive_through_redis_groups(live, people, sessions, relu_run):
-    live.CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer",
-                                       "CONFIG": {"hosts": [os.environ["REDIS_URL"]],
-                                                  "prefix": f"test-{os.getpid()}"}}}
+    from optiml_web.env import channel_layers
+
+    layers = channel_layers(os.environ["REDIS_URL"])  # as production configures it
+    layers["default"]["CONFIG"]["prefix"] = f"test-{os.getpid()}"
+    live.CHANNEL_LAYERS = layers
 
     frames, total = _stream_a_run_step_by_step(people, sessions, relu_run)
 
