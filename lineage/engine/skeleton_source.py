@@ -9,6 +9,7 @@ the tasks whose lineages the card was induced from, and cites their measured ste
 
 from __future__ import annotations
 
+import json
 from functools import lru_cache
 from typing import Any
 
@@ -19,6 +20,8 @@ from search.engine.diffs import candidate_diff
 from search.engine.forms import skeletons
 from search.engine.types import NodeContext, Proposal
 
+from .skeleton_cards import expected_speedup
+
 # The search's families each intent counts as, for the judge (as skills._FAMILIES).
 _FAMILIES = {"BLOCK_PER_ROW": ("parallelism",), "VEC4": ("vectorize",), "GRID_STRIDE": ("grid_stride",),
              "SMEM_TILE": ("tile",),
@@ -27,14 +30,11 @@ _FAMILIES = {"BLOCK_PER_ROW": ("parallelism",), "VEC4": ("vectorize",), "GRID_ST
 
 @lru_cache(maxsize=256)
 def _lifted(source: str, plan_json: str) -> forms.Form | forms.Refusal:
-    import json
-
     return forms.lift(source, json.loads(plan_json))
 
 
 def lifted(candidate: Candidate) -> forms.Form | forms.Refusal:
-    import json
-
+    """The candidate's form, lifted once per (source, plan) in this process."""
     return _lifted(candidate.source, json.dumps(candidate.plan_dict(), sort_keys=True))
 
 
@@ -80,8 +80,6 @@ def proposals(cards: list[dict[str, Any]], context: NodeContext, seen: set, key,
 
 
 def _expected(card: dict[str, Any], leave_out: str | None) -> float | None:
-    from .skeleton_cards import expected_speedup
-
     return expected_speedup(card["evidence"], leave_out=leave_out)
 
 
