@@ -96,4 +96,4 @@ def test_the_contraction_card_comes_from_sgemms_lineage_and_tiles_a_product_with
     source = SkillSource(cards=[], skeleton_cards=list(cards.values()))
     (proposal,) = source.propose(naive("sgemm"))
     assert proposal.source == "skill:skeleton:contraction.smem_register_tile"
-    assert "__shared__ float optiml_As" in proposal.candidate.source
+    assert "__shared__ __align__(16) float optiml_As" in proposal.candidate.source

@@ -9,7 +9,7 @@ per-warp slot array between two barriers, atomicAdd takes a mutex, and __shared_
 becomes `static`, which the block's threads share (blocks never overlap in time).
 float2/float4 with make_float*, the fast intrinsics (__expf, __logf, __fdividef,
 rsqrtf, ...) as their precise libm counterparts, and __ldg are provided; 1-D blocks,
-1-D or 2-D grids. Only what the kernels under test use is provided; anything else fails to compile,
+1-, 2- or 3-D grids. Only what the kernels under test use is provided; anything else fails to compile,
 loudly.
 """
 
@@ -50,6 +50,7 @@ dim3 blockDim{1, 1, 1}, gridDim{1, 1, 1};
 #define __forceinline__ inline
 #define __shared__ static
 #define __launch_bounds__(...)
+#define __align__(n) __attribute__((aligned(n)))
 
 struct float2 { float x, y; };
 struct alignas(16) float4 { float x, y, z, w; };
@@ -115,12 +116,13 @@ template <typename T> T atomicAdd(T* address, T value) {
     return old;
 }
 
-void emu_launch(unsigned grid, unsigned grid_y, unsigned block, const std::function<void()>& kernel) {
-    gridDim = {grid, grid_y, 1};
+void emu_launch(unsigned grid, unsigned grid_y, unsigned grid_z, unsigned block,
+                const std::function<void()>& kernel) {
+    gridDim = {grid, grid_y, grid_z};
     blockDim = {block, 1, 1};
     const unsigned warps = (block + 31) / 32;
     emu::warp_slots.assign(warps * 32, 0);
-    for (unsigned b = 0; b < grid * grid_y; ++b) {
+    for (unsigned b = 0; b < grid * grid_y * grid_z; ++b) {
         std::barrier<> barrier(block);
         emu::block_barrier = &barrier;
         emu::warp_barriers.clear();
@@ -129,7 +131,7 @@ void emu_launch(unsigned grid, unsigned grid_y, unsigned block, const std::funct
         std::vector<std::thread> threads;
         for (unsigned t = 0; t < block; ++t) {
             threads.emplace_back([&, t] {
-                blockIdx = {b % grid, b / grid, 0};
+                blockIdx = {b % grid, b / grid % grid_y, b / (grid * grid_y)};
                 threadIdx = {t, 0, 0};
                 kernel();
                 emu::warp_barriers[t / 32]->arrive_and_drop();
@@ -159,9 +161,9 @@ def _launchers(source: str) -> str:
     for kernel in find_kernels(parse(source)):
         args = ", ".join(f"{'' if p.pointer is not None else '*'}({p.base_type}*)args[{p.position}]"
                          for p in kernel.params)
-        parts.append(f'extern "C" void launch_{kernel.name}(unsigned grid, unsigned grid_y, unsigned block, '
-                     f"void** args) {{\n"
-                     f"    emu_launch(grid, grid_y, block, [=] {{ {kernel.name}({args}); }});\n}}\n")
+        parts.append(f'extern "C" void launch_{kernel.name}(unsigned grid, unsigned grid_y, unsigned grid_z, '
+                     f"unsigned block, void** args) {{\n"
+                     f"    emu_launch(grid, grid_y, grid_z, block, [=] {{ {kernel.name}({args}); }});\n}}\n")
     return "\n".join(parts)
 
 
@@ -199,9 +201,11 @@ class CpuKernels:
                 *[v.value if isinstance(v, ctypes.c_void_p) else ctypes.addressof(v) for v in values])
             grid = (grids or {}).get(launch.kernel) or expr.evaluate_int(launch.grid[0], names)
             grid_y = expr.evaluate_int(launch.grid[1], names) if len(launch.grid) > 1 else 1
+            grid_z = expr.evaluate_int(launch.grid[2], names) if len(launch.grid) > 2 else 1
             block = expr.evaluate_int(launch.block[0], names)
             launcher = getattr(self.library, f"launch_{launch.kernel}")
-            launcher(ctypes.c_uint(grid), ctypes.c_uint(grid_y), ctypes.c_uint(block), pointers)
+            launcher(ctypes.c_uint(grid), ctypes.c_uint(grid_y), ctypes.c_uint(grid_z), ctypes.c_uint(block),
+                     pointers)
         return {spec.name: buffers[spec.name] for spec in task.outputs}
 
     @staticmethod

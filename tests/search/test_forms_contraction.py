@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 from cuda_on_cpu import CpuKernels, inputs_for, mismatch
 
-from profiling.harness import tasks
+from profiling.harness import expr, tasks
 from profiling.harness.candidate import Candidate
 from profiling.harness.spec import Task, TensorSpec, Tolerance
-from search.engine.forms import CONTRACTION, Refusal, lift
+from search.engine.forms import CONTRACTION, Form, Refusal, lift
 from search.engine.forms.skeletons import by_name
 
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="the CPU emulator needs g++")
@@ -61,7 +61,7 @@ def test_a_thread_per_output_matrix_product_lifts_with_its_factors_in_row_then_c
 @pytest.mark.parametrize(("change", "cause"), [
     ("s = s + Bt[c * K + k] * A[r * K + k];", "worked out per output"),  # with a local `o`, below
     ("s = s + Bt[c * K + k] * A[r * K + k]; s = s * 1.0f;", "not one sum"),
-    ("s = s + Bt[c * K + k] * A[c * K + k];", "one factor must follow the row and k"),
+    ("s = s + Bt[c * K + k] * A[c * K + k];", "one factor must follow k and an output coordinate"),
 ])
 def test_a_loop_that_is_not_a_product_of_row_and_column_factors_is_refused(change, cause):
     source = LINEAR.replace("s = s + Bt[c * K + k] * A[r * K + k];", change)
@@ -82,3 +82,104 @@ def test_the_tiled_skeleton_computes_the_reference_at_odd_sizes(name, tmp_path):
     for sizes in [*task.l0_sizes[:3], {"M": 67, "N": 65, "K": 17}]:
         inputs = inputs_for(task, sizes)
         assert mismatch(task, sizes, inputs, kernels.run(task, sizes, inputs)) is None, sizes
+
+
+# Batched products written three ways: a grid plane for the batch, one flat index read as
+# (b, i, j) with divisions, and a flat index read through a helper local.
+BMM_PLANE = """extern "C" __global__ void bmm(const float* A, const float* B, float* C, int Bt, int M, int N, int K) {
+    int j = blockIdx.x * blockDim.x + threadIdx.x;
+    int i = blockIdx.y * blockDim.y + threadIdx.y;
+    int b = blockIdx.z;
+    if (i < M && j < N) {
+        float acc = 0.0f;
+        for (int k = 0; k < K; ++k) acc += A[(b * M + i) * K + k] * B[(b * K + k) * N + j];
+        C[(b * M + i) * N + j] = acc;
+    }
+}
+"""
+BMM_FLAT = """extern "C" __global__ void bmm(const float* A, const float* B, float* C, int Bt, int M, int N, int K) {
+    int t = threadIdx.x + blockDim.x * blockIdx.x;
+    if (t >= Bt * M * N) return;
+    int j = t % N;
+    int i = (t / N) % M;
+    int b = t / (M * N);
+    float acc = 0.0f;
+    for (int k = 0; k < K; k++) {
+        acc = acc + A[b * M * K + i * K + k] * B[b * K * N + k * N + j];
+    }
+    C[t] = acc;
+}
+"""
+BMM_REST = BMM_FLAT.replace("""    int i = (t / N) % M;
+    int b = t / (M * N);""", """    int rest = t / N;
+    int i = rest % M;
+    int b = rest / M;""")
+FLAT_PLAN = {"launches": [{"kernel": "bmm", "grid": ["cdiv(Bt * M * N, 128)"], "block": [128],
+                           "args": ["A", "B", "C", "Bt", "M", "N", "K"]}]}
+PLANE_PLAN = {"launches": [{"kernel": "bmm", "grid": ["cdiv(N, 16)", "cdiv(M, 16)", "Bt"], "block": [16, 16],
+                            "args": ["A", "B", "C", "Bt", "M", "N", "K"]}]}
+
+
+def _bmm_reference(inputs, sizes):
+    return {"C": (inputs["A"].astype(np.float64) @ inputs["B"].astype(np.float64)).astype(np.float32)}
+
+
+def _bmm_task(source: str, plan: dict) -> Task:
+    return Task(
+        name="bmm_test", description="batched A @ B", sizes={"Bt": 3, "M": 300, "N": 260, "K": 40},
+        l0_sizes=({"Bt": 1, "M": 1, "N": 1, "K": 1}, {"Bt": 3, "M": 67, "N": 65, "K": 17},
+                  {"Bt": 2, "M": 5, "N": 129, "K": 70}),
+        inputs=(TensorSpec("A", "float32", ("Bt", "M", "K")), TensorSpec("B", "float32", ("Bt", "K", "N"))),
+        outputs=(TensorSpec("C", "float32", ("Bt", "M", "N")),), reference=_bmm_reference,
+        flops=lambda s: 2.0 * s["Bt"] * s["M"] * s["N"] * s["K"], bytes=lambda s: 0.0,
+        naive_source=source, naive_plan=plan, tolerances={"float32": Tolerance(atol=1e-4, rtol=1e-4)})
+
+
+@pytest.mark.parametrize(("source", "plan"), [(BMM_PLANE, PLANE_PLAN), (BMM_FLAT, FLAT_PLAN), (BMM_REST, FLAT_PLAN)],
+                         ids=["grid plane", "flat index", "flat index through a local"])
+def test_a_batched_product_lifts_with_the_batch_as_a_coordinate_of_its_own(source, plan):
+    form = lift(source, plan)
+    assert form.family == CONTRACTION, form
+    assert [c.name for c in form.coordinates] == ["b", "i", "j"]
+    assert form.factors[0].startswith("A[") and form.factors[1].startswith("B[")
+    assert ("const int t =" in form.rebuild) == (plan is FLAT_PLAN)
+
+
+@needs_gxx
+@pytest.mark.parametrize(("source", "plan"), [(BMM_PLANE, PLANE_PLAN), (BMM_REST, FLAT_PLAN)],
+                         ids=["grid plane", "flat index through a local"])
+def test_the_tiled_skeleton_computes_batched_products_on_a_grid_of_batch_planes(source, plan, tmp_path):
+    task = _bmm_task(source, plan)
+    emitted = by_name("contraction.smem_register_tile").emit(lift(source, plan), plan, task)
+    assert expr.evaluate_int(emitted.plan["launches"][0]["grid"][2], task.sizes) == 3  # one block row a batch
+    assert "128 x 128 here" in emitted.rationale  # M and N at least 256 at the task's sizes
+    kernels = CpuKernels(Candidate.from_dict({**emitted.plan, "source": emitted.source}), tmp_path)
+    for sizes in task.l0_sizes:
+        inputs = inputs_for(task, sizes)
+        assert mismatch(task, sizes, inputs, kernels.run(task, sizes, inputs)) is None, sizes
+
+
+@pytest.mark.parametrize(("change", "cause"), [
+    # the factor reads the flat index itself: no tile of it is shared by outputs
+    (("A[b * M * K + i * K + k]", "A[t * 0 + b * M * K + i * K + k]"), "reads the flat index t"),
+    # digits that do not chain (i divides by M, not N): read as written, a row kernel
+    (("int i = (t / N) % M;", "int i = (t / M) % M;"), None),
+    # the loop's bound read per output
+    (("k < K", "k < K + j"), "worked out per output"),
+])
+def test_flat_indices_that_do_not_read_as_a_product_are_refused(change, cause):
+    form = lift(BMM_FLAT.replace(*change), FLAT_PLAN)
+    if cause is None:
+        assert not (isinstance(form, Form) and form.family == CONTRACTION), form
+    else:
+        assert isinstance(form, Refusal) or form.family != CONTRACTION, form
+        if isinstance(form, Refusal) and form.family == CONTRACTION:
+            assert cause in form.reason, form
+
+
+def test_a_factor_shared_by_the_batch_keeps_its_row_and_the_other_its_column_and_batch():
+    form = lift(BMM_FLAT.replace("A[b * M * K + i * K + k] * B[b * K * N + k * N + j]",
+                                 "A[i * K + k] * B[b * K * N + k * N + j]"), FLAT_PLAN)
+    assert form.family == CONTRACTION
+    # A reads no batch: i is its row; B reads b and j: j (faster) its column, b the batch
+    assert [c.name for c in form.coordinates] == ["b", "i", "j"]

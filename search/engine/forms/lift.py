@@ -18,8 +18,8 @@ from typing import Any
 from tree_sitter import Node
 
 from ..rewrites.syntax import Kernel, defined_functions, find_kernels, named_statements, parse, text, walk
-from . import contraction, rows
-from .reading import NotRead, read_space, reads_thread
+from . import contraction, radix, rows
+from .reading import NotRead, plane_bounds, read_space, reads_thread
 from .types import FULL_REDUCE, MAP, Form, Refusal
 
 # Calls whose effect depends on which threads run together, or that reach memory behind
@@ -50,7 +50,8 @@ def lift(source: str, plan: dict[str, Any]) -> Form | Refusal:
         return Refusal(f"no extern \"C\" kernel named {launch.get('kernel')!r}")
     helpers = defined_functions(tree.root_node) - set(kernels)
     try:
-        space = read_space(kernel)
+        space = read_space(kernel, plane_bounds(launch.get("grid", []), launch.get("args", []),
+                                                [p.name for p in kernel.params]))
     except NotRead as error:
         return Refusal(str(error))
     problem = _hazard(space.body, space.thread_names | {"blockIdx", "threadIdx", "blockDim", "gridDim"},
@@ -61,10 +62,12 @@ def lift(source: str, plan: dict[str, Any]) -> Form | Refusal:
     if space.after:
         return _partial_sums(space, common, zeroed)
     if any(n.type in _LOOPS for statement in space.body for n in walk(statement)):
-        if len(space.axes) == 2:
+        if len(space.axes) >= 2:
             return contraction.lift_contraction(kernel, space, common)
-        if len(space.axes) != 1:
-            return Refusal("loops inside a 3-D index space", family=rows.ROWS)
+        if radix.decomposed(space):  # one flat index read as (n, k, p): a contraction first
+            form = contraction.lift_contraction(kernel, space, common)
+            if isinstance(form, Form):
+                return form
         if zeroed is not None or any(_atomic_call(s) is not None for s in space.body):
             return Refusal("a row kernel that accumulates with atomics", family=rows.ROWS)
         return rows.lift_rows(kernel, space, common)

@@ -2,6 +2,7 @@
 bounds that guard them, in the ways people write it.
 
     int idx = blockIdx.x * blockDim.x + threadIdx.x;   (any order, casts, via locals)
+    int plane = blockIdx.z;                             (a plane: the plan's grid bounds it)
     if (idx >= n) return;   |   if (idx < n) { ... }   |   if (row < M && col < N) ...
     for (long i = <index>; i < n; i += blockDim.x * gridDim.x) { ... }       (grid-stride)
 
@@ -11,6 +12,7 @@ one index point runs, or the reason the kernel is not read that way.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from tree_sitter import Node
@@ -139,12 +141,36 @@ def _is_return(statement: Node) -> bool:
     return len(inner) == 1 and inner[0].type == "return_statement"
 
 
-def read_space(kernel: Kernel) -> Space:
+def plane_axis(node: Node, env: dict[str, Node]) -> str | None:
+    """'y' or 'z' when `node` is blockIdx.y or blockIdx.z alone (a plane of the grid)."""
+    node = _unwrap(node, env)
+    found = text(node).replace(" ", "") if node.type == "field_expression" else ""
+    return found[-1] if found in ("blockIdx.y", "blockIdx.z") else None
+
+
+def plane_bounds(grid: list, args: list, params: list[str]) -> dict[str, str]:
+    """{letter: bound} of the grid's y and z dimensions as kernel expressions: each size the
+    plan's expression names must be passed to the kernel (`N * C` with arguments N and C).
+    A dimension that cannot be written so is left out (its plane then does not read)."""
+    passed = {str(arg): param for arg, param in zip(args, params, strict=False)}
+    found = {}
+    for letter, dim in zip("xyz", [str(d) for d in grid], strict=False):
+        names = set(re.findall(r"[A-Za-z_]\w*", dim))
+        if letter != "x" and names <= set(passed):
+            found[letter] = re.sub(r"[A-Za-z_]\w*", lambda m: passed[m.group(0)], dim)
+    return found
+
+
+def read_space(kernel: Kernel, planes: dict[str, str] | None = None) -> Space:
+    """The index space; `planes` gives the bounds of grid planes (`int b = blockIdx.z;`)
+    that the kernel does not check (plane_bounds)."""
     statements = named_statements(kernel.body)
+    planes = planes or {}
     env: dict[str, Node] = {}
     axes: dict[str, tuple[str, str]] = {}  # index name -> (type, axis letter)
     thread_names: set[str] = set()
     prelude: list[Node] = []
+    bounded: dict[str, str] = {}  # planes: bounded by the grid, not by a check
     for position, statement in enumerate(statements):
         declared = _declaration(statement)
         if declared is not None:
@@ -152,6 +178,14 @@ def read_space(kernel: Kernel) -> Space:
             axis = global_axis(value, env)
             if axis is not None and kind.replace("const ", "") in INDEX_TYPES:
                 axes[name] = (kind.replace("const ", ""), axis)
+                continue
+            plane = plane_axis(value, env)
+            if plane is not None and kind.replace("const ", "") in INDEX_TYPES:
+                if plane not in planes:
+                    raise NotRead(f"line {statement.start_point.row + 1}: {name} is a plane of the grid "
+                                  "whose extent is not a size passed to the kernel")
+                axes[name] = (kind.replace("const ", ""), plane)
+                bounded[name] = planes[plane]
                 continue
             if reads_thread(value, thread_names | set(axes)):
                 if not mentions(value, set(axes)):
@@ -164,7 +198,7 @@ def read_space(kernel: Kernel) -> Space:
             continue
         rest = statements[position + 1:]
         if statement.type == "if_statement":
-            return _guarded(statement, rest, axes, tuple(prelude), frozenset(thread_names))
+            return _guarded(statement, rest, axes, tuple(prelude), frozenset(thread_names), bounded)
         if statement.type == "for_statement":
             space = _grid_stride(statement, env, tuple(prelude), frozenset(thread_names))
             return Space(space.prelude, space.axes, space.body, space.thread_names, tuple(rest))
@@ -173,7 +207,9 @@ def read_space(kernel: Kernel) -> Space:
     raise NotRead("the kernel has no bounds check on a thread index")
 
 
-def _ordered(axes: dict[str, tuple[str, str]], bounds: dict[str, str]) -> tuple[Axis, ...]:
+def _ordered(axes: dict[str, tuple[str, str]], bounds: dict[str, str],
+             planes: dict[str, str] | None = None) -> tuple[Axis, ...]:
+    bounds = {**(planes or {}), **bounds}
     if set(bounds) != set(axes) or len({letter for _, letter in axes.values()}) != len(axes):
         raise NotRead("the bounds check does not bound every thread index exactly once")
     order = sorted(axes, key=lambda name: "zyx".index(axes[name][1]))
@@ -181,7 +217,7 @@ def _ordered(axes: dict[str, tuple[str, str]], bounds: dict[str, str]) -> tuple[
 
 
 def _guarded(statement: Node, rest: list[Node], axes: dict[str, tuple[str, str]],
-             prelude: tuple[Node, ...], thread_names: frozenset[str]) -> Space:
+             prelude: tuple[Node, ...], thread_names: frozenset[str], planes: dict[str, str]) -> Space:
     condition = condition_of(statement)
     consequence = statement.child_by_field_name("consequence")
     if statement.child_by_field_name("alternative") is not None or condition is None or consequence is None:
@@ -191,13 +227,13 @@ def _guarded(statement: Node, rest: list[Node], axes: dict[str, tuple[str, str]]
         if bounds is None:
             raise NotRead(f"line {statement.start_point.row + 1}: the early return's condition "
                           "is not `index >= bound` for the thread indices")
-        return Space(prelude, _ordered(axes, bounds), tuple(rest), thread_names)
+        return Space(prelude, _ordered(axes, bounds, planes), tuple(rest), thread_names)
     bounds = _bounds(condition, axes, upper=True)
     if bounds is None or rest:
         raise NotRead(f"line {statement.start_point.row + 1}: the guard is not `index < bound` "
                       "around the rest of the kernel")
     body = named_statements(consequence) if consequence.type == "compound_statement" else [consequence]
-    return Space(prelude, _ordered(axes, bounds), tuple(body), thread_names)
+    return Space(prelude, _ordered(axes, bounds, planes), tuple(body), thread_names)
 
 
 def _grid_stride(loop: Node, env: dict[str, Node], prelude: tuple[Node, ...],

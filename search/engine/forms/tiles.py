@@ -2,107 +2,157 @@
 outputs per thread (SMEM_TILE, REG_TILE), the classic SIMT GEMM of CUTLASS's threadblock
 -> thread layering, with the kernel's own factors, initial value and epilogue.
 
-A block computes a 64 x 64 tile of outputs in 16-deep steps of the reduction: its 256
-threads load a 64 x 16 tile of the first factor and a 16 x 64 tile of the second (each
-element evaluated with the kernel's own expression, out-of-range ones as 0), then each
-thread accumulates a 4 x 4 set of outputs, rows ty + 16 i and columns tx + 16 j, so a
-warp's stores and its reads of the second tile are contiguous. Each output then runs the
-kernel's own work before its loop (the accumulator's initial value), adds its sum, and
-runs the epilogue, under the kernel's own bounds.
+A block of 256 threads (16 x 16) computes a T x T tile of outputs (T = 128 when both
+output extents are at least 256 at the task's sizes, else 64) for one batch point
+(blockIdx.z, unflattened into the batch coordinates), in steps of D = 1024 / T along the
+reduction. Each step the threads load a T x D tile of the first factor, stored k-major
+and padded by 4 floats so the stores do not conflict, and a D x T tile of the second
+(each element evaluated with the kernel's own expression, out-of-range ones as 0); each
+thread then reads T/16 values of each tile as float4s (rows ty*4 + 64h + r, columns
+tx*4 + 64h + c) and accumulates the T/16 x T/16 products in registers. Each output then
+runs the kernel's own work before its loop (the accumulator's initial value), adds its
+sum, and runs the epilogue, under its coordinates' bounds.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from profiling.harness import expr
 from profiling.harness.spec import Task
 
 from . import emit
-from .skeleton_base import Emitted, Skeleton, kernel_text, last_launch
+from .skeleton_base import Emitted, Skeleton, kernel_text, last_launch, size_expression
 from .types import CONTRACTION, Form
 
-TILE = 64  # outputs per block side: 16 x 16 threads x 4 x 4 outputs each
-DEPTH = 16  # reduction steps per shared-memory tile: 2 x 64 x 16 x 4 B = 8 KB a block
-THREADS = 256
+THREADS = 256  # 16 x 16
+STEP_ELEMENTS = 1024  # T x D elements of each factor a step: 4 loads a thread
+LARGE = 256  # both output extents at least this at the task's sizes: 128 x 128 tiles
 
 
 class SmemRegisterTile(Skeleton):
     name = "contraction.smem_register_tile"
     family = CONTRACTION
     intents = ("SMEM_TILE", "REG_TILE")
-    summary = ("64 x 64 outputs a block from 16-deep shared-memory tiles of both factors, "
-               "4 x 4 outputs a thread in registers")
+    summary = ("64 x 64 or 128 x 128 outputs a block from shared-memory tiles of both factors, "
+               "4 x 4 or 8 x 8 outputs a thread in registers, read from shared memory as float4")
 
     def _emit(self, form: Form, plan: dict[str, Any], task: Task, sizes: list[str]) -> Emitted | str:
-        rows, cols = sizes
-        grid = [f"max(cdiv({cols}, {TILE}), 1)", f"max(cdiv({rows}, {TILE}), 1)"]
-        problem = emit.grid_problem(grid, [task.sizes, *task.l0_sizes], plan.get("tunables", {}))
+        if not form.coordinates:
+            return "no output coordinates (a contraction lifted before they were read)"
+        try:
+            extents = [size_expression(form, c.bound, plan, task) for c in form.coordinates]
+            covers = [(size_expression(form, b, plan, task), size_expression(form, d, plan, task))
+                      for b, d in form.covers]
+        except emit.PlanProblem as error:
+            return str(error)
+        points = [task.sizes, *task.l0_sizes]
+        tunables = plan.get("tunables", {})
+        for bound, divisor in covers:
+            for point in points:
+                values = {**point, **tunables}
+                if expr.evaluate_int(f"({bound}) % ({divisor})", values) != 0:
+                    return f"{bound} is not a multiple of {divisor} at {point}: outputs would be dropped"
+        *batch, rows, cols = extents
+        large = all(expr.evaluate_int(e, {**task.sizes, **tunables}) >= LARGE for e in (rows, cols))
+        tile = 128 if large else 64
+        grid = [f"max(cdiv({cols}, {tile}), 1)", f"max(cdiv({rows}, {tile}), 1)"]
+        if batch:
+            grid.append(" * ".join(f"({b})" for b in batch))
+        problem = emit.grid_problem(grid, points, tunables)
         if problem:
             return problem
         launch = {"kernel": form.kernel, "grid": grid, "block": [THREADS], "shared_bytes": 0,
                   "args": list(last_launch(plan).get("args", []))}
         new_plan = {"launches": [launch], "scratch": list(plan.get("scratch", [])),
-                    "tunables": dict(plan.get("tunables", {}))}
-        return Emitted(kernel_text(form, _body(form)), new_plan, self.summary)
+                    "tunables": dict(tunables)}
+        # two blocks an SM: at most 128 registers a thread (the 8 x 8 tile needs about that)
+        source = kernel_text(form, _body(form, tile)).replace(
+            "__global__ void ", f"__global__ void __launch_bounds__({THREADS}, 2) ", 1)
+        return Emitted(source, new_plan,
+                       self.summary + f" ({tile} x {tile} here)")
 
 
-def _load(form: Form, axis, factor: str, outer: str, depth_index: str, tile: str) -> str:
+def _batch(form: Form) -> str:
+    """The batch coordinates from blockIdx.z, fastest last: `const int n = ...;`."""
+    *batch, _, _ = form.coordinates
+    if not batch:
+        return ""
+    lines = ["long long optiml_z = blockIdx.z;"]
+    for coordinate in reversed(batch):
+        lines.append(f"const {coordinate.ctype} {coordinate.name} = ({coordinate.ctype})"
+                     f"(optiml_z % (long long)({coordinate.bound}));")
+        lines.append(f"optiml_z /= (long long)({coordinate.bound});")
+    return "\n".join(lines)
+
+
+def _load(form: Form, coordinate, factor: str, outer: str, depth_index: str, store: str) -> str:
     k = form.reduction
     return f"""{{
     float optiml_v = 0.0f;
-    const {axis.ctype} {axis.name} = ({axis.ctype})({outer});
+    const {coordinate.ctype} {coordinate.name} = ({coordinate.ctype})({outer});
     const {k.ctype} {k.name} = ({k.ctype})(optiml_k0 + {depth_index});
-    if ({axis.name} < ({axis.bound}) && {k.name} < ({k.bound})) optiml_v = {factor};
-    {tile} = optiml_v;
+    if ({coordinate.name} < ({coordinate.bound}) && {k.name} < ({k.bound})) optiml_v = {factor};
+    {store} = optiml_v;
 }}"""
 
 
-def _body(form: Form) -> str:
-    row, col = form.space
+def _body(form: Form, tile: int) -> str:
+    *_, row, col = form.coordinates
     k = form.reduction
-    load_a = _load(form, row, form.factors[0], "optiml_m0 + optiml_e / 16", "optiml_e % 16",
-                   "optiml_As[optiml_e % 16][optiml_e / 16]")
-    load_b = _load(form, col, form.factors[1], "optiml_n0 + optiml_e % 64", "optiml_e / 64",
-                   "optiml_Bs[optiml_e / 64][optiml_e % 64]")
+    depth, per = STEP_ELEMENTS // tile, tile // 16
+    load_a = _load(form, row, form.factors[0], f"optiml_m0 + optiml_e / {depth}", f"optiml_e % {depth}",
+                   f"optiml_As[optiml_e % {depth}][optiml_e / {depth}]")
+    load_b = _load(form, col, form.factors[1], f"optiml_n0 + optiml_e % {tile}", f"optiml_e / {tile}",
+                   f"optiml_Bs[optiml_e / {tile}][optiml_e % {tile}]")
     total = f"{form.accumulator} = {form.accumulator} + optiml_c[optiml_i][optiml_j];"
-    epilogue = "\n".join(s for s in (form.body, total, form.epilogue) if s)
-    a_row = "optiml_a[optiml_i] = optiml_As[optiml_kk][optiml_ty + 16 * optiml_i];"
-    b_col = "optiml_b[optiml_j] = optiml_Bs[optiml_kk][optiml_tx + 16 * optiml_j];"
-    fma = "optiml_c[optiml_i][optiml_j] += optiml_a[optiml_i] * optiml_b[optiml_j];"
-    return f"""    __shared__ float optiml_As[{DEPTH}][{TILE} + 1];  // +1: no bank conflicts on stores
-    __shared__ float optiml_Bs[{DEPTH}][{TILE}];
+    work = "\n".join(s for s in (form.body, total, form.epilogue) if s)
+    output = "\n".join(s for s in (form.rebuild, "{\n" + emit.indent(work, 4) + "\n}") if s)
+    # thread t's outputs: row ty*4 + 64*(i/4) + i%4, column tx*4 + 64*(j/4) + j%4
+    offset = "optiml_{t} * 4 + 64 * (optiml_{i} / 4) + optiml_{i} % 4"
+    return f"""    __shared__ __align__(16) float optiml_As[{depth}][{tile} + 4];  // k-major; +4: stores spread over banks
+    __shared__ __align__(16) float optiml_Bs[{depth}][{tile}];
     const int optiml_tx = threadIdx.x % 16, optiml_ty = threadIdx.x / 16;
-    const long long optiml_m0 = (long long)blockIdx.y * {TILE};
-    const long long optiml_n0 = (long long)blockIdx.x * {TILE};
-    float optiml_c[4][4] = {{}};
-    for (long long optiml_k0 = 0; optiml_k0 < (long long)({k.bound}); optiml_k0 += {DEPTH}) {{
-        for (int optiml_e = threadIdx.x; optiml_e < {TILE * DEPTH}; optiml_e += {THREADS}) {{
+{emit.indent(_batch(form), 4)}
+    const long long optiml_m0 = (long long)blockIdx.y * {tile};
+    const long long optiml_n0 = (long long)blockIdx.x * {tile};
+    float optiml_c[{per}][{per}] = {{}};
+    for (long long optiml_k0 = 0; optiml_k0 < (long long)({k.bound}); optiml_k0 += {depth}) {{
+        for (int optiml_e = threadIdx.x; optiml_e < {tile * depth}; optiml_e += {THREADS}) {{
 {emit.indent(load_a, 12)}
         }}
-        for (int optiml_e = threadIdx.x; optiml_e < {TILE * DEPTH}; optiml_e += {THREADS}) {{
+        for (int optiml_e = threadIdx.x; optiml_e < {tile * depth}; optiml_e += {THREADS}) {{
 {emit.indent(load_b, 12)}
         }}
         __syncthreads();
 #pragma unroll
-        for (int optiml_kk = 0; optiml_kk < {DEPTH}; ++optiml_kk) {{
-            float optiml_a[4], optiml_b[4];
+        for (int optiml_kk = 0; optiml_kk < {depth}; ++optiml_kk) {{
+            float optiml_a[{per}], optiml_b[{per}];
 #pragma unroll
-            for (int optiml_i = 0; optiml_i < 4; ++optiml_i) {a_row}
+            for (int optiml_h = 0; optiml_h < {per // 4}; ++optiml_h) {{
+                const float4 optiml_x = *reinterpret_cast<const float4*>(&optiml_As[optiml_kk][optiml_ty * 4 + 64 * optiml_h]);
+                const float4 optiml_y = *reinterpret_cast<const float4*>(&optiml_Bs[optiml_kk][optiml_tx * 4 + 64 * optiml_h]);
+                optiml_a[4 * optiml_h] = optiml_x.x; optiml_a[4 * optiml_h + 1] = optiml_x.y;
+                optiml_a[4 * optiml_h + 2] = optiml_x.z; optiml_a[4 * optiml_h + 3] = optiml_x.w;
+                optiml_b[4 * optiml_h] = optiml_y.x; optiml_b[4 * optiml_h + 1] = optiml_y.y;
+                optiml_b[4 * optiml_h + 2] = optiml_y.z; optiml_b[4 * optiml_h + 3] = optiml_y.w;
+            }}
 #pragma unroll
-            for (int optiml_j = 0; optiml_j < 4; ++optiml_j) {b_col}
+            for (int optiml_i = 0; optiml_i < {per}; ++optiml_i)
 #pragma unroll
-            for (int optiml_i = 0; optiml_i < 4; ++optiml_i)
-#pragma unroll
-                for (int optiml_j = 0; optiml_j < 4; ++optiml_j) {fma}
+                for (int optiml_j = 0; optiml_j < {per}; ++optiml_j)
+                    optiml_c[optiml_i][optiml_j] += optiml_a[optiml_i] * optiml_b[optiml_j];
         }}
         __syncthreads();
     }}
-    for (int optiml_i = 0; optiml_i < 4; ++optiml_i) {{
-        for (int optiml_j = 0; optiml_j < 4; ++optiml_j) {{
-            const {row.ctype} {row.name} = ({row.ctype})(optiml_m0 + optiml_ty + 16 * optiml_i);
-            const {col.ctype} {col.name} = ({col.ctype})(optiml_n0 + optiml_tx + 16 * optiml_j);
+#pragma unroll
+    for (int optiml_i = 0; optiml_i < {per}; ++optiml_i) {{
+#pragma unroll
+        for (int optiml_j = 0; optiml_j < {per}; ++optiml_j) {{
+            const {row.ctype} {row.name} = ({row.ctype})(optiml_m0 + {offset.format(t="ty", i="i")});
+            const {col.ctype} {col.name} = ({col.ctype})(optiml_n0 + {offset.format(t="tx", i="j")});
             if ({row.name} < ({row.bound}) && {col.name} < ({col.bound})) {{
-{emit.indent(epilogue, 16)}
+{emit.indent(output, 16)}
             }}
         }}
     }}"""

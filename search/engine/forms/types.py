@@ -90,8 +90,9 @@ class Form:
       of a 2-D grid, slowest first); `body` what one element runs.
     - row map-reduce: `space` is the one row axis; `steps` alternate uniform statements
       (text, every thread of a row runs them alike) and `LoopHole`s over the row.
-    - contraction: `space` is (rows, columns); `factors`, `reduction`, `accumulator`,
-      `epilogue` as above, `body` the work of an output before its loop.
+    - contraction: `coordinates` are (batch..., rows, columns) of the outputs (the space's
+      axes or the digits of a flat index); `factors`, `reduction`, `accumulator`,
+      `epilogue` as in contraction.py, `body` the work of an output before its loop.
     - full reduction: `space` is the element axis, `body` computes one element's term,
       `total` is the term's expression and `into` the output it is added to.
     """
@@ -116,6 +117,12 @@ class Form:
     reduction: Axis | None = None
     accumulator: str = ""
     epilogue: str = ""
+    # contraction: the output's coordinates (batch..., row, column), each with its extent;
+    # the statements declaring decomposed index variables from them (radix.py); and
+    # (bound, divisor) pairs that must divide at every size
+    coordinates: tuple[Axis, ...] = ()
+    rebuild: str = ""
+    covers: tuple[tuple[str, str], ...] = ()
     helpers: str = ""  # __device__ functions the body calls, kept as written
     notes: tuple[str, ...] = field(default=())
 
@@ -129,7 +136,8 @@ class Form:
         if self.family == CONTRACTION:
             over = self.reduction.bound if self.reduction else ""
             return {"product": " * ".join(self.factors), "over": over,
-                    "into": self.accumulator, "epilogue": self.epilogue.strip()}
+                    "into": self.accumulator, "epilogue": self.epilogue.strip(),
+                    "outputs": [f"{c.name} < {c.bound}" for c in self.coordinates]}
         if self.family == FULL_REDUCE:
             return {"term": self.total, "into": self.into, "elements": self.space[0].bound}
         return {"element": self.body.strip(), "space": [a.bound for a in self.space]}
