@@ -86,7 +86,8 @@ def test_the_tiled_skeleton_computes_the_reference_at_odd_sizes(name, tmp_path):
 
 # Batched products written three ways: a grid plane for the batch, one flat index read as
 # (b, i, j) with divisions, and a flat index read through a helper local.
-BMM_PLANE = """extern "C" __global__ void bmm(const float* A, const float* B, float* C, int Bt, int M, int N, int K) {
+BMM_PLANE = """extern "C" __global__ void bmm(const float* A, const float* B, float* C,
+                                   int Bt, int M, int N, int K) {
     int j = blockIdx.x * blockDim.x + threadIdx.x;
     int i = blockIdx.y * blockDim.y + threadIdx.y;
     int b = blockIdx.z;
@@ -97,7 +98,8 @@ BMM_PLANE = """extern "C" __global__ void bmm(const float* A, const float* B, fl
     }
 }
 """
-BMM_FLAT = """extern "C" __global__ void bmm(const float* A, const float* B, float* C, int Bt, int M, int N, int K) {
+BMM_FLAT = """extern "C" __global__ void bmm(const float* A, const float* B, float* C,
+                                   int Bt, int M, int N, int K) {
     int t = threadIdx.x + blockDim.x * blockIdx.x;
     if (t >= Bt * M * N) return;
     int j = t % N;
@@ -135,7 +137,8 @@ def _bmm_task(source: str, plan: dict) -> Task:
         naive_source=source, naive_plan=plan, tolerances={"float32": Tolerance(atol=1e-4, rtol=1e-4)})
 
 
-@pytest.mark.parametrize(("source", "plan"), [(BMM_PLANE, PLANE_PLAN), (BMM_FLAT, FLAT_PLAN), (BMM_REST, FLAT_PLAN)],
+@pytest.mark.parametrize(("source", "plan"),
+                         [(BMM_PLANE, PLANE_PLAN), (BMM_FLAT, FLAT_PLAN), (BMM_REST, FLAT_PLAN)],
                          ids=["grid plane", "flat index", "flat index through a local"])
 def test_a_batched_product_lifts_with_the_batch_as_a_coordinate_of_its_own(source, plan):
     form = lift(source, plan)

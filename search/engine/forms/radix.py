@@ -44,7 +44,10 @@ def _product(node: Node) -> list[str] | None:
     return None
 
 
-def _digit_of(value: Node, index: str, partial: dict[str, tuple[str, ...]]) -> tuple[tuple[str, ...], str | None] | None:
+Read = tuple[tuple[str, ...], str | None]  # (divisor factors, extent or None)
+
+
+def _digit_of(value: Node, index: str, partial: dict[str, tuple[str, ...]]) -> Read | None:
     """(divisor, extent) when `value` is index / D, index % E, (index / D) % E, or one of
     those taken of a local already read as index / D (`partial`)."""
     value = strip_parens(value)

@@ -110,7 +110,8 @@ def _body(form: Form, tile: int) -> str:
     output = "\n".join(s for s in (form.rebuild, "{\n" + emit.indent(work, 4) + "\n}") if s)
     # thread t's outputs: row ty*4 + 64*(i/4) + i%4, column tx*4 + 64*(j/4) + j%4
     offset = "optiml_{t} * 4 + 64 * (optiml_{i} / 4) + optiml_{i} % 4"
-    return f"""    __shared__ __align__(16) float optiml_As[{depth}][{tile} + 4];  // k-major; +4: stores spread over banks
+    # As is k-major, each row padded by 4 floats so that the stores spread over the banks
+    return f"""    __shared__ __align__(16) float optiml_As[{depth}][{tile} + 4];
     __shared__ __align__(16) float optiml_Bs[{depth}][{tile}];
     const int optiml_tx = threadIdx.x % 16, optiml_ty = threadIdx.x / 16;
 {emit.indent(_batch(form), 4)}
@@ -130,8 +131,10 @@ def _body(form: Form, tile: int) -> str:
             float optiml_a[{per}], optiml_b[{per}];
 #pragma unroll
             for (int optiml_h = 0; optiml_h < {per // 4}; ++optiml_h) {{
-                const float4 optiml_x = *reinterpret_cast<const float4*>(&optiml_As[optiml_kk][optiml_ty * 4 + 64 * optiml_h]);
-                const float4 optiml_y = *reinterpret_cast<const float4*>(&optiml_Bs[optiml_kk][optiml_tx * 4 + 64 * optiml_h]);
+                const float4 optiml_x =
+                    *reinterpret_cast<const float4*>(&optiml_As[optiml_kk][optiml_ty * 4 + 64 * optiml_h]);
+                const float4 optiml_y =
+                    *reinterpret_cast<const float4*>(&optiml_Bs[optiml_kk][optiml_tx * 4 + 64 * optiml_h]);
                 optiml_a[4 * optiml_h] = optiml_x.x; optiml_a[4 * optiml_h + 1] = optiml_x.y;
                 optiml_a[4 * optiml_h + 2] = optiml_x.z; optiml_a[4 * optiml_h + 3] = optiml_x.w;
                 optiml_b[4 * optiml_h] = optiml_y.x; optiml_b[4 * optiml_h + 1] = optiml_y.y;
