@@ -9,8 +9,9 @@ full gate (profile off), the vendor (torch) timed in the same run, on a GPU host
 
 With --admission it runs the cards' admission trials instead (skeleton_cards.admit): each
 card on the plain kernel (all flags off) of each task whose lineage it was induced from,
-that lineage left out of its expectation; skeleton_cards.recorded() reads the newest such
-file under bench/results and gives each card its status.
+that lineage left out of its expectation, and on the naive kernel of each transfer task
+of its family; skeleton_cards.recorded() reads the newest such file under bench/results
+and gives each card its status.
 
 It measures what the cards carry by themselves (the first step of a search that takes
 them); bench/transfer_suite.py measures the searches, skills on and off.
@@ -35,6 +36,7 @@ from profiling.harness import tasks  # noqa: E402
 from profiling.harness.candidate import Candidate  # noqa: E402
 from profiling.harness.gate import GateOptions, evaluate  # noqa: E402
 from profiling.harness.jsonfile import write_json_atomically  # noqa: E402
+from profiling.harness.verdict import PASSED  # noqa: E402
 from search.engine import forms  # noqa: E402
 from search.engine.forms import skeletons  # noqa: E402
 
@@ -73,27 +75,40 @@ def run_task(name: str, cards: list[dict], cache: Path) -> dict:
     return row
 
 
-def admission_trials(cards: list[dict], cache: Path) -> dict:
+def admission_trials(cards: list[dict], cache: Path, transfer: list[str]) -> dict:
+    """Each card on the plain kernel (all flags off) of each task whose lineage it was
+    induced from (that lineage left out of its expectation), and on the naive kernel of
+    each transfer task that lifts to its family (a task no lineage comes from)."""
     from lineage.engine import experts
 
+    starts = []
+    for name in sorted({t for card in cards for t in card["tasks"]}):
+        plain = experts.load(name).written_candidate(frozenset())
+        starts.append((name, plain))
+    for name in transfer:
+        task = tasks.get(name)
+        starts.append((name, Candidate.from_source_and_plan(task.naive_source, task.naive_plan)))
     admitted = {}
     for card in cards:
         trials = []
-        for name in card["tasks"]:
-            plain = experts.load(name).written_candidate(frozenset())
-            form = forms.lift(plain.source, plain.plan_dict())
-            emitted = (skeletons.by_name(card["skeleton"]).emit(form, plain.plan_dict(), tasks.get(name))
+        for name, start in starts:
+            form = forms.lift(start.source, start.plan_dict())
+            own = name in card["tasks"]
+            if not own and getattr(form, "family", None) != card["family"]:
+                continue  # a transfer task of another family
+            emitted = (skeletons.by_name(card["skeleton"]).emit(form, start.plan_dict(), tasks.get(name))
                        if isinstance(form, forms.Form) else form.reason)
             if isinstance(emitted, str):
                 trials.append({"task": name, "passed": False, "speedup": None, "why": emitted})
                 continue
-            before = gate(name, plain, cache)
+            before = gate(name, start, cache)
             after = gate(name, Candidate.from_dict({**emitted.plan, "source": emitted.source}), cache)
             speedup = (before["median_ms"] / after["median_ms"]
                        if before["median_ms"] and after["median_ms"] else None)
-            trials.append({"task": name, "passed": after["status"] == "PASSED", "speedup": speedup,
-                           "plain_ms": before["median_ms"], "skeleton_ms": after["median_ms"],
-                           "guard": after["guard"]})
+            trials.append({"task": name, "passed": after["status"] == PASSED, "speedup": speedup,
+                           "start_ms": before["median_ms"], "skeleton_ms": after["median_ms"],
+                           "guard": after["guard"], "message": after["message"] if after["guard"] else "",
+                           "start": "plain state" if own else "naive kernel (transfer task)"})
         admitted[card["id"]] = skeleton_cards.admit(card, trials)
     return admitted
 
@@ -117,7 +132,7 @@ def main() -> int:
     cache = Path(tempfile.mkdtemp(prefix="optiml-skeleton-transfer-"))
     if args.admission:
         result["what"] = "skeleton cards' admission trials: each on its source tasks' plain kernels"
-        result["admission"] = admission_trials(cards, cache)
+        result["admission"] = admission_trials(cards, cache, args.tasks.split(","))
         write_json_atomically(args.out, result)
         return 0
     for name in args.tasks.split(","):

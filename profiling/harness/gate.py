@@ -146,6 +146,12 @@ def compile_checked(task: Task, candidate: Candidate, l1_sizes: dict[str, int]) 
                         f"{where}{first.message if first else 'nvcc failed'}", "compile",
                         compile=report)
     defined = {k.kernel for k in report.kernels}
+    reserved = sorted(k for k in defined if sanitize.RESERVED in k)
+    if reserved:
+        return rejected(task.name, digest, "source_policy",
+                        f"kernel {reserved[0]!r}: names containing {sanitize.RESERVED!r} belong to the "
+                        "harness's own kernels, which compute-sanitizer does not check", "compile",
+                        compile=report)
     for launch in candidate.launches:
         if launch.kernel not in defined:
             return rejected(task.name, digest, "plan",

@@ -43,6 +43,17 @@ def test_a_plan_that_launches_a_missing_kernel_is_rejected_naming_what_exists():
     assert verdict.guard == "plan" and "'relu2'" in verdict.message and "relu" in verdict.message
 
 
+@pytest.mark.parametrize("name", ["optiml_relu", "relu_optiml_"])
+def test_a_kernel_named_like_the_harness_own_is_refused_as_compute_sanitizer_would_skip_it(name):
+    task = tasks.get("relu")
+    kernel = task.naive_plan["launches"][0]["kernel"]
+    source = task.naive_source.replace(f"void {kernel}(", f"void {name}(")
+    plan = {**task.naive_plan, "launches": [{**task.naive_plan["launches"][0], "kernel": name}]}
+    verdict = evaluate("relu", Candidate.from_source_and_plan(source, plan), GateOptions())
+    assert (verdict.status, verdict.guard) == ("rejected", "source_policy"), verdict.message
+    assert "compute-sanitizer does not check" in verdict.message
+
+
 def test_a_plan_naming_an_unknown_size_is_rejected_before_compiling():
     task = tasks.get("relu")
     plan = {**task.naive_plan, "launches": [{**task.naive_plan["launches"][0], "grid": ["cdiv(N, 256)"]}]}

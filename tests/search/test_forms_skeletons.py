@@ -192,7 +192,7 @@ def test_the_emitted_source_keeps_the_kernels_name_parameters_and_arguments(kern
 def test_a_full_reductions_plan_zeroes_its_output_before_the_accumulating_launch():
     result = emitted(SUMSQ, "full.grid_stride_accumulate")
     zero, accumulate = result.plan["launches"]
-    assert (zero["kernel"], zero["grid"], zero["block"]) == ("optiml_zero_total", [1], [1])
+    assert (zero["kernel"], zero["grid"], zero["block"]) == ("sumsq_zero_total", [1], [1])
     assert zero["args"] == ["out"]
     assert accumulate["kernel"] == "sumsq"
 

@@ -204,10 +204,12 @@ class GridStrideAccumulate(Skeleton):
     }}
     optiml_sum = {emit.block_reduce_name("sum", "float")}(optiml_sum);
     if (threadIdx.x == 0) atomicAdd({form.into}, {form.finish});"""
-        zero = "extern \"C\" __global__ void optiml_zero_total(float* total) {\n    total[0] = 0.0f;\n}\n"
+        # named after the kernel: names with optiml_ are the harness's own (sanitize.RESERVED)
+        zeroing = f"{form.kernel}_zero_total"
+        zero = f"extern \"C\" __global__ void {zeroing}(float* total) {{\n    total[0] = 0.0f;\n}}\n"
         position = form.params.index(form.into)
         into_arg = last_launch(plan).get("args", [])[position]
-        before = [{"kernel": "optiml_zero_total", "grid": [1], "block": [1], "shared_bytes": 0,
+        before = [{"kernel": zeroing, "grid": [1], "block": [1], "shared_bytes": 0,
                    "args": [into_arg]}]
         grid = f"max(min(cdiv({total}, BLOCK), WAVE_BLOCKS), 1)"
         tunables = {"BLOCK": DEFAULT_BLOCK, "WAVE_BLOCKS": DEFAULT_WAVE_BLOCKS}
