@@ -5,13 +5,14 @@ with the task's own math, and the naive kernel and each instantiation go through
 full gate (profile off), the vendor (torch) timed in the same run, on a GPU host.
 
     python bench/skeleton_transfer.py --out $OUT/skeleton-transfer.json [--tasks gemv,where]
-    python bench/skeleton_transfer.py --admission --out bench/results/<date>-<gpu>-skeleton-admission.json
+    python bench/skeleton_transfer.py --admission --transfer $OUT/skeleton-transfer.json \
+        --out bench/results/<date>-<gpu>-skeleton-admission.json
 
 With --admission it runs the cards' admission trials instead (skeleton_cards.admit): each
 card on the plain kernel (all flags off) of each task whose lineage it was induced from,
-that lineage left out of its expectation, and on the naive kernel of each transfer task
-of its family; skeleton_cards.recorded() reads the newest such file under bench/results
-and gives each card its status.
+that lineage left out of its expectation; `--transfer FILE` (a run without --admission)
+adds each card's trials on the transfer tasks of its family. skeleton_cards.recorded()
+reads the newest such file under bench/results and gives each card its status.
 
 It measures what the cards carry by themselves (the first step of a search that takes
 them); bench/transfer_suite.py measures the searches, skills on and off.
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import json
 import shlex
 import shutil
 import statistics
@@ -43,8 +45,10 @@ from search.engine.forms import skeletons  # noqa: E402
 SEED = 20261206
 
 
-def gate(name: str, candidate: Candidate, cache: Path) -> dict:
-    verdict = evaluate(name, candidate, GateOptions(profile=False, seed=SEED, input_cache=str(cache)))
+def gate(name: str, candidate: Candidate, cache: Path, sanitize: tuple[str, ...] | None = None) -> dict:
+    options = GateOptions(profile=False, seed=SEED, input_cache=str(cache),
+                          **({} if sanitize is None else {"sanitize": sanitize}))
+    verdict = evaluate(name, candidate, options)
     return {"status": verdict.status, "guard": verdict.guard, "message": verdict.message[:300],
             "median_ms": verdict.timing.median_ms if verdict.timing else None,
             "seconds": round(verdict.seconds, 2)}
@@ -75,42 +79,44 @@ def run_task(name: str, cards: list[dict], cache: Path) -> dict:
     return row
 
 
-def admission_trials(cards: list[dict], cache: Path, transfer: list[str]) -> dict:
+def admission_trials(cards: list[dict], cache: Path, transfer: dict, write) -> dict:
     """Each card on the plain kernel (all flags off) of each task whose lineage it was
-    induced from (that lineage left out of its expectation), and on the naive kernel of
-    each transfer task that lifts to its family (a task no lineage comes from)."""
+    induced from, that lineage left out of its expectation; and, from `transfer` (a run of
+    this script without --admission: the same gate, naive kernel then skeleton), each
+    card's trials on the transfer tasks of its family. `write` is called after each card."""
     from lineage.engine import experts
 
-    starts = []
-    for name in sorted({t for card in cards for t in card["tasks"]}):
-        plain = experts.load(name).written_candidate(frozenset())
-        starts.append((name, plain))
-    for name in transfer:
-        task = tasks.get(name)
-        starts.append((name, Candidate.from_source_and_plan(task.naive_source, task.naive_plan)))
+    starts: dict[str, tuple[Candidate, dict]] = {}  # task -> (plain kernel, its gate), once
     admitted = {}
     for card in cards:
         trials = []
-        for name, start in starts:
-            form = forms.lift(start.source, start.plan_dict())
-            own = name in card["tasks"]
-            if not own and getattr(form, "family", None) != card["family"]:
-                continue  # a transfer task of another family
-            emitted = (skeletons.by_name(card["skeleton"]).emit(form, start.plan_dict(), tasks.get(name))
+        for name in card["tasks"]:
+            if name not in starts:
+                plain = experts.load(name).written_candidate(frozenset())
+                starts[name] = plain, gate(name, plain, cache, sanitize=())  # the expert's own code
+            plain, before = starts[name]
+            form = forms.lift(plain.source, plain.plan_dict())
+            emitted = (skeletons.by_name(card["skeleton"]).emit(form, plain.plan_dict(), tasks.get(name))
                        if isinstance(form, forms.Form) else form.reason)
             if isinstance(emitted, str):
                 trials.append({"task": name, "passed": False, "speedup": None, "why": emitted})
                 continue
-            before = gate(name, start, cache)
             after = gate(name, Candidate.from_dict({**emitted.plan, "source": emitted.source}), cache)
-            speedup = (before["median_ms"] / after["median_ms"]
-                       if before["median_ms"] and after["median_ms"] else None)
-            trials.append({"task": name, "passed": after["status"] == PASSED, "speedup": speedup,
-                           "start_ms": before["median_ms"], "skeleton_ms": after["median_ms"],
-                           "guard": after["guard"], "message": after["message"] if after["guard"] else "",
-                           "start": "plain state" if own else "naive kernel (transfer task)"})
+            trials.append(_trial(name, before, after, "plain state (its own lineage left out)"))
+        for name, row in transfer.get("tasks", {}).items():
+            if card["id"] in row.get("cards", {}) and "status" in row["cards"][card["id"]]:
+                trials.append(_trial(name, row["naive"], row["cards"][card["id"]],
+                                     "naive kernel (a transfer task: no lineage)"))
         admitted[card["id"]] = skeleton_cards.admit(card, trials)
+        write(admitted)
     return admitted
+
+
+def _trial(name: str, before: dict, after: dict, start: str) -> dict:
+    speedup = before["median_ms"] / after["median_ms"] if before["median_ms"] and after["median_ms"] else None
+    return {"task": name, "passed": after["status"] == PASSED, "speedup": speedup, "start": start,
+            "start_ms": before["median_ms"], "skeleton_ms": after["median_ms"], "guard": after["guard"],
+            "message": after["message"] if after["guard"] else ""}
 
 
 def main() -> int:
@@ -118,6 +124,8 @@ def main() -> int:
     parser.add_argument("--tasks", default=",".join(TASKS))
     parser.add_argument("--out", required=True)
     parser.add_argument("--admission", action="store_true", help="the cards' admission trials")
+    parser.add_argument("--transfer", help="with --admission: a run of this script whose trials count")
+    parser.add_argument("--cards", help="with --admission: only these card ids (comma-separated)")
     args = parser.parse_args()
     tasks.add_directory(TASK_DIR)
     from bench.suite import gpu_facts
@@ -132,8 +140,14 @@ def main() -> int:
     cache = Path(tempfile.mkdtemp(prefix="optiml-skeleton-transfer-"))
     if args.admission:
         result["what"] = "skeleton cards' admission trials: each on its source tasks' plain kernels"
-        result["admission"] = admission_trials(cards, cache, args.tasks.split(","))
-        write_json_atomically(args.out, result)
+        transfer = json.loads(Path(args.transfer).read_text()) if args.transfer else {}
+        result["transfer_trials_from"] = args.transfer
+
+        def write(admitted: dict) -> None:
+            write_json_atomically(args.out, {**result, "admission": admitted})
+
+        chosen = [c for c in cards if not args.cards or c["id"] in args.cards.split(",")]
+        admission_trials(chosen, cache, transfer, write)
         return 0
     for name in args.tasks.split(","):
         try:

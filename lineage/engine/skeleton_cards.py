@@ -13,13 +13,16 @@ A card is admitted by transfer (`admit`): with a source task's lineage left out,
 skeleton instantiated on that task's plain kernel must pass the gate and reach a stated
 share of the log-speed-up the remaining lineages expect (bench/skeleton_admission.py
 measures the trials on a GPU host). A card with one source task has nothing to leave
-out within the suite; it says so and stays unadmitted.
+out within the suite; it says so and stays unadmitted unless a trial on a transfer task of
+its family (bench/transfer_tasks/, no lineage) reproduces it. Only admitted cards serve
+searches (`in_library`); the others keep their trials and risks for people to read.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
 from functools import lru_cache
 from typing import Any
 
@@ -131,6 +134,13 @@ def admit(card: dict[str, Any], trials: list[dict[str, Any]]) -> dict[str, Any]:
     return {"status": status, "why": why, "trials": results,
             "risks": [f"{r['task']}: {'failed the gate' if not r.get('passed') else 'too slow'}"
                       for r in results if not r["reproduced"]]}
+
+
+def in_library(card: dict[str, Any]) -> bool:
+    """Whether a card serves searches: admitted by transfer, or any card at all when
+    OPTIML_SKILL_ADMISSION=any (to try cards that were rejected or never tried)."""
+    return os.environ.get("OPTIML_SKILL_ADMISSION") == "any" or \
+        card.get("admission", {}).get("status") == "admitted"
 
 
 @lru_cache(maxsize=1)

@@ -97,3 +97,21 @@ def test_the_contraction_card_comes_from_sgemms_lineage_and_tiles_a_product_with
     (proposal,) = source.propose(naive("sgemm"))
     assert proposal.source == "skill:skeleton:contraction.smem_register_tile"
     assert "__shared__ __align__(16) float optiml_As" in proposal.candidate.source
+
+
+def test_only_cards_admitted_by_transfer_serve_searches_unless_asked_for_all(cards, monkeypatch):
+    monkeypatch.delenv("OPTIML_SKILL_ADMISSION", raising=False)
+    status = {cid: card["admission"]["status"] for cid, card in cards.items()}
+    served = {card["id"] for card in SkillSource().skeleton_cards}
+    assert served == {cid for cid, s in status.items() if s == "admitted"}
+    monkeypatch.setenv("OPTIML_SKILL_ADMISSION", "any")
+    assert {card["id"] for card in SkillSource().skeleton_cards} == set(cards)
+
+
+def test_a_single_lineage_card_is_admitted_by_a_transfer_task_of_its_family(cards):
+    card = cards["skeleton:contraction.smem_register_tile"]
+    expected = skeleton_cards.expected_speedup(card["evidence"])
+    reproduced = skeleton_cards.admit(card, [{"task": "addmm_gelu", "passed": True, "speedup": expected}])
+    assert reproduced["status"] == "admitted"
+    wrong = skeleton_cards.admit(card, [{"task": "addmm_gelu", "passed": False, "speedup": expected}])
+    assert wrong["status"] == "rejected" and wrong["risks"] == ["addmm_gelu: failed the gate"]

@@ -15,6 +15,7 @@ from profiling.harness.candidate import Candidate
 from profiling.harness.spec import Task, TensorSpec, Tolerance
 from search.engine.forms import CONTRACTION, Form, Refusal, lift
 from search.engine.forms.skeletons import by_name
+from search.engine.forms.tiles import k_fastest
 
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="the CPU emulator needs g++")
 
@@ -186,3 +187,30 @@ def test_a_factor_shared_by_the_batch_keeps_its_row_and_the_other_its_column_and
     assert form.family == CONTRACTION
     # A reads no batch: i is its row; B reads b and j: j (faster) its column, b the batch
     assert [c.name for c in form.coordinates] == ["b", "i", "j"]
+
+
+def test_each_tile_is_loaded_along_the_index_its_factor_is_contiguous_in():
+    assert k_fastest("A[r * K + k]", "r", "k", default=False)  # row-major A: along k
+    assert not k_fastest("At[k * M + r]", "r", "k", default=True)  # transposed: along the row
+    assert not k_fastest("B[k * N + c]", "c", "k", default=True)
+    assert k_fastest("W[c * K + k]", "c", "k", default=False)  # a linear layer's weight
+    assert k_fastest("s[0]", "c", "k", default=True)  # neither: the default
+
+
+@needs_gxx
+def test_the_tiled_skeleton_computes_a_product_of_two_transposed_factors(tmp_path):
+    source = LINEAR.replace("A[r * K + k]", "At[k * M + r]").replace("const float* A,", "const float* At,")
+    plan = {"launches": [{**PLAN["launches"][0], "args": ["At", "Bt", "bias", "out", "M", "N", "K"]}]}
+
+    def reference(inputs, sizes):
+        y = inputs["At"].astype(np.float64).T @ inputs["Bt"].astype(np.float64).T + inputs["bias"]
+        return {"out": np.maximum(y, 0).astype(np.float32)}
+
+    task = Task(**{**LINEAR_TASK.__dict__, "name": "linear_t_test", "reference": reference,
+                   "inputs": (TensorSpec("At", "float32", ("K", "M")), *LINEAR_TASK.inputs[1:]),
+                   "naive_source": source, "naive_plan": plan})
+    emitted = by_name("contraction.smem_register_tile").emit(lift(source, plan), plan, task)
+    kernels = CpuKernels(Candidate.from_dict({**emitted.plan, "source": emitted.source}), tmp_path)
+    for sizes in task.l0_sizes:
+        inputs = inputs_for(task, sizes)
+        assert mismatch(task, sizes, inputs, kernels.run(task, sizes, inputs)) is None, sizes

@@ -5,9 +5,11 @@ outputs per thread (SMEM_TILE, REG_TILE), the classic SIMT GEMM of CUTLASS's thr
 A block of 256 threads (16 x 16) computes a T x T tile of outputs (T = 128 when both
 output extents are at least 256 at the task's sizes, else 64) for one batch point
 (blockIdx.z, unflattened into the batch coordinates), in steps of D = 1024 / T along the
-reduction. Each step the threads load a T x D tile of the first factor, stored k-major
-and padded by 4 floats so the stores do not conflict, and a D x T tile of the second
-(each element evaluated with the kernel's own expression, out-of-range ones as 0); each
+reduction. Each step the threads load a T x D tile of the first factor and a D x T tile
+of the second, both stored k-major and padded by 4 floats so the stores do not conflict;
+each element is evaluated with the kernel's own expression (out-of-range ones as 0), and
+neighbouring threads load along whichever index the factor's memory is contiguous in (k
+for A[row * K + k], the column for B[k * N + col], k for a transposed W[col * K + k]); each
 thread then reads T/16 values of each tile as float4s (rows ty*4 + 64h + r, columns
 tx*4 + 64h + c) and accumulates the T/16 x T/16 products in registers. Each output then
 runs the kernel's own work before its loop (the accumulator's initial value), adds its
@@ -21,7 +23,8 @@ from typing import Any
 from profiling.harness import expr
 from profiling.harness.spec import Task
 
-from . import emit
+from ..rewrites.syntax import parse, text, walk
+from . import emit, strides
 from .skeleton_base import Emitted, Skeleton, kernel_text, last_launch, size_expression
 from .types import CONTRACTION, Form
 
@@ -97,22 +100,48 @@ def _load(form: Form, coordinate, factor: str, outer: str, depth_index: str, sto
 }}"""
 
 
+def k_fastest(factor: str, coordinate: str, k: str, default: bool) -> bool:
+    """Whether neighbouring threads should load a factor's tile along k (A[row * K + k])
+    rather than along its coordinate (At[k * M + row]): the order in which its reads are
+    contiguous, measured (strides.py) on every subscript of the factor; `default` when
+    neither or both are."""
+    tree = parse(f"void optiml_factor() {{ float optiml_v = {factor}; }}")
+    along_k = along_coordinate = True
+    found = False
+    for node in walk(tree.root_node):
+        if node.type == "subscript_expression":
+            index = text(node.child_by_field_name("indices"))[1:-1]
+            found = True
+            along_k &= strides.stride(index, k) in (1, -1)
+            along_coordinate &= strides.stride(index, coordinate) in (1, -1)
+    if not found or along_k == along_coordinate:
+        return default
+    return along_k
+
+
 def _body(form: Form, tile: int) -> str:
     *_, row, col = form.coordinates
     k = form.reduction
     depth, per = STEP_ELEMENTS // tile, tile // 16
-    load_a = _load(form, row, form.factors[0], f"optiml_m0 + optiml_e / {depth}", f"optiml_e % {depth}",
-                   f"optiml_As[optiml_e % {depth}][optiml_e / {depth}]")
-    load_b = _load(form, col, form.factors[1], f"optiml_n0 + optiml_e % {tile}", f"optiml_e / {tile}",
-                   f"optiml_Bs[optiml_e / {tile}][optiml_e % {tile}]")
+    # each tile is loaded in the order its factor's memory is contiguous in
+    a_on_k = k_fastest(form.factors[0], row.name, k.name, default=True)
+    b_on_k = k_fastest(form.factors[1], col.name, k.name, default=False)
+    outer_a, step_a = ((f"optiml_e / {depth}", f"optiml_e % {depth}") if a_on_k
+                       else (f"optiml_e % {tile}", f"optiml_e / {tile}"))
+    outer_b, step_b = ((f"optiml_e / {depth}", f"optiml_e % {depth}") if b_on_k
+                       else (f"optiml_e % {tile}", f"optiml_e / {tile}"))
+    load_a = _load(form, row, form.factors[0], f"optiml_m0 + {outer_a}", step_a,
+                   f"optiml_As[{step_a}][{outer_a}]")
+    load_b = _load(form, col, form.factors[1], f"optiml_n0 + {outer_b}", step_b,
+                   f"optiml_Bs[{step_b}][{outer_b}]")
     total = f"{form.accumulator} = {form.accumulator} + optiml_c[optiml_i][optiml_j];"
     work = "\n".join(s for s in (form.body, total, form.epilogue) if s)
     output = "\n".join(s for s in (form.rebuild, "{\n" + emit.indent(work, 4) + "\n}") if s)
     # thread t's outputs: row ty*4 + 64*(i/4) + i%4, column tx*4 + 64*(j/4) + j%4
     offset = "optiml_{t} * 4 + 64 * (optiml_{i} / 4) + optiml_{i} % 4"
-    # As is k-major, each row padded by 4 floats so that the stores spread over the banks
+    # both k-major, each row padded by 4 floats so that stores along k spread over the banks
     return f"""    __shared__ __align__(16) float optiml_As[{depth}][{tile} + 4];
-    __shared__ __align__(16) float optiml_Bs[{depth}][{tile}];
+    __shared__ __align__(16) float optiml_Bs[{depth}][{tile} + 4];
     const int optiml_tx = threadIdx.x % 16, optiml_ty = threadIdx.x / 16;
 {emit.indent(_batch(form), 4)}
     const long long optiml_m0 = (long long)blockIdx.y * {tile};
