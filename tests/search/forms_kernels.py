@@ -220,6 +220,22 @@ MAP_TRANSPOSE = Kernel("transpose", _TRANSPOSE_SOURCE, _TRANSPOSE_PLAN,
                        task("transpose", _TRANSPOSE_SOURCE, _TRANSPOSE_PLAN, {"x": ("H", "W")},
                             {"y": ("W", "H")}, _transposed, SIZES_2D))
 
+# one flat index read as (row, column) before the bounds check, which bounds the row
+_TRANSPOSE_FLAT_SOURCE = """extern "C" __global__ void transpose_flat(const float* x, float* y,
+                                               int H, int W) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    int r = i / W;
+    int c = i % W;
+    if (r < H) {
+        y[c * H + r] = x[i];
+    }
+}
+"""
+_TRANSPOSE_FLAT_PLAN = plan("transpose_flat", ["x", "y", "H", "W"], grid="cdiv(H * W, BLOCK)")
+MAP_TRANSPOSE_FLAT = Kernel("transpose_flat", _TRANSPOSE_FLAT_SOURCE, _TRANSPOSE_FLAT_PLAN,
+                            task("transpose_flat", _TRANSPOSE_FLAT_SOURCE, _TRANSPOSE_FLAT_PLAN,
+                                 {"x": ("H", "W")}, {"y": ("W", "H")}, _transposed, SIZES_2D))
+
 # --- row map-reduce ---------------------------------------------------------------------------
 # The softmax-like kernels compute the suite's softmax (x, y, M, N): its task is reused.
 
@@ -356,6 +372,28 @@ _RANGE_PLAN = plan("row_range", ["x", "lo", "hi", "M", "N"], grid=ROW_GRID)
 ROW_RANGE = Kernel("row_range", _RANGE_SOURCE, _RANGE_PLAN,
                    task("row_range", _RANGE_SOURCE, _RANGE_PLAN, {"x": ("M", "N")},
                         {"lo": ("M",), "hi": ("M",)}, _row_range, ROW_SIZES))
+
+
+def _row_max(inputs, sizes):
+    return {"y": inputs["x"].max(axis=1)}
+
+
+# a max that starts from the row's first element, its loop from 1 (the usual way)
+_ROW_MAX_SOURCE = """extern "C" __global__ void row_max(const float* x, float* y, int M, int N) {
+    int row = blockIdx.x * blockDim.x + threadIdx.x;
+    if (row < M) {
+        float m = x[row * N];
+        for (int j = 1; j < N; j++) {
+            if (x[row * N + j] > m) m = x[row * N + j];
+        }
+        y[row] = m;
+    }
+}
+"""
+_ROW_MAX_PLAN = plan("row_max", ["x", "y", "M", "N"], grid=ROW_GRID)
+ROW_MAX_FROM_ONE = Kernel("row_max", _ROW_MAX_SOURCE, _ROW_MAX_PLAN,
+                          task("row_max", _ROW_MAX_SOURCE, _ROW_MAX_PLAN, {"x": ("M", "N")}, {"y": ("M",)},
+                               _row_max, ROW_SIZES))
 
 
 def _groupnorm(inputs, sizes):

@@ -214,3 +214,53 @@ def test_the_tiled_skeleton_computes_a_product_of_two_transposed_factors(tmp_pat
     for sizes in task.l0_sizes:
         inputs = inputs_for(task, sizes)
         assert mismatch(task, sizes, inputs, kernels.run(task, sizes, inputs)) is None, sizes
+
+
+# One thread per output of a plain matrix product, the row and column read from a flat
+# index before the bounds check (a usual newcomer's way).
+FLAT_MATMUL = """extern "C" __global__ void mm(const float* A, const float* B, float* C,
+                                  int M, int N, int K) {
+    int idx = blockIdx.x * blockDim.x + threadIdx.x;
+    int row = idx / N;
+    int col = idx % N;
+    if (row < M && col < N) {
+        float s = 0.0f;
+        for (int k = 0; k < K; k++) s += A[row * K + k] * B[k * N + col];
+        C[row * N + col] = s;
+    }
+}
+"""
+FLAT_MATMUL_PLAN = {"launches": [{"kernel": "mm", "grid": ["cdiv(M * N, 256)"], "block": [256],
+                                  "args": ["A", "B", "C", "M", "N", "K"]}]}
+
+
+@pytest.mark.parametrize(("change", "lifts"), [
+    (("x", "x"), True),
+    (("if (row < M && col < N)", "if (row < M)"), True),  # col < N holds anyway
+    (("if (row < M && col < N)", "if (col < N && row < M)"), True),
+    (("if (row < M && col < N)", "if (row < M && col < K)"), False),  # leaves threads out
+    (("if (row < M && col < N)", "if (col < N)"), False),  # the rows are not bounded
+])
+def test_digits_read_before_the_bounds_check_bound_the_index_through_its_outermost_digit(change, lifts):
+    form = lift(FLAT_MATMUL.replace(*change), FLAT_MATMUL_PLAN)
+    assert (isinstance(form, Form) and form.family == CONTRACTION) == lifts, form
+    if lifts:
+        assert form.space[0].bound == "(M) * (N)"
+        assert [c.name for c in form.coordinates] == ["row", "col"]
+
+
+@needs_gxx
+def test_the_tiled_skeleton_computes_a_product_read_from_a_flat_index(tmp_path):
+    def reference(inputs, sizes):
+        return {"C": (inputs["A"].astype(np.float64) @ inputs["B"].astype(np.float64)).astype(np.float32)}
+
+    task = Task(**{**LINEAR_TASK.__dict__, "name": "mm_test", "reference": reference,
+                   "inputs": (TensorSpec("A", "float32", ("M", "K")), TensorSpec("B", "float32", ("K", "N"))),
+                   "outputs": (TensorSpec("C", "float32", ("M", "N")),),
+                   "naive_source": FLAT_MATMUL, "naive_plan": FLAT_MATMUL_PLAN})
+    emitted = by_name("contraction.smem_register_tile").emit(lift(FLAT_MATMUL, FLAT_MATMUL_PLAN),
+                                                             FLAT_MATMUL_PLAN, task)
+    kernels = CpuKernels(Candidate.from_dict({**emitted.plan, "source": emitted.source}), tmp_path)
+    for sizes in task.l0_sizes:
+        inputs = inputs_for(task, sizes)
+        assert mismatch(task, sizes, inputs, kernels.run(task, sizes, inputs)) is None, sizes

@@ -21,7 +21,9 @@ from forms_kernels import (
     MAP_SAXPY,
     MAP_STYLES,
     MAP_TRANSPOSE,
+    MAP_TRANSPOSE_FLAT,
     RMSNORM,
+    ROW_MAX_FROM_ONE,
     ROW_RANGE,
     SOFTMAX_STYLES,
     SUMSQ,
@@ -69,10 +71,10 @@ def candidate(result: Emitted) -> Candidate:
 
 # MAP_HELPER_LOCALS is refused (a bug: see test_forms_lift.py)
 MAPS = [*(k for k in MAP_STYLES if k is not MAP_HELPER_LOCALS), MAP_SAXPY, MAP_IF_ELSE, suite("relu")]
-ROW_KERNELS = [*SOFTMAX_STYLES, RMSNORM, ROW_RANGE, GROUPNORM, GEMV,
+ROW_KERNELS = [*SOFTMAX_STYLES, RMSNORM, ROW_RANGE, ROW_MAX_FROM_ONE, GROUPNORM, GEMV,
                suite("softmax"), suite("layernorm"), suite("cross_entropy")]
 CASES = [
-    *[(k, "map.grid_stride") for k in [*MAPS, MAP_REVERSE, MAP_2D, MAP_TRANSPOSE]],
+    *[(k, "map.grid_stride") for k in [*MAPS, MAP_REVERSE, MAP_2D, MAP_TRANSPOSE, MAP_TRANSPOSE_FLAT]],
     *[(k, "map.vec4") for k in MAPS],
     *[(k, "rows.block_per_row") for k in ROW_KERNELS],
     *[(k, "full.grid_stride_accumulate") for k in FULL_STYLES],

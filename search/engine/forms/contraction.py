@@ -43,7 +43,9 @@ def _lift(kernel: Kernel, space, common: dict[str, Any]) -> Form:
     pre, loop, post = body[:loops[0]], body[loops[0]], body[loops[0] + 1:]
     if any(rows._memory_write(n) for s in pre for n in walk(s)):
         raise ValueError(f"line {pre[0].start_point.row + 1}: writes memory before the reduction loop")
-    k, k_type, bound = rows._head(loop)
+    k, k_type, bound, start = rows._head(loop)
+    if start != "0":
+        raise ValueError(f"the reduction loop starts at {start}, not 0")
     inner = rows._body(loop.child_by_field_name("body"))
     if len(inner) != 1 or (found := rows._accumulation(inner[0])) is None or found[1] != "sum":
         raise ValueError("the loop's body is not one sum into an accumulator")

@@ -47,7 +47,7 @@ def _product(node: Node) -> list[str] | None:
 Read = tuple[tuple[str, ...], str | None]  # (divisor factors, extent or None)
 
 
-def _digit_of(value: Node, index: str, partial: dict[str, tuple[str, ...]]) -> Read | None:
+def read_digit(value: Node, index: str, partial: dict[str, tuple[str, ...]]) -> Read | None:
     """(divisor, extent) when `value` is index / D, index % E, (index / D) % E, or one of
     those taken of a local already read as index / D (`partial`)."""
     value = strip_parens(value)
@@ -60,7 +60,7 @@ def _digit_of(value: Node, index: str, partial: dict[str, tuple[str, ...]]) -> R
         return None
     op = text(value.child_by_field_name("operator"))
     left, right = value.child_by_field_name("left"), value.child_by_field_name("right")
-    base = _digit_of(left, index, partial)
+    base = read_digit(left, index, partial)
     if base is None or base[1] is not None:
         return None
     factors = _product(right)
@@ -71,6 +71,17 @@ def _digit_of(value: Node, index: str, partial: dict[str, tuple[str, ...]]) -> R
     if op == "%":
         return base[0], " * ".join(factors)
     return None
+
+
+def partials(body, index: str) -> dict[str, tuple[str, ...]]:
+    """The locals `body` declares as `index / D` (no modulus): {name: divisor}."""
+    found: dict[str, tuple[str, ...]] = {}
+    for statement in body:
+        declared = _declaration(statement)
+        read = read_digit(declared[2], index, found) if declared else None
+        if read is not None and read[1] is None:
+            found[declared[0]] = read[0]
+    return found
 
 
 def digits(body: tuple[Node, ...] | list[Node], index: str) -> list[Digit]:
@@ -84,7 +95,7 @@ def digits(body: tuple[Node, ...] | list[Node], index: str) -> list[Digit]:
         if declared is None:
             continue
         name, kind, value = declared
-        read = _digit_of(value, index, partial)
+        read = read_digit(value, index, partial)
         if read is None:
             continue
         if read[1] is None:

@@ -171,6 +171,7 @@ def read_space(kernel: Kernel, planes: dict[str, str] | None = None) -> Space:
     thread_names: set[str] = set()
     prelude: list[Node] = []
     bounded: dict[str, str] = {}  # planes: bounded by the grid, not by a check
+    early: list[Node] = []  # digits of an index read before its bounds check (radix.py)
     for position, statement in enumerate(statements):
         declared = _declaration(statement)
         if declared is not None:
@@ -192,14 +193,18 @@ def read_space(kernel: Kernel, planes: dict[str, str] | None = None) -> Space:
                     env[name] = value
                     thread_names.add(name)
                     continue
+                if _is_digit(statement, axes, early):
+                    early.append(statement)  # `int row = idx / N;` before `if (row < M ...)`
+                    continue
                 raise NotRead(f"line {statement.start_point.row + 1}: {name} is worked out from "
                               "the thread index before the bounds check")
             prelude.append(statement)
             continue
         rest = statements[position + 1:]
         if statement.type == "if_statement":
-            return _guarded(statement, rest, axes, tuple(prelude), frozenset(thread_names), bounded)
-        if statement.type == "for_statement":
+            return _guarded(statement, rest, axes, tuple(prelude), frozenset(thread_names), bounded,
+                            tuple(early))
+        if statement.type == "for_statement" and not early:
             space = _grid_stride(statement, env, tuple(prelude), frozenset(thread_names))
             return Space(space.prelude, space.axes, space.body, space.thread_names, tuple(rest))
         raise NotRead(f"line {statement.start_point.row + 1}: expected the bounds check "
@@ -217,23 +222,68 @@ def _ordered(axes: dict[str, tuple[str, str]], bounds: dict[str, str],
 
 
 def _guarded(statement: Node, rest: list[Node], axes: dict[str, tuple[str, str]],
-             prelude: tuple[Node, ...], thread_names: frozenset[str], planes: dict[str, str]) -> Space:
+             prelude: tuple[Node, ...], thread_names: frozenset[str], planes: dict[str, str],
+             early: tuple[Node, ...] = ()) -> Space:
     condition = condition_of(statement)
     consequence = statement.child_by_field_name("consequence")
     if statement.child_by_field_name("alternative") is not None or condition is None or consequence is None:
         raise NotRead("the bounds check has an else branch")
+    named = {**axes, **{d[0]: ("int", "") for d in map(_declaration, early) if d}}
     if _is_return(consequence):
-        bounds = _bounds(condition, axes, upper=False)
+        bounds = _bounds(condition, named, upper=False)
         if bounds is None:
             raise NotRead(f"line {statement.start_point.row + 1}: the early return's condition "
                           "is not `index >= bound` for the thread indices")
-        return Space(prelude, _ordered(axes, bounds, planes), tuple(rest), thread_names)
-    bounds = _bounds(condition, axes, upper=True)
+        bounds = _through_digits(bounds, axes, early, statement)
+        return Space(prelude, _ordered(axes, bounds, planes), early + tuple(rest), thread_names)
+    bounds = _bounds(condition, named, upper=True)
     if bounds is None or rest:
         raise NotRead(f"line {statement.start_point.row + 1}: the guard is not `index < bound` "
                       "around the rest of the kernel")
+    bounds = _through_digits(bounds, axes, early, statement)
     body = named_statements(consequence) if consequence.type == "compound_statement" else [consequence]
-    return Space(prelude, _ordered(axes, bounds, planes), tuple(body), thread_names)
+    return Space(prelude, _ordered(axes, bounds, planes), early + tuple(body), thread_names)
+
+
+def _is_digit(statement: Node, axes: dict[str, tuple[str, str]], early: list[Node]) -> bool:
+    """Whether a declaration reads an index as a digit (`idx / N`, `idx % N`, ...)."""
+    from .radix import partials, read_digit
+
+    declared = _declaration(statement)
+    return declared is not None and declared[1].replace("const ", "") in INDEX_TYPES and any(
+        read_digit(declared[2], axis, partials(early, axis)) is not None for axis in axes)
+
+
+def _through_digits(bounds: dict[str, str], axes: dict[str, tuple[str, str]], early: tuple[Node, ...],
+                    statement: Node) -> dict[str, str]:
+    """Bounds on the digits an index was read as (`row < M && col < N` with row = idx / N,
+    col = idx % N) as a bound on the index itself (`idx < (M) * (N)`): the outermost digit
+    bounded by the check, every other one by its modulus (a check may repeat it)."""
+    if not early:
+        return bounds
+    from .radix import digits
+
+    out = {name: bound for name, bound in bounds.items() if name in axes}
+    where = f"line {statement.start_point.row + 1}"
+    used: set[str] = set()
+    for axis in axes:
+        found = digits(early, axis)
+        if not found:
+            continue
+        outer, inner = found[0], found[1:]
+        if outer.extent is not None or outer.name not in bounds or axis in bounds:
+            raise NotRead(f"{where}: the bounds check does not bound {axis} through its outermost digit")
+        for digit in inner:
+            checked = bounds.get(digit.name, digit.extent or "")
+            if checked.replace(" ", "") != (digit.extent or "").replace(" ", ""):
+                raise NotRead(f"{where}: {digit.name} < {bounds[digit.name]} leaves some of {axis}'s "
+                              "threads out")
+        out[axis] = f"({bounds[outer.name]}) * ({' * '.join(outer.divisor)})"
+        used |= {d.name for d in found}
+    if set(bounds) - set(axes) - used:
+        raise NotRead(f"{where}: the bounds check names {', '.join(sorted(set(bounds) - set(axes) - used))}, "
+                      "which is no digit of a thread index")
+    return out
 
 
 def _grid_stride(loop: Node, env: dict[str, Node], prelude: tuple[Node, ...],

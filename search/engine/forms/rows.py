@@ -27,7 +27,7 @@ from ..rewrites.syntax import (
     text,
     walk,
 )
-from .reading import _declaration, condition_of
+from .reading import INDEX_TYPES, _declaration, condition_of
 from .types import ROWS, Form, LoopHole, Reduction, Refusal, Uniform
 
 _EXTREMA = {"fmaxf": "max", "fminf": "min", "max": "max", "min": "min"}
@@ -59,7 +59,7 @@ def _steps(statements: list[Node]):
         following = statements[position + 1] if position + 1 < len(statements) else None
         counter = _declaration(statement)
         if counter is not None and following is not None and following.type == "while_statement" \
-                and _is_zero(counter[2]):
+                and _start(counter[2]) is not None and counter[1].replace("const ", "") in INDEX_TYPES:
             yield _loop_while(counter, following, declared, statements[position + 2:])
             position += 2
             continue
@@ -84,17 +84,35 @@ def _is_zero(node: Node) -> bool:
     return text(strip_parens(node)) in ("0", "0L", "0LL", "0u")
 
 
-def _head(loop: Node) -> tuple[str, str, str]:
-    """(j, its type, bound) of `for (T j = 0; j < bound; ++j)`."""
+_START_NODES = ("identifier", "number_literal", "binary_expression", "parenthesized_expression")
+
+
+def _start(node: Node) -> str | None:
+    """The loop's first value when it is arithmetic on names and numbers (`0`, `1`,
+    `lo + 1`), else None. Loops from 1 are how people often write a max or an argmax
+    after reading element 0."""
+    if _is_zero(node):
+        return "0"
+    named = all(n.type in _START_NODES for n in walk(node) if n.is_named)
+    if named and all(text(n) in ("+", "-", "*", "(", ")") for n in walk(node) if not n.is_named):
+        return text(node)
+    return None
+
+
+def _head(loop: Node) -> tuple[str, str, str, str]:
+    """(j, its type, bound, start) of `for (T j = start; j < bound; ++j)`."""
     init, update = loop.child_by_field_name("initializer"), loop.child_by_field_name("update")
     declared = _declaration(init) if init is not None else None
     condition = condition_of(loop)
-    if declared is None or not _is_zero(declared[2]) or update is None or condition is None:
-        raise NotRows(f"{_line(loop)}: the loop does not count from 0 with a declared counter")
+    start = _start(declared[2]) if declared is not None else None
+    if declared is None or start is None or update is None or condition is None:
+        raise NotRows(f"{_line(loop)}: the loop does not count from a start with a declared counter")
     name = declared[0]
+    if name in {text(n) for n in walk(declared[2]) if n.type == "identifier"}:
+        raise NotRows(f"{_line(loop)}: the loop's start reads its own counter")
     if text(update).replace(" ", "") not in (f"++{name}", f"{name}++", f"{name}+=1", f"{name}={name}+1"):
         raise NotRows(f"{_line(loop)}: the loop steps by {text(update)}, not by one")
-    return name, declared[1], _bound(condition, name, loop)
+    return name, declared[1], _bound(condition, name, loop), start
 
 
 def _bound(condition: Node, name: str, loop: Node) -> str:
@@ -115,18 +133,21 @@ def _body(node: Node | None) -> list[Node]:
 
 
 def _loop_for(loop: Node, declared: dict[str, str]) -> LoopHole:
-    variables = []
+    variables, starts = [], []
     body = [loop]
     while len(body) == 1 and body[0].type == "for_statement":
-        name, kind, bound = _head(body[0])
+        name, kind, bound, start = _head(body[0])
         variables.append((name, kind, bound))
+        starts.append(start)
         body = _body(body[0].child_by_field_name("body"))
-    return _loop(variables, body, declared, loop)
+    if len(starts) > 1 and any(s != "0" for s in starts):
+        raise NotRows(f"{_line(loop)}: a nest of loops that do not all count from 0")
+    return _loop(variables, body, declared, loop, starts[0])
 
 
 def _loop_while(counter: tuple[str, str, Node], loop: Node, declared: dict[str, str],
                 after: list[Node]) -> LoopHole:
-    name, kind, _ = counter
+    name, kind, first = counter
     body = _body(loop.child_by_field_name("body"))
     step = text(body[-1]).replace(" ", "").rstrip(";") if body else ""
     if step not in (f"++{name}", f"{name}++", f"{name}+=1", f"{name}={name}+1"):
@@ -135,11 +156,12 @@ def _loop_while(counter: tuple[str, str, Node], loop: Node, declared: dict[str, 
         raise NotRows(f"{_line(loop)}: {name} is read after its loop")
     if any(assigned_identifier(n) == name for s in body[:-1] for n in walk(s)):
         raise NotRows(f"{_line(loop)}: {name} changes inside its loop")
-    return _loop([(name, kind, _bound(condition_of(loop), name, loop))], body[:-1], declared, loop)
+    return _loop([(name, kind, _bound(condition_of(loop), name, loop))], body[:-1], declared, loop,
+                 _start(first) or "0")
 
 
 def _loop(variables: list[tuple[str, str, str]], body: list[Node], declared: dict[str, str],
-          loop: Node) -> LoopHole:
+          loop: Node, start: str = "0") -> LoopHole:
     from .types import Axis
 
     names = {name for name, _, _ in variables}
@@ -179,8 +201,10 @@ def _loop(variables: list[tuple[str, str, str]], body: list[Node], declared: dic
                 raise NotRows(f"{_line(node)}: the accumulator {text(node)} is read inside its loop")
             if _memory_write(node) and not _names_any(node, names):
                 raise NotRows(f"{_line(node)}: every iteration writes the same element")
+    if start != "0" and any(n in start.replace("(", " ").replace(")", " ").split() for n in names):
+        raise NotRows(f"{_line(loop)}: the loop's start depends on a counter")
     return LoopHole(tuple(Axis(n, k, b) for n, k, b in variables), "\n".join(text(s) for s in body),
-                    tuple(reductions), any(_memory_write(n) for s in body for n in walk(s)))
+                    tuple(reductions), any(_memory_write(n) for s in body for n in walk(s)), start)
 
 
 def _same_element(body: list[Node], loop: Node) -> None:

@@ -159,7 +159,8 @@ def _strided_loop(loop: LoopHole, reducers: dict[tuple[str, str], str]) -> list[
         reducers.setdefault((r.op, r.ctype), emit.block_reduce(r.op, r.ctype, r.identity))
     if len(loop.variables) == 1:
         v = loop.variables[0]
-        head = f"{v.ctype} {v.name} = threadIdx.x; {v.name} < ({v.bound}); {v.name} += blockDim.x"
+        first = "threadIdx.x" if loop.start == "0" else f"({loop.start}) + threadIdx.x"
+        head = f"{v.ctype} {v.name} = {first}; {v.name} < ({v.bound}); {v.name} += blockDim.x"
         lines += [f"for ({head}) {{",
                   emit.indent(loop.body, 4), "}"]
     else:

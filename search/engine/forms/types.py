@@ -74,12 +74,14 @@ class Uniform:
 
 @dataclass(frozen=True)
 class LoopHole:
-    """A loop over the row, flattened: `variables` nest outermost first, each 0..bound-1."""
+    """A loop over the row, flattened: `variables` nest outermost first, each 0..bound-1
+    (a single loop may start elsewhere: `start`, arithmetic on names and numbers)."""
 
     variables: tuple[Axis, ...]
     body: str  # the statements of one iteration, the kernel's own text
     reductions: tuple[Reduction, ...]
     writes_memory: bool
+    start: str = "0"
 
 
 @dataclass(frozen=True)
