@@ -396,6 +396,56 @@ ROW_MAX_FROM_ONE = Kernel("row_max", _ROW_MAX_SOURCE, _ROW_MAX_PLAN,
                                _row_max, ROW_SIZES))
 
 
+def _row_argmax(inputs, sizes):
+    return {"y": inputs["x"].argmax(axis=1).astype(np.float32)}  # numpy: the first on ties
+
+
+def _row_argmin_last(inputs, sizes):
+    x = inputs["x"][:, ::-1]
+    return {"y": (x.shape[1] - 1 - x.argmin(axis=1)).astype(np.float32)}
+
+
+# argmax from element 0, loop from 1, strict test: the first index of the maximum
+_ARGMAX_SOURCE = """extern "C" __global__ void row_argmax(const float* x, float* y, int M, int N) {
+    int row = blockIdx.x * blockDim.x + threadIdx.x;
+    if (row < M) {
+        float best = x[row * N];
+        int arg = 0;
+        for (int j = 1; j < N; ++j) {
+            if (x[row * N + j] > best) {
+                best = x[row * N + j];
+                arg = j;
+            }
+        }
+        y[row] = (float)arg;
+    }
+}
+"""
+# argmin written the other way round (best >= v), the index set first: the last minimum
+_ARGMIN_SOURCE = """extern "C" __global__ void row_argmin(const float* x, float* y, int M, int N) {
+    int row = blockIdx.x * blockDim.x + threadIdx.x;
+    if (row >= M) return;
+    float lo = INFINITY;
+    long long at = -1;
+    for (int j = 0; j < N; j++) {
+        float v = x[row * N + j];
+        if (lo >= v) { at = j; lo = v; }
+    }
+    y[row] = (float)at;
+}
+"""
+_ARGMAX_PLAN = plan("row_argmax", ["x", "y", "M", "N"], grid=ROW_GRID)
+_ARGMIN_PLAN = plan("row_argmin", ["x", "y", "M", "N"], grid=ROW_GRID)
+# values from a few levels, so that ties are common
+ARG_SIZES = [{"M": 1, "N": 1}, {"M": 3, "N": 2}, {"M": 5, "N": 33}, {"M": 4, "N": 1001}]
+ROW_ARGMAX = Kernel("row_argmax", _ARGMAX_SOURCE, _ARGMAX_PLAN,
+                    task("row_argmax", _ARGMAX_SOURCE, _ARGMAX_PLAN, {"x": ("M", "N")}, {"y": ("M",)},
+                         _row_argmax, ARG_SIZES, Tolerance(atol=0.0, rtol=0.0)))
+ROW_ARGMIN_LAST = Kernel("row_argmin", _ARGMIN_SOURCE, _ARGMIN_PLAN,
+                         task("row_argmin", _ARGMIN_SOURCE, _ARGMIN_PLAN, {"x": ("M", "N")}, {"y": ("M",)},
+                              _row_argmin_last, ARG_SIZES, Tolerance(atol=0.0, rtol=0.0)))
+
+
 def _groupnorm(inputs, sizes):
     x = _f64(inputs["x"])
     mean = x.mean(axis=(1, 2), keepdims=True)

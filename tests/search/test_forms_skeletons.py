@@ -7,6 +7,7 @@ at every L0 size; and where a skeleton does not apply, it says why."""
 
 import shutil
 
+import numpy as np
 import pytest
 from cuda_on_cpu import CpuKernels, inputs_for, mismatch
 from forms_kernels import (
@@ -23,6 +24,8 @@ from forms_kernels import (
     MAP_TRANSPOSE,
     MAP_TRANSPOSE_FLAT,
     RMSNORM,
+    ROW_ARGMAX,
+    ROW_ARGMIN_LAST,
     ROW_MAX_FROM_ONE,
     ROW_RANGE,
     SOFTMAX_STYLES,
@@ -71,8 +74,8 @@ def candidate(result: Emitted) -> Candidate:
 
 # MAP_HELPER_LOCALS is refused (a bug: see test_forms_lift.py)
 MAPS = [*(k for k in MAP_STYLES if k is not MAP_HELPER_LOCALS), MAP_SAXPY, MAP_IF_ELSE, suite("relu")]
-ROW_KERNELS = [*SOFTMAX_STYLES, RMSNORM, ROW_RANGE, ROW_MAX_FROM_ONE, GROUPNORM, GEMV,
-               suite("softmax"), suite("layernorm"), suite("cross_entropy")]
+ROW_KERNELS = [*SOFTMAX_STYLES, RMSNORM, ROW_RANGE, ROW_MAX_FROM_ONE, ROW_ARGMAX, ROW_ARGMIN_LAST, GROUPNORM,
+               GEMV, suite("softmax"), suite("layernorm"), suite("cross_entropy")]
 CASES = [
     *[(k, "map.grid_stride") for k in [*MAPS, MAP_REVERSE, MAP_2D, MAP_TRANSPOSE, MAP_TRANSPOSE_FLAT]],
     *[(k, "map.vec4") for k in MAPS],
@@ -130,6 +133,19 @@ def test_what_a_skeleton_emits_computes_the_reference_at_every_small_size_on_the
     for sizes in spec.l0_sizes:
         inputs = inputs_for(spec, sizes)
         assert mismatch(spec, sizes, inputs, kernels.run(spec, sizes, inputs)) is None, sizes
+
+
+@needs_gxx
+@pytest.mark.parametrize("kernel", [ROW_ARGMAX, ROW_ARGMIN_LAST], ids=lambda k: k.name)
+def test_a_block_per_row_arg_reduction_keeps_the_tie_rule_the_loop_had(kernel, cpu):
+    spec = task_of(kernel)
+    kernels = cpu(kernel, "rows.block_per_row")
+    rng = np.random.default_rng(7)
+    for sizes in spec.l0_sizes:
+        for levels in (1, 3):  # every element equal, then three values: ties everywhere
+            x = rng.integers(0, levels, size=(sizes["M"], sizes["N"])).astype(np.float32)
+            outputs = kernels.run(spec, sizes, {"x": x})
+            assert mismatch(spec, sizes, {"x": x}, outputs) is None, (sizes, levels)
 
 
 @needs_gxx

@@ -53,6 +53,45 @@ __device__ __forceinline__ {ctype} {name}({ctype} value) {{
 """
 
 
+def block_arg_reduce_name(r) -> str:
+    from .types import ARG_OPS
+
+    return f"optiml_block_{r.op}_{ARG_OPS[r.compare][1]}_{r.ctype}_{r.index_ctype.replace(' ', '_')}"
+
+
+def block_arg_reduce(r) -> str:
+    """A block-wide arg-reduction of (value, index) pairs, by reference: the better value
+    wins, and on equal values the index the tie rule keeps (the sentinel loses every tie).
+    The order is total on the pairs the loop can hold (no NaN is ever taken: a test with
+    NaN is false), so the xor butterfly leaves every lane with the same pair."""
+    from .types import ARG_OPS
+
+    op, rule = ARG_OPS[r.compare]
+    better = ">" if op == "argmax" else "<"
+    tie = "<" if rule == "first" else ">"
+    wins = f"(ov {better} v || (ov == v && oi {tie} i))"  # the sentinel loses ties either way
+    step = f"""for (int offset = 16; offset > 0; offset >>= 1) {{
+        const {r.ctype} ov = __shfl_xor_sync(0xffffffffu, v, offset);
+        const {r.index_ctype} oi = __shfl_xor_sync(0xffffffffu, i, offset);
+        if {wins} {{ v = ov; i = oi; }}
+    }}"""
+    return f"""// Block-wide {op} of ({r.ctype}, {r.index_ctype}) pairs, the {rule} index on ties.
+__device__ __forceinline__ void {block_arg_reduce_name(r)}({r.ctype}& v, {r.index_ctype}& i) {{
+    __shared__ {r.ctype} slot_v[32];
+    __shared__ {r.index_ctype} slot_i[32];
+    {step}
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    __syncthreads();  // a previous call's readers are done with the slots
+    if (lane == 0) {{ slot_v[warp] = v; slot_i[warp] = i; }}
+    __syncthreads();
+    const bool held = lane < (int)(blockDim.x >> 5);
+    v = held ? slot_v[lane] : {r.identity};
+    i = held ? slot_i[lane] : ({r.index_ctype})({r.sentinel});
+    {step}
+}}
+"""
+
+
 def restricted(signature: str) -> str:
     """The signature with every pointer parameter marked __restrict__: the plan passes
     distinct buffers (the gate allocates each tensor apart), so they never alias."""

@@ -22,15 +22,13 @@ from ..rewrites.syntax import (
     assigned_identifier,
     declared_name,
     declared_names,
-    named_statements,
     strip_parens,
     text,
     walk,
 )
+from .accumulators import _accumulation, _arg_accumulation, _body, _expression  # noqa: F401
 from .reading import INDEX_TYPES, _declaration, condition_of
-from .types import ROWS, Form, LoopHole, Reduction, Refusal, Uniform
-
-_EXTREMA = {"fmaxf": "max", "fminf": "min", "max": "max", "min": "min"}
+from .types import ARG_OPS, ROWS, Form, LoopHole, Reduction, Refusal, Uniform
 
 
 class NotRows(ValueError):
@@ -126,12 +124,6 @@ def _bound(condition: Node, name: str, loop: Node) -> str:
     return text(right)
 
 
-def _body(node: Node | None) -> list[Node]:
-    if node is None:
-        return []
-    return named_statements(node) if node.type == "compound_statement" else [node]
-
-
 def _loop_for(loop: Node, declared: dict[str, str]) -> LoopHole:
     variables, starts = [], []
     body = [loop]
@@ -171,26 +163,38 @@ def _loop(variables: list[tuple[str, str, str]], body: list[Node], declared: dic
     if any(n.type in ("for_statement", "while_statement", "do_statement") for s in body for n in walk(s)):
         raise NotRows(f"{_line(loop)}: a loop inside the row loop that is not a perfect nest")
     inner = set().union(*(declared_names(s) for s in body)) if body else set()
-    reductions, updates = [], set()
+    reductions, updates, owned = [], set(), {}
     for statement in body:
         found = _accumulation(statement)
-        if found is not None and found[0] in declared and found[0] not in inner:
+        arg = _arg_accumulation(statement, names) if len(variables) == 1 else None
+        if arg is not None and {arg[0], arg[1]} <= set(declared) and not {arg[0], arg[1]} & inner:
+            value, index, compare = arg
+            kinds = declared[value].replace("const ", ""), declared[index].replace("const ", "")
+            if kinds[0] != "float" or kinds[1] not in ("int", "long", "long long"):
+                raise NotRows(f"{_line(statement)}: an arg-reduction of {kinds[0]} into a {kinds[1]} index "
+                              "is not read here")
+            reductions.append(Reduction(value, ARG_OPS[compare][0], "float", index, kinds[1], compare))
+            updates.add(statement.id)
+            owned[statement.id] = {value, index}
+        elif found is not None and found[0] in declared and found[0] not in inner:
             name, op = found
             kind = declared[name].replace("const ", "")
             if op != "sum" and kind != "float" or kind not in ("float", "double", "int"):
                 raise NotRows(f"{_line(statement)}: a {op} over {kind} is not a reduction read here")
-            if name in {r.name for r in reductions}:
-                raise NotRows(f"{_line(statement)}: {name} is updated twice in one loop")
             reductions.append(Reduction(name, op, kind))
             updates.add(statement.id)
-    names_reduced = {r.name for r in reductions}
+            owned[statement.id] = {name}
+    taken = [n for r in reductions for n in (r.name, r.index) if n]
+    if len(taken) != len(set(taken)):
+        raise NotRows(f"{_line(loop)}: an accumulator is updated twice in one loop")
+    names_reduced = set(taken)
     for statement in body:
         if statement.id in updates:
-            own = _accumulation(statement)[0]
-            others = {text(n) for n in walk(statement) if n.type == "identifier"} & (names_reduced - {own})
+            own = owned[statement.id]
+            others = {text(n) for n in walk(statement) if n.type == "identifier"} & (names_reduced - own)
             if others:
-                raise NotRows(f"{_line(statement)}: the update of {own} reads the accumulator "
-                              f"{', '.join(sorted(others))} of the same loop")
+                raise NotRows(f"{_line(statement)}: the update of {', '.join(sorted(own))} reads the "
+                              f"accumulator {', '.join(sorted(others))} of the same loop")
     _same_element(body, loop)
     for statement in body:
         for node in walk(statement):
@@ -228,58 +232,6 @@ def _same_element(body: list[Node], loop: Node) -> None:
 
 def _index_text(subscript: Node) -> str:
     return text(subscript.child_by_field_name("indices")).replace(" ", "")
-
-
-def _accumulation(statement: Node) -> tuple[str, str] | None:
-    """(acc, op) when the statement is a recognised accumulator update."""
-    if statement.type == "if_statement" and statement.child_by_field_name("alternative") is None:
-        inner = _body(statement.child_by_field_name("consequence"))
-        condition = strip_parens(condition_of(statement))
-        if len(inner) != 1 or condition.type != "binary_expression":
-            return None
-        target = assigned_identifier(_expression(inner[0])) if _expression(inner[0]) else None
-        assignment = _expression(inner[0])
-        if target is None or text(assignment.child_by_field_name("operator")) != "=":
-            return None
-        value = text(strip_parens(assignment.child_by_field_name("right")))
-        op = text(condition.child_by_field_name("operator"))
-        left = text(strip_parens(condition.child_by_field_name("left")))
-        right = text(strip_parens(condition.child_by_field_name("right")))
-        if any(n.type == "identifier" and text(n) == target
-               for n in walk(assignment.child_by_field_name("right"))):
-            return None
-        if (left, right) == (value, target) and op in (">", "<"):
-            return target, "max" if op == ">" else "min"
-        if (left, right) == (target, value) and op in ("<", ">"):
-            return target, "max" if op == "<" else "min"
-        return None
-    assignment = _expression(statement)
-    target = assigned_identifier(assignment) if assignment is not None else None
-    if target is None or assignment.type != "assignment_expression":
-        return None
-    op = text(assignment.child_by_field_name("operator"))
-    right = strip_parens(assignment.child_by_field_name("right"))
-    mentions = sum(1 for n in walk(right) if n.type == "identifier" and text(n) == target)
-    if op == "+=" and mentions == 0:
-        return target, "sum"
-    if op != "=":
-        return None
-    if right.type == "binary_expression" and text(right.child_by_field_name("operator")) == "+":
-        sides = [text(strip_parens(right.child_by_field_name(s))) for s in ("left", "right")]
-        if target in sides and mentions == 1:
-            return target, "sum"
-    if right.type == "call_expression":
-        function = text(right.child_by_field_name("function"))
-        arguments = [text(strip_parens(a)) for a in right.child_by_field_name("arguments").named_children]
-        if function in _EXTREMA and len(arguments) == 2 and target in arguments and mentions == 1:
-            return target, _EXTREMA[function]
-    return None
-
-
-def _expression(statement: Node) -> Node | None:
-    if statement.type != "expression_statement" or not statement.named_children:
-        return None
-    return statement.named_children[0]
 
 
 def _memory_write(node: Node) -> bool:

@@ -156,6 +156,11 @@ def _strided_loop(loop: LoopHole, reducers: dict[tuple[str, str], str]) -> list[
     lines = []
     for r in loop.reductions:
         lines += [f"const {r.ctype} optiml_{r.name}_before = {r.name};", f"{r.name} = {r.identity};"]
+        if r.index:
+            lines += [f"const {r.index_ctype} optiml_{r.index}_before = {r.index};",
+                      f"{r.index} = ({r.index_ctype})({r.sentinel});"]
+            reducers.setdefault((emit.block_arg_reduce_name(r), ""), emit.block_arg_reduce(r))
+            continue
         reducers.setdefault((r.op, r.ctype), emit.block_reduce(r.op, r.ctype, r.identity))
     if len(loop.variables) == 1:
         v = loop.variables[0]
@@ -169,6 +174,13 @@ def _strided_loop(loop: LoopHole, reducers: dict[tuple[str, str], str]) -> list[
         lines += [f"for (long long optiml_t = threadIdx.x; optiml_t < {total}; optiml_t += blockDim.x) {{",
                   emit.indent(names, 4), emit.indent(loop.body, 4), "}"]
     for r in loop.reductions:
+        if r.index:  # the block's pair replaces the one before the loop as the loop would have
+            lines += [f"{emit.block_arg_reduce_name(r)}({r.name}, {r.index});",
+                      f"if (!({r.index} != ({r.index_ctype})({r.sentinel}) && "
+                      f"{r.name} {r.compare} optiml_{r.name}_before)) {{",
+                      f"    {r.name} = optiml_{r.name}_before;",
+                      f"    {r.index} = optiml_{r.index}_before;", "}"]
+            continue
         reduced = f"{emit.block_reduce_name(r.op, r.ctype)}({r.name})"
         lines.append(f"{r.name} = {emit.combine(r.op, f'optiml_{r.name}_before', reduced)};")
     if loop.writes_memory and not loop.reductions:

@@ -50,17 +50,39 @@ class Axis:
     bound: str  # CUDA expression over the kernel's parameters and uniform locals
 
 
+# Arg-reductions: (value, index) pairs; `>` keeps the first index of the maximum, `>=`
+# the last (the loop visits indices in increasing order), `<` and `<=` the same for the
+# minimum. The sentinel index is one no element has, and loses every tie.
+ARG_OPS = {">": ("argmax", "first"), ">=": ("argmax", "last"), "<": ("argmin", "first"),
+           "<=": ("argmin", "last")}
+SENTINELS = {("first", "int"): "2147483647", ("first", "long long"): "9223372036854775807LL",
+             ("first", "long"): "9223372036854775807L", ("last", "int"): "-1",
+             ("last", "long long"): "-1LL", ("last", "long"): "-1L"}
+
+
 @dataclass(frozen=True)
 class Reduction:
-    """An accumulator of a row loop: `acc` combined with `op` over the loop's iterations."""
+    """An accumulator of a row loop: `acc` combined with `op` over the loop's iterations;
+    for an arg-reduction ("argmax"/"argmin"), `index` is the accumulator of the position,
+    set to the loop's counter together with the value, and `compare` the test written
+    (`>`, `>=`, `<`, `<=`), which decides the tie rule (ARG_OPS)."""
 
     name: str
-    op: str  # "sum", "max" or "min"
+    op: str  # "sum", "max", "min", "argmax" or "argmin"
     ctype: str
+    index: str = ""
+    index_ctype: str = ""
+    compare: str = ""
 
     @property
     def identity(self) -> str:
+        if self.op in ("argmax", "argmin"):
+            return IDENTITIES[("max" if self.op == "argmax" else "min", self.ctype)]
         return IDENTITIES[(self.op, self.ctype)]
+
+    @property
+    def sentinel(self) -> str:
+        return SENTINELS[(ARG_OPS[self.compare][1], self.index_ctype)]
 
 
 @dataclass(frozen=True)
@@ -133,6 +155,8 @@ class Form:
         if self.family == ROWS:
             loops = [s for s in self.steps if isinstance(s, LoopHole)]
             return {"reductions": [f"{r.name}: {r.op} ({r.ctype}, identity {r.identity})"
+                                   + (f", its index in {r.index} ({ARG_OPS[r.compare][1]} on ties)"
+                                      if r.index else "")
                                    for loop in loops for r in loop.reductions],
                     "loops": len(loops), "rows": self.space[0].bound}
         if self.family == CONTRACTION:
