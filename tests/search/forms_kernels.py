@@ -134,8 +134,20 @@ extern "C" __global__ void KERNEL(const float* input, float* output, int count) 
 }
 """)
 
+# the math in macros, a stride local for the grid-stride loop
+MAP_MACROS = _map("leaky_macros", """#define SLOPE 0.1f
+#define LEAKY(v) ((v) > 0.0f ? (v) : SLOPE * (v))
+
+extern "C" __global__ void KERNEL(const float* x, float* y, int n) {
+    int stride = blockDim.x * gridDim.x;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        y[i] = LEAKY(x[i]);
+    }
+}
+""")
+
 MAP_STYLES = [MAP_PLAIN, MAP_REVERSED, MAP_CAST, MAP_HELPER_LOCALS, MAP_EARLY_RETURN, MAP_GRID_STRIDE,
-              MAP_RENAMED]
+              MAP_RENAMED, MAP_MACROS]
 
 
 def _saxpy(inputs, sizes):

@@ -99,14 +99,20 @@ def form_fields(common: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in common.items() if k not in ("kinds", "args")}
 
 
+_DIRECTIVES = ("preproc_def", "preproc_function_def", "preproc_include", "preproc_call")
+
+
 def _helper_text(source: str, helpers: set[str]) -> str:
-    if not helpers:
-        return ""
+    """What the kernel's math may need from the rest of the file, in its order: the
+    top-level directives (`#define IDX(r, c) ...`, `#include <...>`) and the helper
+    functions the kernel calls."""
     tree = parse(source)
     pieces = []
     for node in tree.root_node.named_children:
-        if node.type == "function_definition" and text(node.child_by_field_name("declarator")).split("(")[0] \
-                .split()[-1] in helpers:
+        if node.type in _DIRECTIVES:
+            pieces.append(text(node).rstrip())
+        elif node.type == "function_definition" and \
+                text(node.child_by_field_name("declarator")).split("(")[0].split()[-1] in helpers:
             pieces.append(text(node))
     return "\n\n".join(pieces)
 

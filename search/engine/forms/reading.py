@@ -207,6 +207,9 @@ def read_space(kernel: Kernel, planes: dict[str, str] | None = None) -> Space:
         if statement.type == "for_statement" and not early:
             space = _grid_stride(statement, env, tuple(prelude), frozenset(thread_names))
             return Space(space.prelude, space.axes, space.body, space.thread_names, tuple(rest))
+        if any(n.type == "type_qualifier" and text(n) == "__shared__" for n in walk(statement)):
+            raise NotRead(f"line {statement.start_point.row + 1}: __shared__ memory: threads cooperate, "
+                          "which a family form does not read")
         raise NotRead(f"line {statement.start_point.row + 1}: expected the bounds check "
                       "of the thread index, found another statement")
     raise NotRead("the kernel has no bounds check on a thread index")
@@ -286,6 +289,27 @@ def _through_digits(bounds: dict[str, str], axes: dict[str, tuple[str, str]], ea
     return out
 
 
+def _steps_by_grid(update: Node, name: str, env: dict[str, Node]) -> bool:
+    """`i += blockDim.x * gridDim.x` (either order, or through a local such as `stride`)."""
+    update = strip_parens(update)
+    if update.type != "assignment_expression" or text(update.child_by_field_name("left")) != name:
+        return False
+    right = strip_parens(update.child_by_field_name("right"))
+    if text(update.child_by_field_name("operator")) == "=":
+        if right.type != "binary_expression" or text(right.child_by_field_name("operator")) != "+":
+            return False
+        sides = [strip_parens(right.child_by_field_name(s)) for s in ("left", "right")]
+        if text(sides[0]) == name:
+            right = sides[1]
+        elif text(sides[1]) == name:
+            right = sides[0]
+        else:
+            return False
+    elif text(update.child_by_field_name("operator")) != "+=":
+        return False
+    return sorted(_factors(right, env) or []) == ["blockDim.x", "gridDim.x"]
+
+
 def _grid_stride(loop: Node, env: dict[str, Node], prelude: tuple[Node, ...],
                  thread_names: frozenset[str]) -> Space:
     init = loop.child_by_field_name("initializer")
@@ -295,8 +319,7 @@ def _grid_stride(loop: Node, env: dict[str, Node], prelude: tuple[Node, ...],
     if declared is None or update is None or condition is None or global_axis(declared[2], env) != "x":
         raise NotRead("the kernel's loop is not a grid-stride loop over the thread index")
     name, kind = declared[0], declared[1]
-    step = text(update).replace(" ", "")
-    if step not in (f"{name}+=blockDim.x*gridDim.x", f"{name}+=gridDim.x*blockDim.x"):
+    if not _steps_by_grid(update, name, env):
         raise NotRead(f"the grid-stride loop steps by {text(update)}, not blockDim.x * gridDim.x")
     bounds = _bounds(condition, {name: (kind, "x")}, upper=True)
     body_node = loop.child_by_field_name("body")
