@@ -4,6 +4,7 @@ dimension fitted to the constants, small sizes that run, and clear refusals."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,8 @@ from profiling.harness.torchtask import constants
 from profiling.harness.torchtask.importer import fit_dimension, import_files
 
 pytest.importorskip("torch")
-LEVEL1 = Path(__file__).resolve().parents[3] / "shared" / "kernelbench" / "level1"
+LEVEL1 = Path(os.environ.get("OPTIML_KERNELBENCH_DIR") or
+              Path(__file__).resolve().parents[3] / "shared" / "kernelbench") / "level1"
 
 MODULE = """import torch
 import torch.nn as nn
