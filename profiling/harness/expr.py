@@ -57,6 +57,8 @@ def evaluate(expression: str | Number, names: Mapping[str, Number]) -> Number:
         tree = ast.parse(expression.strip(), mode="eval")
     except SyntaxError as error:
         raise ExpressionError(f"cannot parse {expression!r}: {error.msg}") from None
+    except RecursionError:
+        raise ExpressionError("the expression nests too deeply") from None
     try:
         value = _eval(tree.body, names, expression)
     except ExpressionError:
@@ -91,10 +93,14 @@ def names_in(expression: str | Number) -> frozenset[str]:
 
 @functools.lru_cache(maxsize=4096)
 def _names_in(expression: str) -> frozenset[str]:
+    if len(expression) > _MAX_LENGTH:  # before parsing: 5,000 terms exhaust the parser's stack
+        raise ExpressionError(f"expression longer than {_MAX_LENGTH} characters")
     try:
         tree = ast.parse(expression.strip(), mode="eval")
     except SyntaxError as error:
         raise ExpressionError(f"cannot parse {expression!r}: {error.msg}") from None
+    except RecursionError:
+        raise ExpressionError("the expression nests too deeply") from None
     return frozenset(
         node.id
         for node in ast.walk(tree)

@@ -1,5 +1,7 @@
 """Plan expressions come from users: every bad one is a `plan` verdict, never an exception."""
 
+import contextlib
+
 import pytest
 
 from profiling.harness import expr, tasks
@@ -9,6 +11,7 @@ from profiling.harness.gate import compile_checked
 BAD = [
     "cdiv(n, 0)", "n // 0", "n % 0", "min()", "max(n)", "cdiv(n)", "floor()", "ceil(n, 2)",
     "1e308 * 10", "floor(1e308 * 10)", "2.0 ** 2000", "(-8) ** 0.5", "n / 0.0", "(" * 300 + "n" + ")" * 300,
+    "+".join(["n"] * 5000),  # deep enough to exhaust the parser's stack: refused by its length first
 ]
 
 
@@ -16,6 +19,12 @@ BAD = [
 def test_a_bad_expression_is_an_expression_error_that_names_it(expression):
     with pytest.raises(expr.ExpressionError):
         expr.evaluate(expression, {"n": 10})
+
+
+@pytest.mark.parametrize("expression", BAD)
+def test_the_names_of_a_bad_expression_are_an_expression_error_too(expression):
+    with contextlib.suppress(expr.ExpressionError):  # refused, or refused when evaluated (above)
+        expr.names_in(expression)
 
 
 @pytest.mark.parametrize("expression", BAD)
