@@ -6,7 +6,11 @@ full gate (profile off), the vendor (torch) timed in the same run, on a GPU host
 
     python bench/skeleton_transfer.py --out $OUT/skeleton-transfer.json [--tasks gemv,where]
     python bench/skeleton_transfer.py --admission --transfer $OUT/skeleton-transfer.json \
-        --out bench/results/<date>-<gpu>-skeleton-admission.json
+        --out bench/results/<date>-<gpu>-skeleton-admission.json \
+        [--cards skeleton:a,skeleton:b --merge bench/results/<earlier>-skeleton-admission.json]
+
+`--tasks` may name the admission tasks of bench/admission_tasks/ (tried only to admit
+cards whose layout no transfer task has). `--merge` keeps the earlier file's other cards.
 
 With --admission it runs the cards' admission trials instead (skeleton_cards.admit): each
 card on the plain kernel (all flags off) of each task whose lineage it was induced from,
@@ -32,7 +36,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.transfer_suite import TASK_DIR, TASKS, time_vendor  # noqa: E402
+from bench.transfer_suite import ADMISSION_DIR, TASK_DIR, TASKS, time_vendor  # noqa: E402
 from lineage.engine import skeleton_cards  # noqa: E402
 from profiling.harness import tasks  # noqa: E402
 from profiling.harness.candidate import Candidate  # noqa: E402
@@ -126,8 +130,10 @@ def main() -> int:
     parser.add_argument("--admission", action="store_true", help="the cards' admission trials")
     parser.add_argument("--transfer", help="with --admission: a run of this script whose trials count")
     parser.add_argument("--cards", help="with --admission: only these card ids (comma-separated)")
+    parser.add_argument("--merge", help="with --admission: an earlier admission file (its other cards kept)")
     args = parser.parse_args()
     tasks.add_directory(TASK_DIR)
+    tasks.add_directory(ADMISSION_DIR)
     from bench.suite import gpu_facts
 
     cards = list(skeleton_cards.recorded())
@@ -143,8 +149,11 @@ def main() -> int:
         transfer = json.loads(Path(args.transfer).read_text()) if args.transfer else {}
         result["transfer_trials_from"] = args.transfer
 
-        def write(admitted: dict) -> None:
-            write_json_atomically(args.out, {**result, "admission": admitted})
+        earlier = json.loads(Path(args.merge).read_text()).get("admission", {}) if args.merge else {}
+        result["merged_from"] = args.merge
+
+        def write(admitted: dict) -> None:  # this run's cards replace the earlier file's
+            write_json_atomically(args.out, {**result, "admission": {**earlier, **admitted}})
 
         chosen = [c for c in cards if not args.cards or c["id"] in args.cards.split(",")]
         admission_trials(chosen, cache, transfer, write)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import importlib.util
 import json
 import math
 import os
@@ -35,6 +36,8 @@ from profiling.harness import tasks  # noqa: E402
 from profiling.harness.jsonfile import write_json_atomically  # noqa: E402
 
 TASK_DIR = Path(__file__).resolve().parent / "transfer_tasks"
+# Tasks that only admit cards (bench/admission_tasks/README.md): not in the suite.
+ADMISSION_DIR = Path(__file__).resolve().parent / "admission_tasks"
 TASKS = ("silu_mul", "rotary", "add_rmsnorm", "groupnorm", "var_mean", "mse_loss", "gemv",
          "addmm_gelu", "conv1x1", "depthwise3x3", "upsample2x", "where")
 WITH_SKILLS = ("search.engine.sources.TunableSource,search.engine.rewrites.RewriteSource,"
@@ -49,12 +52,9 @@ def time_vendor(name: str, sizes: dict, runs: int = 30, warmup: int = 3) -> list
     """torch's call, timed as bench/vendor.py times the suite's."""
     import torch
 
-    sys.path.insert(0, str(TASK_DIR))
-    from vendor import OPS  # bench/transfer_tasks/vendor.py
-
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
-    make, call = OPS[name]
+    make, call = vendor_ops()[name]
     flush = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.float32, device="cuda")
     samples = []
     for i in range(warmup + runs):
@@ -68,6 +68,18 @@ def time_vendor(name: str, sizes: dict, runs: int = 30, warmup: int = 3) -> list
         if i >= warmup:
             samples.append(start.elapsed_time(stop))
     return samples
+
+
+def vendor_ops() -> dict:
+    """The torch calls of the transfer and admission tasks (each directory's vendor.py)."""
+    ops = {}
+    for directory in (TASK_DIR, ADMISSION_DIR):
+        name = f"optiml_vendor_{directory.name}"
+        spec = importlib.util.spec_from_file_location(name, directory / "vendor.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        ops.update(module.OPS)
+    return ops
 
 
 def cards_on(path: list[str]) -> list[str]:

@@ -132,8 +132,13 @@ def admit(card: dict[str, Any], trials: list[dict[str, Any]]) -> dict[str, Any]:
     else:
         status, why = "rejected", "no transfer trial reproduced its effect"
     return {"status": status, "why": why, "trials": results,
-            "risks": [f"{r['task']}: {'failed the gate' if not r.get('passed') else 'too slow'}"
-                      for r in results if not r["reproduced"]]}
+            "risks": [f"{r['task']}: {_shortfall(r)}" for r in results if not r["reproduced"]]}
+
+
+def _shortfall(trial: dict[str, Any]) -> str:
+    if trial.get("why"):  # the skeleton did not apply to that kernel: no measurement
+        return f"not applied ({trial['why']})"
+    return "failed the gate" if not trial.get("passed") else "too slow"
 
 
 def in_library(card: dict[str, Any]) -> bool:

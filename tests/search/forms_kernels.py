@@ -574,3 +574,89 @@ extern "C" __global__ void sumsq_partial(const float* x, float* out, int n) {
 """, grid="min(cdiv(n, BLOCK), 8)")
 
 FULL_STYLES = [SUMSQ, SUMSQ_EARLY_RETURN, SUMSQ_PARTIAL]
+
+
+# --- strided rows: reductions across columns (rows.split_strided) ---------------------------
+
+def _column_stats(inputs, sizes):
+    x = _f64(inputs["x"])
+    return {"mean": x.mean(axis=0).astype(np.float32), "std": x.std(axis=0).astype(np.float32)}
+
+
+# one thread per column, two loops down the column (its mean, then the squared distances)
+_COLUMN_STATS_SOURCE = """extern "C" __global__ void column_stats(const float* x, float* mean, float* std,
+                                              int N, int D) {
+    int col = blockIdx.x * blockDim.x + threadIdx.x;
+    if (col < D) {
+        float sum = 0.0f;
+        for (int i = 0; i < N; i++) sum += x[i * D + col];
+        float m = sum / N;
+        float sq = 0.0f;
+        for (int i = 0; i < N; i++) {
+            float d = x[i * D + col] - m;
+            sq += d * d;
+        }
+        mean[col] = m;
+        std[col] = sqrtf(sq / N);
+    }
+}
+"""
+_COLUMN_STATS_PLAN = plan("column_stats", ["x", "mean", "std", "N", "D"], grid="cdiv(D, BLOCK)")
+COLUMN_SIZES = [{"N": 1, "D": 1}, {"N": 7, "D": 33}, {"N": 1001, "D": 3}, {"N": 70, "D": 65}]
+COLUMN_STATS = Kernel("column_stats", _COLUMN_STATS_SOURCE, _COLUMN_STATS_PLAN,
+                      task("column_stats", _COLUMN_STATS_SOURCE, _COLUMN_STATS_PLAN, {"x": ("N", "D")},
+                           {"mean": ("D",), "std": ("D",)}, _column_stats, COLUMN_SIZES, SUM_TOLERANCE))
+
+
+def _sum_dim1(inputs, sizes):
+    return {"y": _f64(inputs["x"]).sum(axis=1).astype(np.float32)}
+
+
+# a sum over the middle dimension of (B, D1, D2), the output's flat index split by hand
+_SUM_DIM1_SOURCE = """extern "C" __global__ void sum_dim1(const float *x, float *y, int B, int D1, int D2)
+{
+    int idx = blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= B * D2) return;
+    int b = idx / D2;
+    int j = idx % D2;
+    float acc = 0;
+    int i = 0;
+    while (i < D1) {
+        acc += x[b * D1 * D2 + i * D2 + j];
+        i++;
+    }
+    y[idx] = acc;
+}
+"""
+_SUM_DIM1_PLAN = plan("sum_dim1", ["x", "y", "B", "D1", "D2"], grid="cdiv(B * D2, BLOCK)")
+SUM_DIM1 = Kernel("sum_dim1", _SUM_DIM1_SOURCE, _SUM_DIM1_PLAN,
+                  task("sum_dim1", _SUM_DIM1_SOURCE, _SUM_DIM1_PLAN, {"x": ("B", "D1", "D2")},
+                       {"y": ("B", "D2")},
+                       _sum_dim1, [{"B": 1, "D1": 1, "D2": 1}, {"B": 3, "D1": 257, "D2": 5},
+                                   {"B": 2, "D1": 9, "D2": 40}], SUM_TOLERANCE))
+
+
+def _column_argmax(inputs, sizes):
+    return {"y": inputs["x"].argmax(axis=0).astype(np.float32)}  # numpy: the first on ties
+
+
+# argmax down each column from row 0, strict test: the first index of the maximum
+_COLUMN_ARGMAX_SOURCE = """extern "C" __global__ void column_argmax(const float* x, float* y, int N, int D) {
+    int c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c < D) {
+        float best = -INFINITY;
+        int where = 0;
+        for (int r = 0; r < N; r++) {
+            if (x[r * D + c] > best) { best = x[r * D + c]; where = r; }
+        }
+        y[c] = (float)where;
+    }
+}
+"""
+_COLUMN_ARGMAX_PLAN = plan("column_argmax", ["x", "y", "N", "D"], grid="cdiv(D, BLOCK)")
+COLUMN_ARGMAX = Kernel("column_argmax", _COLUMN_ARGMAX_SOURCE, _COLUMN_ARGMAX_PLAN,
+                       task("column_argmax", _COLUMN_ARGMAX_SOURCE, _COLUMN_ARGMAX_PLAN, {"x": ("N", "D")},
+                            {"y": ("D",)}, _column_argmax,
+                            [{"N": 1, "D": 1}, {"N": 2, "D": 3}, {"N": 33, "D": 5}, {"N": 1001, "D": 4}],
+                            Tolerance(atol=0.0, rtol=0.0)))
+COLUMN_KERNELS = [COLUMN_STATS, SUM_DIM1, COLUMN_ARGMAX]

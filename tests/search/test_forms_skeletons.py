@@ -11,6 +11,9 @@ import numpy as np
 import pytest
 from cuda_on_cpu import CpuKernels, inputs_for, mismatch
 from forms_kernels import (
+    COLUMN_ARGMAX,
+    COLUMN_KERNELS,
+    COLUMN_STATS,
     FULL_STYLES,
     GEMV,
     GROUPNORM,
@@ -80,6 +83,7 @@ CASES = [
     *[(k, "map.grid_stride") for k in [*MAPS, MAP_REVERSE, MAP_2D, MAP_TRANSPOSE, MAP_TRANSPOSE_FLAT]],
     *[(k, "map.vec4") for k in MAPS],
     *[(k, "rows.block_per_row") for k in ROW_KERNELS],
+    *[(k, "rows.split_strided") for k in COLUMN_KERNELS],
     *[(k, "full.grid_stride_accumulate") for k in FULL_STYLES],
 ]
 IDS = [f"{skeleton}-{kernel.name}" for kernel, skeleton in CASES]
@@ -90,7 +94,7 @@ def test_every_skeleton_is_exercised_and_schedules_one_family():
     exercised = {skeleton for _, skeleton in CASES} | {"contraction.smem_register_tile"}
     assert exercised == {s.name for s in SKELETONS}
     assert [s.name for s in for_family(MAP)] == ["map.grid_stride", "map.vec4"]
-    assert [s.name for s in for_family(ROWS)] == ["rows.block_per_row"]
+    assert [s.name for s in for_family(ROWS)] == ["rows.block_per_row", "rows.split_strided"]
     assert [s.name for s in for_family(FULL_REDUCE)] == ["full.grid_stride_accumulate"]
     assert [s.name for s in for_family(CONTRACTION)] == ["contraction.smem_register_tile"]
 
@@ -136,14 +140,18 @@ def test_what_a_skeleton_emits_computes_the_reference_at_every_small_size_on_the
 
 
 @needs_gxx
-@pytest.mark.parametrize("kernel", [ROW_ARGMAX, ROW_ARGMIN_LAST], ids=lambda k: k.name)
-def test_a_block_per_row_arg_reduction_keeps_the_tie_rule_the_loop_had(kernel, cpu):
+@pytest.mark.parametrize("kernel, skeleton", [(ROW_ARGMAX, "rows.block_per_row"),
+                                              (ROW_ARGMIN_LAST, "rows.block_per_row"),
+                                              (COLUMN_ARGMAX, "rows.split_strided")],
+                         ids=lambda k: getattr(k, "name", k))
+def test_an_arg_reduction_split_over_threads_keeps_the_tie_rule_the_loop_had(kernel, skeleton, cpu):
     spec = task_of(kernel)
-    kernels = cpu(kernel, "rows.block_per_row")
+    kernels = cpu(kernel, skeleton)
     rng = np.random.default_rng(7)
     for sizes in spec.l0_sizes:
+        shape = [sizes[d] for d in spec.inputs[0].shape]
         for levels in (1, 3):  # every element equal, then three values: ties everywhere
-            x = rng.integers(0, levels, size=(sizes["M"], sizes["N"])).astype(np.float32)
+            x = rng.integers(0, levels, size=shape).astype(np.float32)
             outputs = kernels.run(spec, sizes, {"x": x})
             assert mismatch(spec, sizes, {"x": x}, outputs) is None, (sizes, levels)
 
@@ -241,6 +249,31 @@ def test_vec4_refuses_a_map_that_is_not_direct_and_says_so(kernel):
 def test_a_skeleton_refuses_a_form_of_another_family_and_names_it(skeleton, kernel, family):
     reason = by_name(skeleton).emit(lifted(kernel), kernel.plan, task_of(kernel))
     assert isinstance(reason, str) and f"a {family} form, not" in reason
+
+
+@pytest.mark.parametrize("kernel", [*SOFTMAX_STYLES, RMSNORM, GEMV, GROUPNORM], ids=lambda k: k.name)
+def test_rows_read_along_the_row_are_left_to_block_per_row_and_the_reason_is_said(kernel):
+    reason = by_name("rows.split_strided").emit(lifted(kernel), kernel.plan, task_of(kernel))
+    assert isinstance(reason, str) and "rows side by side do not read side by side" in reason
+
+
+@pytest.mark.parametrize("kernel", COLUMN_KERNELS, ids=lambda k: k.name)
+def test_a_column_reduction_is_left_to_split_strided_and_the_reason_is_said(kernel):
+    reason = by_name("rows.block_per_row").emit(lifted(kernel), kernel.plan, task_of(kernel))
+    assert isinstance(reason, str) and "would read scattered addresses" in reason
+
+
+@needs_gxx
+def test_the_cpu_run_notices_slices_not_combined_across_the_block(tmp_path):
+    result = emitted(COLUMN_STATS, "rows.split_strided")
+    combine = "for (int optiml_k = 0; optiml_k < optiml_slices; ++optiml_k) sum = sum + optiml_part_sum["
+    assert combine in result.source
+    broken = Candidate.from_source_and_plan(
+        result.source.replace(combine, combine.replace("optiml_k < optiml_slices", "optiml_k < 1")),
+        result.plan)
+    spec, sizes = COLUMN_STATS.task, {"N": 70, "D": 65}
+    inputs = inputs_for(spec, sizes)
+    assert mismatch(spec, sizes, inputs, CpuKernels(broken, tmp_path).run(spec, sizes, inputs))
 
 
 def test_a_bound_that_is_no_plan_expression_is_refused_with_the_reason():

@@ -9,7 +9,7 @@ from typing import Any
 from profiling.harness.spec import Task
 
 from . import emit
-from .types import CONTRACTION, FULL_REDUCE, MAP, ROWS, Form
+from .types import CONTRACTION, FULL_REDUCE, MAP, ROWS, Form, LoopHole
 
 DEFAULT_BLOCK = 256  # threads; a multiple of the warp, 8 warps per block as CUB's defaults
 DEFAULT_ITEMS = 4  # elements per thread per grid-stride step: four loads in flight
@@ -65,6 +65,16 @@ def unflatten(form: Form, flat: str) -> str:
         lines.append(f"{axis.ctype} {axis.name} = ({axis.ctype}){value};")
         inner.append(axis.bound)
     return "\n".join(reversed(lines))
+
+
+def nest_index(loop: LoopHole, position: int) -> str:
+    """The declaration of a flattened loop nest's variable at `position` from optiml_t."""
+    v = loop.variables[position]
+    inner = " * ".join(f"(long long)({w.bound})" for w in loop.variables[position + 1:])
+    value = f"optiml_t / ({inner})" if inner else "optiml_t"
+    if position > 0:
+        value = f"({value}) % (long long)({v.bound})"
+    return f"const {v.ctype} {v.name} = ({v.ctype})({value});"
 
 
 def kernel_text(form: Form, body: str, helpers: str = "") -> str:

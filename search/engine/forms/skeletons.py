@@ -10,6 +10,8 @@ handed to threads changes, and reductions are combined across the block.
     map.vec4                 float4 loads and stores (a direct map), scalar tail
     rows.block_per_row       a block per row, the loops strided over its threads,
                              reductions by warp shuffles and one shared-slot step
+    rows.split_strided       rows side by side in memory: a row per lane, its loops
+                             split over the warps (columns.py)
     full.grid_stride_accumulate
                              a wave of blocks, each thread sums its slice in a register,
                              one block reduction and one atomic per block
@@ -23,6 +25,7 @@ from typing import Any
 from profiling.harness.spec import Task
 
 from . import emit, strides
+from .columns import SplitStridedRows
 from .skeleton_base import (
     DEFAULT_BLOCK,
     DEFAULT_ITEMS,
@@ -32,6 +35,7 @@ from .skeleton_base import (
     flat_total,
     kernel_text,
     last_launch,
+    nest_index,
     plan_with,
     unflatten,
 )
@@ -170,7 +174,7 @@ def _strided_loop(loop: LoopHole, reducers: dict[tuple[str, str], str]) -> list[
                   emit.indent(loop.body, 4), "}"]
     else:
         total = " * ".join(f"(long long)({v.bound})" for v in loop.variables)
-        names = "\n".join(_nest_index(loop, position) for position in range(len(loop.variables)))
+        names = "\n".join(nest_index(loop, position) for position in range(len(loop.variables)))
         lines += [f"for (long long optiml_t = threadIdx.x; optiml_t < {total}; optiml_t += blockDim.x) {{",
                   emit.indent(names, 4), emit.indent(loop.body, 4), "}"]
     for r in loop.reductions:
@@ -186,15 +190,6 @@ def _strided_loop(loop: LoopHole, reducers: dict[tuple[str, str], str]) -> list[
     if loop.writes_memory and not loop.reductions:
         lines.append("__syncthreads();  // the next step may read what other threads wrote")
     return lines
-
-
-def _nest_index(loop: LoopHole, position: int) -> str:
-    v = loop.variables[position]
-    inner = " * ".join(f"(long long)({w.bound})" for w in loop.variables[position + 1:])
-    value = f"optiml_t / ({inner})" if inner else "optiml_t"
-    if position > 0:
-        value = f"({value}) % (long long)({v.bound})"
-    return f"const {v.ctype} {v.name} = ({v.ctype})({value});"
 
 
 class GridStrideAccumulate(Skeleton):
@@ -233,7 +228,8 @@ class GridStrideAccumulate(Skeleton):
         return Emitted(kernel_text(form, body, helpers), new_plan, self.summary)
 
 
-SKELETONS = (GridStrideMap(), Vec4Map(), BlockPerRow(), GridStrideAccumulate(), SmemRegisterTile())
+SKELETONS = (GridStrideMap(), Vec4Map(), BlockPerRow(), SplitStridedRows(), GridStrideAccumulate(),
+             SmemRegisterTile())
 
 
 def for_family(family: str) -> list:

@@ -19,10 +19,12 @@ import random
 import re
 
 from ..rewrites.syntax import parse, text, walk
-from .types import LoopHole
+from . import emit
+from .types import Form, LoopHole, Uniform
 
 _CASTS = re.compile(r"\(\s*(?:const\s+)?(?:unsigned\s+)?(?:long\s+long|long|int|size_t|int64_t)\s*\)")
 _NAME = re.compile(r"[A-Za-z_]\w*")
+_POINTER_LOCAL = re.compile(r"\*\s*(?:__restrict__\s+)?(\w+)\s*=\s*\w+\s*\+\s*([^;]+);")
 _ALLOWED = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Constant, ast.Name, ast.Load, ast.Add, ast.Sub,
             ast.Mult, ast.FloorDiv, ast.Mod, ast.USub, ast.UAdd)
 
@@ -71,3 +73,40 @@ def contiguity_problem(loop: LoopHole) -> str | None:
                     f"{variable}: threads striding over the loop would read scattered addresses")
         strides.append(step)
     return None if any(strides) or not strides else f"no access walks along {variable}"
+
+
+def neighbour_problem(form: Form) -> str | None:
+    """Why neighbouring rows would not read neighbouring addresses in the row's loops (a
+    reduction across columns reads x[i * D + col]: the next row is the next address), or
+    None. Index locals declared before the loops (`int b = idx / D2;`) are read through."""
+    row = form.space[0].name
+    locals_: dict[str, str] = {}
+    offsets: dict[str, str] = {}  # `const float* in = x + row * N;`: in[j] is x[row * N + j]
+    for text_ in [form.prelude, *(s.text for s in form.steps if isinstance(s, Uniform))]:
+        locals_.update(emit.uniform_locals(text_))
+        offsets.update({m.group(1): m.group(2) for m in _POINTER_LOCAL.finditer(text_)})
+    found = [(pointer, index) for loop in form.steps if isinstance(loop, LoopHole)
+             for pointer, index in accesses(loop)]
+    steps = []
+    for pointer, index in found:
+        offset = f"({offsets[pointer]}) + " if pointer in offsets else ""
+        step = stride(_through(offset + f"({index})", locals_, row), row)
+        if step is None:
+            return f"{pointer}[{index}]: an index whose stride in {row} cannot be worked out"
+        if step not in (0, 1, -1):
+            size = step if abs(step) < 1000 else "a size"
+            return (f"{pointer}[{index}] steps by {size} from one {row} to the next"
+                    ": rows side by side do not read side by side")
+        steps.append(step)
+    return None if any(steps) else f"no access in the loops moves with {row}"
+
+
+def _through(index: str, locals_: dict[str, str], keep: str) -> str:
+    """The index with each local replaced by its definition (8 levels at most)."""
+    for _ in range(8):
+        replaced = _NAME.sub(lambda m: f"({locals_[m.group(0)]})" if m.group(0) in locals_ and
+                             m.group(0) != keep else m.group(0), index)
+        if replaced == index:
+            break
+        index = replaced
+    return index

@@ -1,0 +1,27 @@
+"""The vendor calls of the admission tasks, as bench/transfer_tasks/vendor.py (its
+docstring says how they are timed); torch is imported inside the functions."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+Sizes = Mapping[str, int]
+
+
+def _randn(device: str, *shape: int) -> Any:
+    import torch
+
+    return torch.randn(*shape, device=device, dtype=torch.float32)
+
+
+def _column_stats(x: Any) -> Any:
+    import torch
+
+    std, mean = torch.std_mean(x, dim=0, correction=0)
+    return mean, std
+
+
+OPS: dict[str, tuple[Callable[..., tuple], Callable[..., Any]]] = {
+    "column_stats": (lambda s, d: (_randn(d, s["N"], s["D"]),), _column_stats),
+}

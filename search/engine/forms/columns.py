@@ -1,0 +1,149 @@
+"""Strided rows (column reductions): rows side by side in memory, each row's loop
+stepping across them.
+
+`out[col] = sum over i of x[i * D + col]`, a reduction over dim 1 of a (B, D1, D2)
+tensor, per-channel statistics: one thread per output already reads neighbouring
+addresses together (its neighbours are the next columns), so `rows.block_per_row`, which
+strides a block along one row's loop, would scatter them. What such a kernel lacks is
+parallelism: a few thousand outputs, each a long serial loop. This skeleton keeps the
+neighbours on a warp's lanes and splits every row's loops over the block's warps:
+
+    block = 32 neighbouring rows (lanes) x BLOCK/32 slices (warps)
+    slice s runs iterations s, s + slices, ... of each loop of its row
+    a loop's reductions: each slice's partial into shared memory, then every thread of
+    the row combines the slices in slice order (the same bits in every thread)
+
+The kernel's statements between loops run in every thread of the row alike; a statement
+that writes memory runs in slice 0 only. A warp's lanes past the last row compute the
+last row again (their reads stay in bounds) and write nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from profiling.harness import expr
+from profiling.harness.spec import Task
+
+from . import emit, strides
+from .skeleton_base import Emitted, Skeleton, kernel_text, nest_index, plan_with
+from .types import ARG_OPS, ROWS, Form, LoopHole, Reduction
+
+LANES = 32  # rows per block: one warp's lanes
+MAX_SLICES = 32  # BLOCK <= 1024: shared arrays hold 32 slices of 32 lanes
+# Enough blocks to keep every SM busy (132 SMs on an H100 or H200, two blocks each); fewer
+# rows than that get 32 slices a block instead of 8.
+FULL_GRID = 264
+
+
+class SplitStridedRows(Skeleton):
+    name = "rows.split_strided"
+    family = ROWS
+    intents = ("BLOCK_PER_ROW", "BLOCK_REDUCE")
+    summary = ("rows side by side in memory (a reduction across columns): 32 neighbouring rows on a warp's "
+               "lanes, each row's loops split over the block's warps, partial results combined through "
+               "shared memory in slice order")
+
+    def _emit(self, form: Form, plan: dict[str, Any], task: Task, sizes: list[str]) -> Emitted | str:
+        problem = strides.neighbour_problem(form)
+        if problem:
+            return problem
+        axis = form.space[0]
+        reductions = {r.name: r for step in form.steps if isinstance(step, LoopHole) for r in step.reductions}
+        lines = [f"if ((long long)({axis.bound}) <= 0) return;  // no rows (every thread of the block alike)",
+                 "const int optiml_lane = threadIdx.x & 31;",
+                 "const int optiml_slice = threadIdx.x >> 5;",
+                 "const int optiml_slices = blockDim.x >> 5;",
+                 f"const long long optiml_row = (long long)blockIdx.x * {LANES} + optiml_lane;",
+                 # a partial warp past BLOCK's last whole one (a tunable that is no multiple of 32) idles
+                 "const bool optiml_live = optiml_slice < optiml_slices && "
+                 f"optiml_row < (long long)({axis.bound});",
+                 f"const {axis.ctype} {axis.name} = ({axis.ctype})(optiml_live ? optiml_row "
+                 f": (long long)({axis.bound}) - 1);"]
+        lines += [declaration for r in reductions.values() for declaration in _partials(r)]
+        for step in form.steps:
+            if isinstance(step, LoopHole):
+                lines += _split_loop(step)
+            elif step.writes:
+                lines += ["if (optiml_live && optiml_slice == 0) {", emit.indent(step.text, 4), "}",
+                          "__syncthreads();  // later statements of the row may read what it wrote"]
+            else:
+                lines.append(step.text)
+        block = _block(sizes[0], task)
+        if isinstance(block, str):
+            return block
+        new_plan = plan_with(form, plan, task, f"max(cdiv({sizes[0]}, {LANES}), 1)", {"BLOCK": block})
+        if isinstance(new_plan, str):
+            return new_plan
+        return Emitted(kernel_text(form, emit.indent("\n".join(lines), 4)), new_plan, self.summary)
+
+
+def _block(rows: str, task: Task) -> int | str:
+    """BLOCK at the task's sizes: 8 slices where the rows fill the GPU's SMs, else 32."""
+    try:
+        count = expr.evaluate_int(rows, dict(task.sizes))
+    except (expr.ExpressionError, ValueError, ZeroDivisionError) as error:
+        return f"the row count {rows} at {task.sizes}: {error}"
+    return 256 if -(-count // LANES) >= FULL_GRID else LANES * MAX_SLICES
+
+
+def _partials(r: Reduction) -> list[str]:
+    size = LANES * MAX_SLICES
+    found = [f"__shared__ {r.ctype} optiml_part_{r.name}[{size}];"]
+    if r.index:
+        found.append(f"__shared__ {r.index_ctype} optiml_part_{r.index}[{size}];")
+    return found
+
+
+def _split_loop(loop: LoopHole) -> list[str]:
+    lines = []
+    for r in loop.reductions:
+        lines += [f"const {r.ctype} optiml_{r.name}_before = {r.name};", f"{r.name} = {r.identity};"]
+        if r.index:
+            lines += [f"const {r.index_ctype} optiml_{r.index}_before = {r.index};",
+                      f"{r.index} = ({r.index_ctype})({r.sentinel});"]
+    if len(loop.variables) == 1:
+        v = loop.variables[0]
+        first = "optiml_slice" if loop.start == "0" else f"({loop.start}) + optiml_slice"
+        head = f"{v.ctype} {v.name} = {first}; {v.name} < ({v.bound}); {v.name} += optiml_slices"
+        walk = [f"for ({head}) {{", emit.indent(loop.body, 4), "}"]
+    else:
+        total = " * ".join(f"(long long)({v.bound})" for v in loop.variables)
+        names = "\n".join(nest_index(loop, position) for position in range(len(loop.variables)))
+        walk = [f"for (long long optiml_t = optiml_slice; optiml_t < {total}; optiml_t += optiml_slices) {{",
+                emit.indent(names, 4), emit.indent(loop.body, 4), "}"]
+    lines += ["if (optiml_live) {", emit.indent("\n".join(walk), 4), "}"]
+    for r in loop.reductions:
+        lines += _combine(r)
+    if loop.writes_memory and not loop.reductions:
+        lines.append("__syncthreads();  // the next step may read what other slices wrote")
+    return lines
+
+
+def _combine(r: Reduction) -> list[str]:
+    """Every thread of the row combines the row's slices, in slice order."""
+    mine = "optiml_slice * 32 + optiml_lane"
+    theirs = "optiml_k * 32 + optiml_lane"
+    if not r.index:
+        step = emit.combine(r.op, r.name, f"optiml_part_{r.name}[{theirs}]")
+        return [f"optiml_part_{r.name}[{mine}] = {r.name};", "__syncthreads();",
+                f"{r.name} = optiml_{r.name}_before;",
+                f"for (int optiml_k = 0; optiml_k < optiml_slices; ++optiml_k) {r.name} = {step};",
+                "__syncthreads();  // the partials are read before the next loop writes them"]
+    op, rule = ARG_OPS[r.compare]
+    better = ">" if op == "argmax" else "<"
+    tie = "<" if rule == "first" else ">"  # the sentinel loses every tie either way
+    return [f"optiml_part_{r.name}[{mine}] = {r.name};", f"optiml_part_{r.index}[{mine}] = {r.index};",
+            "__syncthreads();",
+            "for (int optiml_k = 0; optiml_k < optiml_slices; ++optiml_k) {",
+            f"    const {r.ctype} optiml_ov = optiml_part_{r.name}[{theirs}];",
+            f"    const {r.index_ctype} optiml_oi = optiml_part_{r.index}[{theirs}];",
+            f"    if (optiml_ov {better} {r.name} || "
+            f"(optiml_ov == {r.name} && optiml_oi {tie} {r.index})) {{",
+            f"        {r.name} = optiml_ov;", f"        {r.index} = optiml_oi;", "    }", "}",
+            "__syncthreads();  // the partials are read before the next loop writes them",
+            # the row's pair replaces the one before the loop as the loop would have
+            f"if (!({r.index} != ({r.index_ctype})({r.sentinel}) && "
+            f"{r.name} {r.compare} optiml_{r.name}_before)) {{",
+            f"    {r.name} = optiml_{r.name}_before;", f"    {r.index} = optiml_{r.index}_before;", "}"]
+
