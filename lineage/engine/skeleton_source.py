@@ -22,11 +22,6 @@ from search.engine.types import NodeContext, Proposal
 
 from .skeleton_cards import expected_speedup
 
-# The search's families each intent counts as, for the judge (as skills._FAMILIES).
-_FAMILIES = {"BLOCK_PER_ROW": ("parallelism",), "VEC4": ("vectorize",), "GRID_STRIDE": ("grid_stride",),
-             "SMEM_TILE": ("tile",),
-             "GRID_STRIDE_ACCUMULATE": ("grid_stride",)}
-
 
 @lru_cache(maxsize=256)
 def _lifted(source: str, plan_json: str) -> forms.Form | forms.Refusal:
@@ -55,7 +50,8 @@ def proposals(cards: list[dict[str, Any]], context: NodeContext, seen: set, key,
         if card.get("kind") != "skeleton" or card.get("family") != form.family \
                 or not usable(card, context.task, leave_out_own):
             continue
-        emitted = skeletons.by_name(card["skeleton"]).emit(form, parent.plan_dict(), task)
+        skeleton = skeletons.by_name(card["skeleton"])
+        emitted = skeleton.emit(form, parent.plan_dict(), task)
         if isinstance(emitted, str):
             continue
         try:
@@ -71,7 +67,7 @@ def proposals(cards: list[dict[str, Any]], context: NodeContext, seen: set, key,
             source=f"skill:{card['id']}", title=f"{card['intent']}: {card['skeleton']} "
                                                 f"(from {', '.join(sources)})",
             rationale=_rationale(card, form, sources), candidate=child,
-            families=_FAMILIES.get(card["intent"], ()), diff=candidate_diff(parent, child),
+            families=skeleton.families, diff=candidate_diff(parent, child),
             params={"card": card["id"], "materialised_by": "skeleton", "skeleton": card["skeleton"],
                     "family": form.family, "lineages": sources, "holes": form.holes(),
                     "admission": card.get("admission", {}).get("status", "untried")},

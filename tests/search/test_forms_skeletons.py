@@ -5,6 +5,7 @@ odd sizes (rows not a multiple of 4 or 32, one row, n not a multiple of 4 for ve
 tail), keeps the kernel's name and parameters, and launches with a plan the gate accepts
 at every L0 size; and where a skeleton does not apply, it says why."""
 
+import dataclasses
 import shutil
 
 import numpy as np
@@ -44,7 +45,10 @@ from profiling.harness.gate import check_plan
 from search.engine import forms
 from search.engine.forms import CONTRACTION, FULL_REDUCE, MAP, ROWS, Form
 from search.engine.forms.skeletons import SKELETONS, Emitted, by_name, for_family
+from search.engine.judges import RuleJudge
 from search.engine.rewrites.syntax import find_kernels, parse
+from search.engine.sources import _BLOCK_LIKE
+from search.engine.types import FAMILIES, NodeContext, Proposal
 
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not installed")
@@ -330,3 +334,26 @@ extern "C" __global__ void dsum(const float* x, double* out, int n) {
         return
     result = by_name("full.grid_stride_accumulate").emit(form, the_plan, SUMSQ.task)
     assert isinstance(result, str) or "float* total" not in result.source
+
+
+# --- how the search's judge ranks a skeleton before anything is measured ------------------------
+
+
+def test_every_skeleton_names_the_search_families_its_schedule_addresses():
+    for skeleton in SKELETONS:
+        assert skeleton.families and set(skeleton.families) <= set(FAMILIES), skeleton.name
+
+
+@pytest.mark.parametrize("skeleton, kernel", [("rows.block_per_row", RMSNORM),
+                                              ("rows.split_strided", COLUMN_STATS)])
+def test_a_card_with_strong_evidence_outranks_a_block_size_on_a_kernel_not_yet_profiled(skeleton, kernel):
+    """--no-profile searches diagnose "unknown": the card must not wait behind tunables (a
+    0.4-minute search on groupnorm, 8.9 ms a run, evaluated two block sizes and ran out)."""
+    judge = RuleJudge()
+    diagnosis = judge.diagnose(NodeContext(task="t", candidate=candidate(emitted(kernel, skeleton)),
+                                           measurement=None, diagnosis=None))
+    card = Proposal(source=f"skill:skeleton:{skeleton}", title="", rationale="",
+                    candidate=candidate(emitted(kernel, skeleton)), families=by_name(skeleton).families,
+                    expected_speedup=17.0)
+    block = dataclasses.replace(card, source="tunable", families=_BLOCK_LIKE.families, expected_speedup=None)
+    assert judge.score(card, diagnosis) > judge.score(block, diagnosis)

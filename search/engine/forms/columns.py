@@ -8,7 +8,7 @@ strides a block along one row's loop, would scatter them. What such a kernel lac
 parallelism: a few thousand outputs, each a long serial loop. This skeleton keeps the
 neighbours on a warp's lanes and splits every row's loops over the block's warps:
 
-    block = 32 neighbouring rows (lanes) x BLOCK/32 slices (warps)
+    block = COLS neighbouring rows (lanes) x BLOCK/COLS slices
     slice s runs iterations s, s + slices, ... of each loop of its row
     a loop's reductions: each slice's partial into shared memory, then every thread of
     the row combines the slices in slice order (the same bits in every thread)
@@ -29,20 +29,26 @@ from . import emit, strides
 from .skeleton_base import Emitted, Skeleton, kernel_text, nest_index, plan_with
 from .types import ARG_OPS, ROWS, Form, LoopHole, Reduction
 
-LANES = 32  # rows per block: one warp's lanes
-MAX_SLICES = 32  # BLOCK <= 1024: shared arrays hold 32 slices of 32 lanes
-# Enough blocks to keep every SM busy (132 SMs on an H100 or H200, two blocks each); fewer
-# rows than that get 32 slices a block instead of 8.
-FULL_GRID = 264
+BLOCK = 1024  # threads: CUDA's most, the partial arrays' size
+# Rows per block (a tunable, COLS): 32 fill a warp's 128-byte line; fewer rows a block give
+# more slices per row, and more blocks, where 32 would leave SMs idle. The first of these
+# that gives a block of 1024 threads to each of 132 SMs (H100 and H200 SXM) at the task's
+# sizes. (column_stats at 8192 x 4096 on an H100, BLOCK 1024: COLS 32 0.223 ms, 16 0.150,
+# 8 0.169, 4 0.225; bench/results/2026-12-06-h100-split-strided/.)
+COLS_CHOICES = (32, 16, 8, 4)
+FULL_GRID = 132
 
 
 class SplitStridedRows(Skeleton):
     name = "rows.split_strided"
     family = ROWS
     intents = ("BLOCK_PER_ROW", "BLOCK_REDUCE")
-    summary = ("rows side by side in memory (a reduction across columns): 32 neighbouring rows on a warp's "
-               "lanes, each row's loops split over the block's warps, partial results combined through "
-               "shared memory in slice order")
+    # a thread per row leaves the GPU with a few thousand threads (occupancy); the rows'
+    # loops get the block's slices (parallelism)
+    families = ("occupancy", "parallelism")
+    summary = ("rows side by side in memory (a reduction down columns): COLS neighbouring rows side by side "
+               "in a block, each row's loops split over the block's BLOCK/COLS slices, partial results "
+               "combined through shared memory in slice order")
 
     def _emit(self, form: Form, plan: dict[str, Any], task: Task, sizes: list[str]) -> Emitted | str:
         problem = strides.neighbour_problem(form)
@@ -51,11 +57,11 @@ class SplitStridedRows(Skeleton):
         axis = form.space[0]
         reductions = {r.name: r for step in form.steps if isinstance(step, LoopHole) for r in step.reductions}
         lines = [f"if ((long long)({axis.bound}) <= 0) return;  // no rows (every thread of the block alike)",
-                 "const int optiml_lane = threadIdx.x & 31;",
-                 "const int optiml_slice = threadIdx.x >> 5;",
-                 "const int optiml_slices = blockDim.x >> 5;",
-                 f"const long long optiml_row = (long long)blockIdx.x * {LANES} + optiml_lane;",
-                 # a partial warp past BLOCK's last whole one (a tunable that is no multiple of 32) idles
+                 "const int optiml_lane = threadIdx.x % COLS;",
+                 "const int optiml_slice = threadIdx.x / COLS;",
+                 "const int optiml_slices = blockDim.x / COLS;",
+                 "const long long optiml_row = (long long)blockIdx.x * COLS + optiml_lane;",
+                 # threads past the last whole slice (BLOCK no multiple of COLS) idle
                  "const bool optiml_live = optiml_slice < optiml_slices && "
                  f"optiml_row < (long long)({axis.bound});",
                  f"const {axis.ctype} {axis.name} = ({axis.ctype})(optiml_live ? optiml_row "
@@ -69,26 +75,27 @@ class SplitStridedRows(Skeleton):
                           "__syncthreads();  // later statements of the row may read what it wrote"]
             else:
                 lines.append(step.text)
-        block = _block(sizes[0], task)
-        if isinstance(block, str):
-            return block
-        new_plan = plan_with(form, plan, task, f"max(cdiv({sizes[0]}, {LANES}), 1)", {"BLOCK": block})
+        cols = _cols(sizes[0], task)
+        if isinstance(cols, str):
+            return cols
+        grid = f"max(cdiv({sizes[0]}, COLS), 1)"
+        new_plan = plan_with(form, plan, task, grid, {"BLOCK": BLOCK, "COLS": cols})
         if isinstance(new_plan, str):
             return new_plan
         return Emitted(kernel_text(form, emit.indent("\n".join(lines), 4)), new_plan, self.summary)
 
 
-def _block(rows: str, task: Task) -> int | str:
-    """BLOCK at the task's sizes: 8 slices where the rows fill the GPU's SMs, else 32."""
+def _cols(rows: str, task: Task) -> int | str:
+    """COLS at the task's sizes (COLS_CHOICES)."""
     try:
         count = expr.evaluate_int(rows, dict(task.sizes))
     except (expr.ExpressionError, ValueError, ZeroDivisionError) as error:
         return f"the row count {rows} at {task.sizes}: {error}"
-    return 256 if -(-count // LANES) >= FULL_GRID else LANES * MAX_SLICES
+    return next((c for c in COLS_CHOICES if -(-count // c) >= FULL_GRID), COLS_CHOICES[-1])
 
 
 def _partials(r: Reduction) -> list[str]:
-    size = LANES * MAX_SLICES
+    size = BLOCK  # one slot per thread: BLOCK, as blockDim.x, is at most 1024
     found = [f"__shared__ {r.ctype} optiml_part_{r.name}[{size}];"]
     if r.index:
         found.append(f"__shared__ {r.index_ctype} optiml_part_{r.index}[{size}];")
@@ -122,8 +129,8 @@ def _split_loop(loop: LoopHole) -> list[str]:
 
 def _combine(r: Reduction) -> list[str]:
     """Every thread of the row combines the row's slices, in slice order."""
-    mine = "optiml_slice * 32 + optiml_lane"
-    theirs = "optiml_k * 32 + optiml_lane"
+    mine = "optiml_slice * COLS + optiml_lane"
+    theirs = "optiml_k * COLS + optiml_lane"
     if not r.index:
         step = emit.combine(r.op, r.name, f"optiml_part_{r.name}[{theirs}]")
         return [f"optiml_part_{r.name}[{mine}] = {r.name};", "__syncthreads();",

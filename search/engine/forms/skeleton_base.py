@@ -93,6 +93,9 @@ class Skeleton:
 
     family: str
     summary: str
+    # the search's families (search/engine/types.FAMILIES) its schedule addresses, for the
+    # judge's prior
+    families: tuple[str, ...] = ()
 
     def emit(self, form: Form, plan: dict[str, Any], task: Task) -> Emitted | str:
         if form.family != self.family:

@@ -47,6 +47,7 @@ class GridStrideMap(Skeleton):
     name = "map.grid_stride"
     family = MAP
     intents = ("GRID_STRIDE", "UNROLL")
+    families = ("grid_stride", "unroll")
     summary = "each thread takes ITEMS elements a grid stride apart; the loads of all of them are in flight"
 
     def _emit(self, form: Form, plan: dict[str, Any], task: Task, sizes: list[str]) -> Emitted | str:
@@ -78,6 +79,7 @@ class Vec4Map(Skeleton):
     name = "map.vec4"
     family = MAP
     intents = ("VEC4", "GRID_STRIDE")
+    families = ("vectorize", "grid_stride")
     summary = ("float4 loads and stores where every pointer is 16-byte aligned, a grid-stride loop "
                "over the quads and a scalar tail")
 
@@ -129,6 +131,9 @@ class BlockPerRow(Skeleton):
     name = "rows.block_per_row"
     family = ROWS
     intents = ("BLOCK_PER_ROW", "WARP_SHUFFLE_REDUCE")
+    # a row's threads read neighbouring addresses (coalesce) where one thread per row read
+    # addresses a row apart, and a row has a block (parallelism)
+    families = ("coalesce", "parallelism", "warp_reduce")
     summary = ("a block of BLOCK threads per row: each loop over the row strided over the block "
                "(coalesced), each reduction combined by warp shuffles and one shared-slot step")
 
@@ -196,6 +201,7 @@ class GridStrideAccumulate(Skeleton):
     name = "full.grid_stride_accumulate"
     family = FULL_REDUCE
     intents = ("GRID_STRIDE_ACCUMULATE", "WARP_SHUFFLE_REDUCE")
+    families = ("grid_stride", "warp_reduce")
     summary = ("a wave of blocks; each thread sums its grid-stride slice in a register, the block "
                "combines them by shuffles, and one atomic per block adds the block's total")
 

@@ -37,6 +37,7 @@ class SmemRegisterTile(Skeleton):
     name = "contraction.smem_register_tile"
     family = CONTRACTION
     intents = ("SMEM_TILE", "REG_TILE")
+    families = ("tile",)
     summary = ("64 x 64 or 128 x 128 outputs a block from shared-memory tiles of both factors, "
                "4 x 4 or 8 x 8 outputs a thread in registers, read from shared memory as float4")
 
