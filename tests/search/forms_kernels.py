@@ -360,6 +360,31 @@ RMSNORM = Kernel("rmsnorm", _RMSNORM_SOURCE, _RMSNORM_PLAN,
                       {"y": ("M", "N")}, _rmsnorm, ROW_SIZES, SUM_TOLERANCE))
 
 
+def _head_sumsq(inputs, sizes):
+    x = _f64(inputs["x"])
+    return {"y": (x * x).sum(axis=2).astype(np.float32)}
+
+
+# a row per (batch, head): the batch from the grid's y dimension, the head from x
+_HEAD_SUMSQ_SOURCE = """extern "C" __global__
+void head_sumsq(const float* x, float* y, int B, int H, int D) {
+    int b = blockIdx.y;
+    int h = blockIdx.x * blockDim.x + threadIdx.x;
+    if (h < H) {
+        float acc = 0.0f;
+        for (int d = 0; d < D; ++d) acc += x[(b * H + h) * D + d] * x[(b * H + h) * D + d];
+        y[b * H + h] = acc;
+    }
+}
+"""
+_HEAD_SUMSQ_PLAN = plan("head_sumsq", ["x", "y", "B", "H", "D"], grid=["cdiv(H, BLOCK)", "B"])
+HEAD_SUMSQ = Kernel("head_sumsq", _HEAD_SUMSQ_SOURCE, _HEAD_SUMSQ_PLAN,
+                    task("head_sumsq", _HEAD_SUMSQ_SOURCE, _HEAD_SUMSQ_PLAN, {"x": ("B", "H", "D")},
+                         {"y": ("B", "H")}, _head_sumsq,
+                         [{"B": 1, "H": 1, "D": 1}, {"B": 3, "H": 5, "D": 33}, {"B": 2, "H": 3, "D": 1001}],
+                         SUM_TOLERANCE))
+
+
 def _row_range(inputs, sizes):
     x = inputs["x"]
     return {"lo": x.min(axis=1), "hi": x.max(axis=1)}
@@ -573,7 +598,31 @@ extern "C" __global__ void sumsq_partial(const float* x, float* out, int n) {
 }
 """, grid="min(cdiv(n, BLOCK), 8)")
 
-FULL_STYLES = [SUMSQ, SUMSQ_EARLY_RETURN, SUMSQ_PARTIAL]
+
+
+def _hinge_sum(inputs, sizes):
+    x = _f64(inputs["x"])
+    return {"out": np.array([np.maximum(1.0 - x * x, 0.0).sum()], dtype=np.float32)}
+
+
+# the atomic under a test of the term (a hinge): a term that is 0 where the test fails
+HINGE_GUARDED = _full("hinge_guarded", """extern "C" __global__ void zero_total(float* out) { out[0] = 0.0f; }
+
+extern "C" __global__ void hinge_guarded(const float* x, float* out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        float margin = 1.0f - x[i] * x[i];
+        if (margin > 0.0f) {
+            atomicAdd(out, margin);
+        }
+    }
+}
+""")
+HINGE_GUARDED = Kernel(HINGE_GUARDED.name, HINGE_GUARDED.source, HINGE_GUARDED.plan,
+                       task("hinge_guarded", HINGE_GUARDED.source, HINGE_GUARDED.plan, {"x": ("n",)},
+                            {"out": (1,)}, _hinge_sum, FULL_SIZES, Tolerance(atol=1e-3, rtol=1e-4)))
+
+FULL_STYLES = [SUMSQ, SUMSQ_EARLY_RETURN, SUMSQ_PARTIAL, HINGE_GUARDED]
 
 
 # --- strided rows: reductions across columns (rows.split_strided) ---------------------------
@@ -659,4 +708,57 @@ COLUMN_ARGMAX = Kernel("column_argmax", _COLUMN_ARGMAX_SOURCE, _COLUMN_ARGMAX_PL
                             {"y": ("D",)}, _column_argmax,
                             [{"N": 1, "D": 1}, {"N": 2, "D": 3}, {"N": 33, "D": 5}, {"N": 1001, "D": 4}],
                             Tolerance(atol=0.0, rtol=0.0)))
-COLUMN_KERNELS = [COLUMN_STATS, SUM_DIM1, COLUMN_ARGMAX]
+
+
+def _mean_dim1(inputs, sizes):
+    return {"y": _f64(inputs["x"]).mean(axis=1).astype(np.float32)}
+
+
+# the batch from the grid's y dimension, the column from x: rows over a 2-D grid
+_MEAN_DIM1_SOURCE = """extern "C" __global__
+void mean_dim1(const float* x, float* y, int B, int D1, int D2) {
+    int b = blockIdx.y;
+    int j = blockIdx.x * blockDim.x + threadIdx.x;
+    if (j < D2) {
+        float s = 0;
+        for (int i = 0; i < D1; i++) s += x[(b * D1 + i) * D2 + j];
+        y[b * D2 + j] = s / D1;
+    }
+}
+"""
+_MEAN_DIM1_PLAN = plan("mean_dim1", ["x", "y", "B", "D1", "D2"], grid=["cdiv(D2, BLOCK)", "B"])
+MEAN_DIM1 = Kernel("mean_dim1", _MEAN_DIM1_SOURCE, _MEAN_DIM1_PLAN,
+                   task("mean_dim1", _MEAN_DIM1_SOURCE, _MEAN_DIM1_PLAN, {"x": ("B", "D1", "D2")},
+                        {"y": ("B", "D2")}, _mean_dim1,
+                        [{"B": 1, "D1": 1, "D2": 1}, {"B": 3, "D1": 257, "D2": 5},
+                         {"B": 2, "D1": 9, "D2": 40}], SUM_TOLERANCE))
+
+
+def _argmin_dim1_last(inputs, sizes):
+    x = inputs["x"][:, ::-1, :]
+    return {"y": (x.shape[1] - 1 - x.argmin(axis=1)).astype(np.float32)}
+
+
+# two index variables in one declaration; `<=`: the last index of the minimum
+_ARGMIN_DIM1_SOURCE = """extern "C" __global__
+void argmin_dim1(const float* x, float* y, int B, int D1, int D2) {
+    int idx = blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx < B * D2) {
+        int b = idx / D2, j = idx % D2;
+        float m = INFINITY;
+        int a = -1;
+        for (int i = 0; i < D1; i++) {
+            float v = x[b * D1 * D2 + i * D2 + j];
+            if (v <= m) { m = v; a = i; }
+        }
+        y[idx] = (float)a;
+    }
+}
+"""
+_ARGMIN_DIM1_PLAN = plan("argmin_dim1", ["x", "y", "B", "D1", "D2"], grid="cdiv(B * D2, BLOCK)")
+ARGMIN_DIM1 = Kernel("argmin_dim1", _ARGMIN_DIM1_SOURCE, _ARGMIN_DIM1_PLAN,
+                     task("argmin_dim1", _ARGMIN_DIM1_SOURCE, _ARGMIN_DIM1_PLAN, {"x": ("B", "D1", "D2")},
+                          {"y": ("B", "D2")}, _argmin_dim1_last,
+                          [{"B": 1, "D1": 1, "D2": 1}, {"B": 2, "D1": 3, "D2": 2},
+                           {"B": 3, "D1": 70, "D2": 5}], Tolerance(atol=0.0, rtol=0.0)))
+COLUMN_KERNELS = [COLUMN_STATS, SUM_DIM1, COLUMN_ARGMAX, MEAN_DIM1, ARGMIN_DIM1]

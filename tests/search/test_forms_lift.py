@@ -260,7 +260,7 @@ MATMUL = """extern "C" __global__ void k(const float* A, const float* B, float* 
 }
 """
 MATMUL_PLAN = plan("k", ["A", "B", "C", "M", "N", "K"], grid=["cdiv(N, 16)", "cdiv(M, 16)"], block=[16, 16])
-# A 2-D kernel whose loop keeps two sums: not one product into one accumulator.
+# A 2-D kernel whose loop keeps two sums: not one product into one accumulator (rows, then).
 TWO_SUMS = MATMUL.replace("for (int k = 0; k < K; ++k) acc += A[row * K + k] * B[k * N + col];",
                           "float other = 0.0f;\n        for (int k = 0; k < K; ++k) { acc += A[row * K + k]; "
                           "other += B[k * N + col]; }")
@@ -320,12 +320,11 @@ ZERO = 'extern "C" __global__ void zero(float* y) { y[0] = 0.0f; }\n'
     pytest.param(UNBOUNDED, MAP_PLAN, "bounds check", id="no bounds check"),
     pytest.param(WITH_ELSE, MAP_PLAN, "else branch", id="a bounds check with an else"),
     pytest.param(ATOMIC, MAP_PLAN, "does not zero", id="an atomicAdd without a zeroing launch"),
-    pytest.param(ZERO + map_kernel("if (x[i] > 0.0f) atomicAdd(y, x[i]);"),
+    pytest.param(ZERO + map_kernel("if (x[i] > 0.0f) atomicAdd(y, x[i]); else atomicAdd(y, -x[i]);"),
                  plan("k", ["x", "y", "n"], zero=("zero", "y")), "not a plain atomicAdd(out, term)",
-                 id="a conditional atomicAdd"),
+                 id="a conditional atomicAdd with an else"),
     pytest.param(ZERO + map_kernel("y[i] = x[i];"), plan("k", ["x", "y", "n"], zero=("zero", "y")),
                  "no atomic accumulates into", id="a zeroing launch and no atomic"),
-    pytest.param(TWO_SUMS, MATMUL_PLAN, "not one sum into an accumulator", id="a 2-D loop of two sums"),
     pytest.param(map_kernel("y[i] = x[i];"), {**MAP_PLAN, "launches": MAP_PLAN["launches"] * 3}, "3 launches",
                  id="three launches"),
     pytest.param(map_kernel("y[i] = x[i];"), plan("other", ["x", "y", "n"]), "no extern \"C\" kernel named",
@@ -336,7 +335,8 @@ def test_a_kernel_the_forms_cannot_vouch_for_is_refused_with_its_cause(source, t
 
 
 def test_a_refusal_says_which_family_it_looked_like():
-    assert refused(TWO_SUMS, MATMUL_PLAN).family == CONTRACTION
+    # a 2-D kernel neither a product nor rows (its loop steps by two): the product's refusal
+    assert refused(TWO_SUMS.replace("++k", "k += 2"), MATMUL_PLAN).family == CONTRACTION
     assert lifted(MATMUL, MATMUL_PLAN).family == CONTRACTION
     assert refused(ATOMIC, MAP_PLAN).family == FULL_REDUCE
     assert refused(row_kernel("y[row] = x[row * N + j];", before="", after=""), ROW_PLAN).family == ROWS
@@ -445,3 +445,19 @@ def test_shared_memory_at_the_top_of_the_kernel_is_named_in_the_refusal():
     source = map_kernel("t[threadIdx.x] = x[i]; y[i] = t[threadIdx.x];",
                         before="    __shared__ float t[256];\n")
     assert "__shared__" in refused(source, MAP_PLAN).reason
+
+
+def test_an_atomic_under_a_test_is_a_term_that_is_zero_where_the_test_fails():
+    form = forms.lift(ZERO + map_kernel("if (x[i] > 0.0f) { atomicAdd(y, x[i]); }"),
+                      plan("k", ["x", "y", "n"], zero=("zero", "y")))
+    assert isinstance(form, Form) and form.family == FULL_REDUCE, form
+    assert form.total == "((x[i] > 0.0f) ? (x[i]) : 0.0f)"
+
+
+def test_a_2d_kernel_that_is_no_product_lifts_as_rows_over_its_grids_axes():
+    form = forms.lift(TWO_SUMS, MATMUL_PLAN)
+    assert isinstance(form, Form) and form.family == ROWS, form
+    assert [axis.name for axis in form.space] == ["row", "col"]
+    assert form.holes()["rows"] == "M * N"
+    reductions = [r.name for step in form.steps if isinstance(step, LoopHole) for r in step.reductions]
+    assert reductions == ["acc", "other"]

@@ -12,12 +12,14 @@ import numpy as np
 import pytest
 from cuda_on_cpu import CpuKernels, inputs_for, mismatch
 from forms_kernels import (
+    ARGMIN_DIM1,
     COLUMN_ARGMAX,
     COLUMN_KERNELS,
     COLUMN_STATS,
     FULL_STYLES,
     GEMV,
     GROUPNORM,
+    HEAD_SUMSQ,
     MAP_2D,
     MAP_HELPER_LOCALS,
     MAP_IF_ELSE,
@@ -81,8 +83,8 @@ def candidate(result: Emitted) -> Candidate:
 
 # MAP_HELPER_LOCALS is refused (a bug: see test_forms_lift.py)
 MAPS = [*(k for k in MAP_STYLES if k is not MAP_HELPER_LOCALS), MAP_SAXPY, MAP_IF_ELSE, suite("relu")]
-ROW_KERNELS = [*SOFTMAX_STYLES, RMSNORM, ROW_RANGE, ROW_MAX_FROM_ONE, ROW_ARGMAX, ROW_ARGMIN_LAST, GROUPNORM,
-               GEMV, suite("softmax"), suite("layernorm"), suite("cross_entropy")]
+ROW_KERNELS = [*SOFTMAX_STYLES, RMSNORM, HEAD_SUMSQ, ROW_RANGE, ROW_MAX_FROM_ONE, ROW_ARGMAX, ROW_ARGMIN_LAST,
+               GROUPNORM, GEMV, suite("softmax"), suite("layernorm"), suite("cross_entropy")]
 CASES = [
     *[(k, "map.grid_stride") for k in [*MAPS, MAP_REVERSE, MAP_2D, MAP_TRANSPOSE, MAP_TRANSPOSE_FLAT]],
     *[(k, "map.vec4") for k in MAPS],
@@ -146,7 +148,8 @@ def test_what_a_skeleton_emits_computes_the_reference_at_every_small_size_on_the
 @needs_gxx
 @pytest.mark.parametrize("kernel, skeleton", [(ROW_ARGMAX, "rows.block_per_row"),
                                               (ROW_ARGMIN_LAST, "rows.block_per_row"),
-                                              (COLUMN_ARGMAX, "rows.split_strided")],
+                                              (COLUMN_ARGMAX, "rows.split_strided"),
+                                              (ARGMIN_DIM1, "rows.split_strided")],
                          ids=lambda k: getattr(k, "name", k))
 def test_an_arg_reduction_split_over_threads_keeps_the_tie_rule_the_loop_had(kernel, skeleton, cpu):
     spec = task_of(kernel)

@@ -26,7 +26,7 @@ from profiling.harness import expr
 from profiling.harness.spec import Task
 
 from . import emit, strides
-from .skeleton_base import Emitted, Skeleton, kernel_text, nest_index, plan_with
+from .skeleton_base import Emitted, Skeleton, flat_total, kernel_text, nest_index, plan_with, unflatten
 from .types import ARG_OPS, ROWS, Form, LoopHole, Reduction
 
 BLOCK = 1024  # threads: CUDA's most, the partial arrays' size
@@ -54,18 +54,18 @@ class SplitStridedRows(Skeleton):
         problem = strides.neighbour_problem(form)
         if problem:
             return problem
-        axis = form.space[0]
+        total = flat_total(form)
         reductions = {r.name: r for step in form.steps if isinstance(step, LoopHole) for r in step.reductions}
-        lines = [f"if ((long long)({axis.bound}) <= 0) return;  // no rows (every thread of the block alike)",
+        lines = [f"if ({total} <= 0) return;  // no rows (every thread of the block alike)",
                  "const int optiml_lane = threadIdx.x % COLS;",
                  "const int optiml_slice = threadIdx.x / COLS;",
                  "const int optiml_slices = blockDim.x / COLS;",
                  "const long long optiml_row = (long long)blockIdx.x * COLS + optiml_lane;",
                  # threads past the last whole slice (BLOCK no multiple of COLS) idle
                  "const bool optiml_live = optiml_slice < optiml_slices && "
-                 f"optiml_row < (long long)({axis.bound});",
-                 f"const {axis.ctype} {axis.name} = ({axis.ctype})(optiml_live ? optiml_row "
-                 f": (long long)({axis.bound}) - 1);"]
+                 f"optiml_row < {total};",
+                 f"const long long optiml_kept_row = optiml_live ? optiml_row : {total} - 1;",
+                 unflatten(form, "optiml_kept_row")]
         lines += [declaration for r in reductions.values() for declaration in _partials(r)]
         for step in form.steps:
             if isinstance(step, LoopHole):
@@ -75,10 +75,11 @@ class SplitStridedRows(Skeleton):
                           "__syncthreads();  // later statements of the row may read what it wrote"]
             else:
                 lines.append(step.text)
-        cols = _cols(sizes[0], task)
+        rows = " * ".join(f"({size})" for size in sizes)
+        cols = _cols(rows, task)
         if isinstance(cols, str):
             return cols
-        grid = f"max(cdiv({sizes[0]}, COLS), 1)"
+        grid = f"max(cdiv({rows}, COLS), 1)"
         new_plan = plan_with(form, plan, task, grid, {"BLOCK": BLOCK, "COLS": cols})
         if isinstance(new_plan, str):
             return new_plan

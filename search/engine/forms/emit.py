@@ -132,13 +132,31 @@ def plan_expression(c_text: str, form, launch: dict[str, Any], buffers: set[str]
     return written
 
 
+_INTEGER_DECLARATION = re.compile(r"(?:const\s+)?(?:unsigned\s+)?(?:long\s+long|long|int|size_t)\s+"
+                                  r"(\w+\s*=[^;]+);")
+
+
 def uniform_locals(prelude: str) -> dict[str, str]:
-    """`int total = M * D;` -> {"total": "M * D"}: the prelude's one-name declarations."""
+    """`int total = M * D;` -> {"total": "M * D"}: the prelude's integer declarations, one
+    name or several (`int b = idx / D2, j = idx % D2;`)."""
     found = {}
-    for match in re.finditer(r"(?:const\s+)?(?:unsigned\s+)?(?:long\s+long|long|int|size_t)\s+(\w+)\s*=\s*"
-                             r"([^;]+);", prelude):
-        found[match.group(1)] = match.group(2)
+    for match in _INTEGER_DECLARATION.finditer(prelude):
+        for declarator in _top_level_split(match.group(1)):
+            name, _, value = declarator.partition("=")
+            if re.fullmatch(r"\s*\w+\s*", name) and value.strip():
+                found[name.strip()] = value.strip()
     return found
+
+
+def _top_level_split(text: str) -> list[str]:
+    """`a = f(x, y), b = 2` -> ["a = f(x, y)", "b = 2"]: commas outside parentheses."""
+    parts, depth, start = [], 0, 0
+    for position, char in enumerate(text):
+        depth += {"(": 1, "[": 1, ")": -1, "]": -1}.get(char, 0)
+        if char == "," and depth == 0:
+            parts.append(text[start:position])
+            start = position + 1
+    return [*parts, text[start:]]
 
 
 def check_at_sizes(expression: str, sizes: list[dict[str, int]], tunables: dict[str, int]) -> str | None:

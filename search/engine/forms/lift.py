@@ -19,7 +19,7 @@ from tree_sitter import Node
 
 from ..rewrites.syntax import Kernel, defined_functions, find_kernels, named_statements, parse, text, walk
 from . import contraction, radix, rows
-from .reading import NotRead, plane_bounds, read_space, reads_thread
+from .reading import NotRead, condition_of, plane_bounds, read_space, reads_thread
 from .types import FULL_REDUCE, MAP, Form, Refusal
 
 # Calls whose effect depends on which threads run together, or that reach memory behind
@@ -63,7 +63,13 @@ def lift(source: str, plan: dict[str, Any]) -> Form | Refusal:
         return _partial_sums(space, common, zeroed)
     if any(n.type in _LOOPS for statement in space.body for n in walk(statement)):
         if len(space.axes) >= 2:
-            return contraction.lift_contraction(kernel, space, common)
+            # a product first; else rows over the flattened axes (a reduction per (b, j))
+            form = contraction.lift_contraction(kernel, space, common)
+            if isinstance(form, Form) or zeroed is not None or \
+                    any(_atomic_call(s) is not None for s in space.body):
+                return form
+            as_rows = rows.lift_rows(kernel, space, common)
+            return as_rows if isinstance(as_rows, Form) else form
         if radix.decomposed(space):  # one flat index read as (n, k, p): a contraction first
             form = contraction.lift_contraction(kernel, space, common)
             if isinstance(form, Form):
@@ -190,10 +196,11 @@ def _zeroed_output(kernel: Kernel | None, launch: dict[str, Any]) -> str | None:
 def _full_reduction(space, common: dict[str, Any], atomics: list[Node], zeroed: str | None) -> Form | Refusal:
     if len(atomics) != 1 or atomics[0] is not space.body[-1] or len(space.axes) != 1:
         return Refusal("atomics other than one accumulation as the last statement", family=FULL_REDUCE)
-    call = _atomic_call(atomics[0])
+    statement, guard = _guarded_term(atomics[0])
+    call = _atomic_call(statement)
     name = text(call.child_by_field_name("function"))
     arguments = call.child_by_field_name("arguments").named_children
-    if name != "atomicAdd" or len(arguments) != 2 or text(atomics[0]).rstrip(";") != text(call):
+    if name != "atomicAdd" or len(arguments) != 2 or text(statement).rstrip(";") != text(call):
         return Refusal(f"{text(atomics[0])}: not a plain atomicAdd(out, term)", family=FULL_REDUCE)
     target = text(arguments[0]).replace(" ", "")
     into = target[1:].removesuffix("[0]") if target.startswith("&") else target
@@ -206,8 +213,22 @@ def _full_reduction(space, common: dict[str, Any], atomics: list[Node], zeroed: 
     written = common["writes"]
     if set(written) - {into}:
         return Refusal("writes outputs besides the accumulated one", family=FULL_REDUCE)
-    return Form(family=FULL_REDUCE, body=_text(space.body[:-1]), total=text(arguments[1]), into=into,
+    term = text(arguments[1]) if guard is None else f"(({guard}) ? ({text(arguments[1])}) : 0.0f)"
+    return Form(family=FULL_REDUCE, body=_text(space.body[:-1]), total=term, into=into,
                 **{**form_fields(common), "writes": (into,)})
+
+
+def _guarded_term(statement: Node) -> tuple[Node, str | None]:
+    """`if (c) atomicAdd(out, t);` (braced or not, no else): (the atomic's statement, c),
+    a term that is t where c holds and 0 elsewhere; any other statement: (it, None)."""
+    if statement.type != "if_statement" or statement.child_by_field_name("alternative") is not None:
+        return statement, None
+    consequence = statement.child_by_field_name("consequence")
+    inner = named_statements(consequence) if consequence.type == "compound_statement" else [consequence]
+    condition = condition_of(statement)
+    if len(inner) != 1 or condition is None:
+        return statement, None
+    return inner[0], text(condition)
 
 
 def _accumulated_output(common: dict[str, Any], into: str, zeroed: str | None) -> str | None:

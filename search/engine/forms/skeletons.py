@@ -143,8 +143,12 @@ class BlockPerRow(Skeleton):
             problem = strides.contiguity_problem(loop)
             if problem:
                 return problem
-        axis = form.space[0]
-        lines = [f"const {axis.ctype} {axis.name} = ({axis.ctype})blockIdx.x;"]
+        if len(form.space) == 1:
+            axis = form.space[0]
+            lines = [f"const {axis.ctype} {axis.name} = ({axis.ctype})blockIdx.x;"]
+        else:  # rows over a grid's axes: the block's row, unflattened (slowest axis first)
+            lines = ["const long long optiml_flat_row = blockIdx.x;", unflatten(form, "optiml_flat_row")]
+            rows = " * ".join(f"({size})" for size in sizes)
         reducers: dict[tuple[str, str], str] = {}
         for step in form.steps:
             if isinstance(step, LoopHole):

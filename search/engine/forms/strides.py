@@ -79,7 +79,7 @@ def neighbour_problem(form: Form) -> str | None:
     """Why neighbouring rows would not read neighbouring addresses in the row's loops (a
     reduction across columns reads x[i * D + col]: the next row is the next address), or
     None. Index locals declared before the loops (`int b = idx / D2;`) are read through."""
-    row = form.space[0].name
+    row = form.space[-1].name  # the fastest axis: the next row is the next index point
     locals_: dict[str, str] = {}
     offsets: dict[str, str] = {}  # `const float* in = x + row * N;`: in[j] is x[row * N + j]
     for text_ in [form.prelude, *(s.text for s in form.steps if isinstance(s, Uniform))]:

@@ -112,7 +112,8 @@ class Form:
 
     - elementwise map: `space` is the element index space (one axis, or rows and columns
       of a 2-D grid, slowest first); `body` what one element runs.
-    - row map-reduce: `space` is the one row axis; `steps` alternate uniform statements
+    - row map-reduce: `space` is the row axis (or the axes of a 2-D/3-D grid, slowest
+      first, flattened into rows by the skeletons); `steps` alternate uniform statements
       (text, every thread of a row runs them alike) and `LoopHole`s over the row.
     - contraction: `coordinates` are (batch..., rows, columns) of the outputs (the space's
       axes or the digits of a flat index); `factors`, `reduction`, `accumulator`,
@@ -158,7 +159,7 @@ class Form:
                                    + (f", its index in {r.index} ({ARG_OPS[r.compare][1]} on ties)"
                                       if r.index else "")
                                    for loop in loops for r in loop.reductions],
-                    "loops": len(loops), "rows": self.space[0].bound}
+                    "loops": len(loops), "rows": " * ".join(a.bound for a in self.space)}
         if self.family == CONTRACTION:
             over = self.reduction.bound if self.reduction else ""
             return {"product": " * ".join(self.factors), "over": over,
