@@ -360,6 +360,26 @@ RMSNORM = Kernel("rmsnorm", _RMSNORM_SOURCE, _RMSNORM_PLAN,
                       {"y": ("M", "N")}, _rmsnorm, ROW_SIZES, SUM_TOLERANCE))
 
 
+def _row_prod(inputs, sizes):
+    return {"y": np.prod(1.0 + 1e-3 * _f64(inputs["x"]), axis=1).astype(np.float32)}
+
+
+# a product reduction, `p *= e`
+_ROW_PROD_SOURCE = """extern "C" __global__ void row_prod(const float* x, float* y, int M, int N) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < M) {
+        float p = 1.0f;
+        for (int j = 0; j < N; j++) p *= 1.0f + 0.001f * x[i * N + j];
+        y[i] = p;
+    }
+}
+"""
+_ROW_PROD_PLAN = plan("row_prod", ["x", "y", "M", "N"], grid=ROW_GRID)
+ROW_PROD = Kernel("row_prod", _ROW_PROD_SOURCE, _ROW_PROD_PLAN,
+                  task("row_prod", _ROW_PROD_SOURCE, _ROW_PROD_PLAN, {"x": ("M", "N")}, {"y": ("M",)},
+                       _row_prod, ROW_SIZES, SUM_TOLERANCE))
+
+
 def _head_sumsq(inputs, sizes):
     x = _f64(inputs["x"])
     return {"y": (x * x).sum(axis=2).astype(np.float32)}
@@ -681,8 +701,8 @@ _SUM_DIM1_PLAN = plan("sum_dim1", ["x", "y", "B", "D1", "D2"], grid="cdiv(B * D2
 SUM_DIM1 = Kernel("sum_dim1", _SUM_DIM1_SOURCE, _SUM_DIM1_PLAN,
                   task("sum_dim1", _SUM_DIM1_SOURCE, _SUM_DIM1_PLAN, {"x": ("B", "D1", "D2")},
                        {"y": ("B", "D2")},
-                       _sum_dim1, [{"B": 1, "D1": 1, "D2": 1}, {"B": 3, "D1": 257, "D2": 5},
-                                   {"B": 2, "D1": 9, "D2": 40}], SUM_TOLERANCE))
+                       _sum_dim1, [{"B": 1, "D1": 1, "D2": 1}, {"B": 2, "D1": 9, "D2": 40},
+                                   {"B": 3, "D1": 257, "D2": 5}], SUM_TOLERANCE))
 
 
 def _column_argmax(inputs, sizes):
@@ -730,8 +750,8 @@ _MEAN_DIM1_PLAN = plan("mean_dim1", ["x", "y", "B", "D1", "D2"], grid=["cdiv(D2,
 MEAN_DIM1 = Kernel("mean_dim1", _MEAN_DIM1_SOURCE, _MEAN_DIM1_PLAN,
                    task("mean_dim1", _MEAN_DIM1_SOURCE, _MEAN_DIM1_PLAN, {"x": ("B", "D1", "D2")},
                         {"y": ("B", "D2")}, _mean_dim1,
-                        [{"B": 1, "D1": 1, "D2": 1}, {"B": 3, "D1": 257, "D2": 5},
-                         {"B": 2, "D1": 9, "D2": 40}], SUM_TOLERANCE))
+                        [{"B": 1, "D1": 1, "D2": 1}, {"B": 2, "D1": 9, "D2": 40},
+                         {"B": 3, "D1": 257, "D2": 5}], SUM_TOLERANCE))
 
 
 def _argmin_dim1_last(inputs, sizes):

@@ -33,6 +33,7 @@ from forms_kernels import (
     ROW_ARGMAX,
     ROW_ARGMIN_LAST,
     ROW_MAX_FROM_ONE,
+    ROW_PROD,
     ROW_RANGE,
     SOFTMAX_STYLES,
     SUMSQ,
@@ -83,8 +84,8 @@ def candidate(result: Emitted) -> Candidate:
 
 # MAP_HELPER_LOCALS is refused (a bug: see test_forms_lift.py)
 MAPS = [*(k for k in MAP_STYLES if k is not MAP_HELPER_LOCALS), MAP_SAXPY, MAP_IF_ELSE, suite("relu")]
-ROW_KERNELS = [*SOFTMAX_STYLES, RMSNORM, HEAD_SUMSQ, ROW_RANGE, ROW_MAX_FROM_ONE, ROW_ARGMAX, ROW_ARGMIN_LAST,
-               GROUPNORM, GEMV, suite("softmax"), suite("layernorm"), suite("cross_entropy")]
+ROW_KERNELS = [*SOFTMAX_STYLES, RMSNORM, HEAD_SUMSQ, ROW_PROD, ROW_RANGE, ROW_MAX_FROM_ONE, ROW_ARGMAX,
+               ROW_ARGMIN_LAST, GROUPNORM, GEMV, suite("softmax"), suite("layernorm"), suite("cross_entropy")]
 CASES = [
     *[(k, "map.grid_stride") for k in [*MAPS, MAP_REVERSE, MAP_2D, MAP_TRANSPOSE, MAP_TRANSPOSE_FLAT]],
     *[(k, "map.vec4") for k in MAPS],
@@ -360,3 +361,27 @@ def test_a_card_with_strong_evidence_outranks_a_block_size_on_a_kernel_not_yet_p
                     expected_speedup=17.0)
     block = dataclasses.replace(card, source="tunable", families=_BLOCK_LIKE.families, expected_speedup=None)
     assert judge.score(card, diagnosis) > judge.score(block, diagnosis)
+
+
+POOL_2X2 = Kernel("pool2x2", """extern "C" __global__ void pool2x2(const float* x, float* y, int R, int C) {
+    int o = blockIdx.x * blockDim.x + threadIdx.x;
+    if (o < R * C) {
+        int r = o / C, c = o % C;
+        float m = -INFINITY;
+        for (int i = 0; i < 2; i++)
+            for (int j = 0; j < 2; j++)
+                m = fmaxf(m, x[(2 * r + i) * (2 * C) + 2 * c + j]);
+        y[o] = m;
+    }
+}
+""", plan("pool2x2", ["x", "y", "R", "C"], grid="cdiv(R * C, BLOCK)"))
+
+
+@pytest.mark.parametrize("skeleton", ["rows.block_per_row", "rows.split_strided"])
+def test_a_window_of_four_read_as_a_row_is_not_spread_over_a_block(skeleton):
+    """A 2 x 2 pooling window lifts as a row of 4: a block per row would idle."""
+    form = lifted(POOL_2X2)
+    assert form.family == ROWS
+    spec = task_of(SUMSQ)  # any task: the loop's bound is a number
+    reason = by_name(skeleton).emit(form, POOL_2X2.plan, spec)
+    assert isinstance(reason, str) and ("rows of 4 iterations" in reason or "steps by 2" in reason), reason

@@ -1,6 +1,7 @@
 """Accumulator updates a row loop may hold, read from their statements:
 
-    acc += e;   acc = acc + e;   acc = fmaxf(acc, e);   if (e > acc) acc = e;       (reductions)
+    acc += e;   acc = acc + e;   acc *= e;   acc = acc * e;
+    acc = fmaxf(acc, e);   if (e > acc) acc = e;                                   (reductions)
     if (e > best) { best = e; arg = j; }                                          (arg-reductions)
 
 Anything else that carries a value from one iteration to the next is not a reduction
@@ -15,6 +16,8 @@ from ..rewrites.syntax import assigned_identifier, named_statements, strip_paren
 from .reading import condition_of
 
 _EXTREMA = {"fmaxf": "max", "fminf": "min", "max": "max", "min": "min"}
+_COMPOUND = {"+=": "sum", "*=": "prod"}
+_OPERATORS = {"+": "sum", "*": "prod"}
 
 
 def _body(node: Node | None) -> list[Node]:
@@ -95,14 +98,14 @@ def _accumulation(statement: Node) -> tuple[str, str] | None:
     op = text(assignment.child_by_field_name("operator"))
     right = strip_parens(assignment.child_by_field_name("right"))
     mentions = sum(1 for n in walk(right) if n.type == "identifier" and text(n) == target)
-    if op == "+=" and mentions == 0:
-        return target, "sum"
+    if op in _COMPOUND and mentions == 0:
+        return target, _COMPOUND[op]
     if op != "=":
         return None
-    if right.type == "binary_expression" and text(right.child_by_field_name("operator")) == "+":
+    if right.type == "binary_expression" and text(right.child_by_field_name("operator")) in _OPERATORS:
         sides = [text(strip_parens(right.child_by_field_name(s))) for s in ("left", "right")]
         if target in sides and mentions == 1:
-            return target, "sum"
+            return target, _OPERATORS[text(right.child_by_field_name("operator"))]
     if right.type == "call_expression":
         function = text(right.child_by_field_name("function"))
         arguments = [text(strip_parens(a)) for a in right.child_by_field_name("arguments").named_children]

@@ -26,7 +26,16 @@ from profiling.harness import expr
 from profiling.harness.spec import Task
 
 from . import emit, strides
-from .skeleton_base import Emitted, Skeleton, flat_total, kernel_text, nest_index, plan_with, unflatten
+from .skeleton_base import (
+    Emitted,
+    Skeleton,
+    flat_total,
+    kernel_text,
+    nest_index,
+    plan_with,
+    short_rows_problem,
+    unflatten,
+)
 from .types import ARG_OPS, ROWS, Form, LoopHole, Reduction
 
 BLOCK = 1024  # threads: CUDA's most, the partial arrays' size
@@ -51,7 +60,7 @@ class SplitStridedRows(Skeleton):
                "combined through shared memory in slice order")
 
     def _emit(self, form: Form, plan: dict[str, Any], task: Task, sizes: list[str]) -> Emitted | str:
-        problem = strides.neighbour_problem(form)
+        problem = strides.neighbour_problem(form) or short_rows_problem(form, plan, task)
         if problem:
             return problem
         total = flat_total(form)

@@ -15,7 +15,7 @@ from typing import Any
 
 from profiling.harness import expr
 
-_COMBINE = {"sum": "{a} + {b}", "max": "fmaxf({a}, {b})", "min": "fminf({a}, {b})"}
+_COMBINE = {"sum": "{a} + {b}", "prod": "{a} * {b}", "max": "fmaxf({a}, {b})", "min": "fminf({a}, {b})"}
 _CASTS = re.compile(r"\(\s*(?:const\s+)?(?:unsigned\s+|signed\s+)?(?:long\s+long|long|int|size_t|int64_t|"
                     r"uint64_t|int32_t|unsigned)\s*\)")
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from profiling.harness import expr
 from profiling.harness.spec import Task
 
 from . import emit
@@ -48,6 +49,30 @@ def plan_with(form: Form, plan: dict[str, Any], task: Task, grid: str, tunables:
 def size_expression(form: Form, text: str, plan: dict[str, Any], task: Task) -> str:
     return emit.plan_expression(text, form, last_launch(plan), buffer_names(task, plan),
                                 emit.uniform_locals(form.prelude))
+
+
+# A row skeleton spreads a row's loops over threads: rows shorter than a warp at the
+# task's sizes (a 2 x 2 pooling window read as a row) would leave most of them idle.
+SHORTEST_ROW = 32
+
+
+def short_rows_problem(form: Form, plan: dict[str, Any], task: Task) -> str | None:
+    """Why the form's longest row loop is too short to spread over threads at the task's
+    sizes, or None (also when a bound is worked out per row: nothing to evaluate then)."""
+    longest = 0
+    for loop in (step for step in form.steps if isinstance(step, LoopHole)):
+        try:
+            count = 1
+            for variable in loop.variables:
+                bound = size_expression(form, variable.bound, plan, task)
+                count *= expr.evaluate_int(bound, dict(task.sizes))
+        except (emit.PlanProblem, expr.ExpressionError, ValueError, ZeroDivisionError):
+            return None
+        longest = max(longest, count)
+    if longest < SHORTEST_ROW:
+        return (f"rows of {longest} iterations at the task's sizes: spread over a block, most of its "
+                "threads would idle")
+    return None
 
 
 def flat_total(form: Form) -> str:

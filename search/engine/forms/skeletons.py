@@ -37,6 +37,7 @@ from .skeleton_base import (
     last_launch,
     nest_index,
     plan_with,
+    short_rows_problem,
     unflatten,
 )
 from .tiles import SmemRegisterTile
@@ -143,6 +144,9 @@ class BlockPerRow(Skeleton):
             problem = strides.contiguity_problem(loop)
             if problem:
                 return problem
+        problem = short_rows_problem(form, plan, task)
+        if problem:
+            return problem
         if len(form.space) == 1:
             axis = form.space[0]
             lines = [f"const {axis.ctype} {axis.name} = ({axis.ctype})blockIdx.x;"]

@@ -22,12 +22,13 @@ FAMILIES = (MAP, ROWS, FULL_REDUCE, "arg_reduce", "column_reduction", "permutati
             "window_reduction")
 
 # Reduction operators: identity per type, and whether fp32 combination may reorder them
-# (sum reorders with rounding error inside the task's tolerance; max/min are exact).
+# (sum and product reorder with rounding error inside the task's tolerance; max/min are exact).
 IDENTITIES = {
     ("sum", "float"): "0.0f", ("sum", "double"): "0.0", ("sum", "int"): "0",
     ("max", "float"): "-INFINITY", ("min", "float"): "INFINITY",
+    ("prod", "float"): "1.0f", ("prod", "double"): "1.0",
 }
-EXACT_UNDER_REORDER = {"sum": False, "max": True, "min": True}
+EXACT_UNDER_REORDER = {"sum": False, "prod": False, "max": True, "min": True}
 
 
 @dataclass(frozen=True)
