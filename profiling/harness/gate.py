@@ -107,9 +107,13 @@ def gpu_name() -> str | None:
 
 def evaluate(task_name: str, candidate: Candidate, options: GateOptions | None = None) -> Verdict:
     """Judge one candidate. Raises only for an unknown task; a bad kernel is a verdict."""
+    return evaluate_task(tasks.get(task_name), candidate, options)
+
+
+def evaluate_task(task: Task, candidate: Candidate, options: GateOptions | None = None) -> Verdict:
+    """The same for a task given as itself (one a test defines, not in the registry)."""
     options = options or GateOptions()
     started = time.monotonic()
-    task = tasks.get(task_name)
     verdict = _evaluate(task, candidate, options)
     verdict.seconds = time.monotonic() - started
     verdict.environment.harness_version = HARNESS_VERSION

@@ -1,0 +1,45 @@
+"""Every skeleton on every kernel of its family that tests/search/test_forms_skeletons.py
+runs on the CPU emulator, through the real gate on a GPU (pytest -m gpu): correctness at
+every L0 size of the kernel's small task and at its L1 size, the plan as launched, the
+timed runs' outputs verified. Sanitizers off (the CPU tests and the suite's own gate runs
+cover them); how fast the skeletons are is bench/skeleton_transfer.py's to say."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "search"))
+
+import test_forms_contraction as c  # noqa: E402
+from test_forms_skeletons import CASES, IDS, candidate, emitted, task_of  # noqa: E402
+
+from profiling.harness.candidate import Candidate  # noqa: E402
+from profiling.harness.gate import GateOptions, evaluate_task  # noqa: E402
+from profiling.harness.verdict import PASSED  # noqa: E402
+from search.engine.forms import lift  # noqa: E402
+from search.engine.forms.skeletons import by_name  # noqa: E402
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.mark.parametrize("kernel, skeleton", CASES, ids=IDS)
+def test_what_a_skeleton_emits_passes_the_gate_on_a_gpu(kernel, skeleton, tmp_path):
+    verdict = evaluate_task(task_of(kernel), candidate(emitted(kernel, skeleton)),
+                            GateOptions(profile=False, sanitize=(), seed=20261206, input_cache=str(tmp_path)))
+    assert verdict.status == PASSED, (verdict.guard, verdict.message[:500])
+
+
+@pytest.mark.parametrize("source, plan", [(c.BMM_PLANE, c.PLANE_PLAN), (c.BMM_FLAT, c.FLAT_PLAN),
+                                          (c.BMM_REST, c.FLAT_PLAN), (c.LINEAR, c.PLAN)],
+                         ids=["bmm grid plane", "bmm flat index", "bmm through a local", "linear relu"])
+def test_the_contraction_tile_passes_the_gate_on_a_gpu(source, plan, tmp_path):
+    """The 128 x 128 tile (bmm at 300 x 260) and the 64 x 64 (linear at 130 x 70), each
+    factor loaded along its own contiguous index (the linear's Bt[c * K + k] along k)."""
+    task = c.LINEAR_TASK if source is c.LINEAR else c._bmm_task(source, plan)
+    emitted = by_name("contraction.smem_register_tile").emit(lift(source, plan), plan, task)
+    verdict = evaluate_task(task, Candidate.from_dict({**emitted.plan, "source": emitted.source}),
+                            GateOptions(profile=False, sanitize=(), seed=20261206, input_cache=str(tmp_path)))
+    assert verdict.status == PASSED, (verdict.guard, verdict.message[:500])
