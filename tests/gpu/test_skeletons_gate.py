@@ -11,11 +11,12 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "search"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "search"))  # the CPU tests' kernels
 
 import test_forms_contraction as c  # noqa: E402
 from test_forms_skeletons import CASES, IDS, candidate, emitted, task_of  # noqa: E402
 
+from profiling.harness import tasks  # noqa: E402
 from profiling.harness.candidate import Candidate  # noqa: E402
 from profiling.harness.gate import GateOptions, evaluate_task  # noqa: E402
 from profiling.harness.verdict import PASSED  # noqa: E402
@@ -23,6 +24,34 @@ from search.engine.forms import lift  # noqa: E402
 from search.engine.forms.skeletons import by_name  # noqa: E402
 
 pytestmark = pytest.mark.gpu
+HERE = Path(__file__).resolve().parent
+# The gate builds inputs and references in subprocesses that find a task by name in the
+# registry: each test task gets a file there that takes it from this module.
+TEMPLATE = """import sys
+sys.path[:0] = [{gpu!r}, {search!r}]
+from test_skeletons_gate import task_named
+TASK = task_named({name!r})
+"""
+
+
+def _test_tasks():
+    found = [task_of(kernel) for kernel, _ in CASES if kernel.task is not None]
+    found += [c.LINEAR_TASK, c._bmm_task(c.BMM_PLANE, c.PLANE_PLAN)]
+    return {task.name: task for task in found}
+
+
+def task_named(name: str):
+    return _test_tasks()[name]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def registered(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("skeleton-tasks")
+    known = {task.name for task in tasks.all_tasks()}  # the suite's own (softmax, ...)
+    for name in set(_test_tasks()) - known:
+        text = TEMPLATE.format(gpu=str(HERE), search=str(HERE.parent / "search"), name=name)
+        (directory / f"{name}.py").write_text(text)
+    tasks.add_directory(directory)
 
 
 @pytest.mark.parametrize("kernel, skeleton", CASES, ids=IDS)
