@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "search"))  # the CPU tests' kernels
+sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[1] / "search")]
 
+import skeleton_tasks  # noqa: E402
 import test_forms_contraction as c  # noqa: E402
 from test_forms_skeletons import CASES, IDS, candidate, emitted, task_of  # noqa: E402
 
@@ -26,37 +27,26 @@ from search.engine.forms.skeletons import by_name  # noqa: E402
 pytestmark = pytest.mark.gpu
 HERE = Path(__file__).resolve().parent
 # The gate builds inputs and references in subprocesses that find a task by name in the
-# registry: each test task gets a file there that takes it from this module.
+# registry: each test task gets a file there that takes it from skeleton_tasks.py.
 TEMPLATE = """import sys
-sys.path[:0] = [{gpu!r}, {search!r}]
-from test_skeletons_gate import task_named
+sys.path.insert(0, {gpu!r})
+from skeleton_tasks import task_named
 TASK = task_named({name!r})
 """
 
 
 def quick(cache) -> GateOptions:
-    """Correctness is the point here: fewer seeds and timed runs than the standard gate (a
-    first run with its defaults took over 400 s for these 52 kernels on an H100)."""
+    """Correctness is the point here: fewer seeds and timed runs than the standard gate."""
     return GateOptions(profile=False, sanitize=(), seed=20261206, input_cache=str(cache), seeds=2,
                        warmup_runs=1, timing_runs=3, spot_checks=1)
-
-
-def _test_tasks():
-    found = [task_of(kernel) for kernel, _ in CASES if kernel.task is not None]
-    found += [c.LINEAR_TASK, c._bmm_task(c.BMM_PLANE, c.PLANE_PLAN)]
-    return {task.name: task for task in found}
-
-
-def task_named(name: str):
-    return _test_tasks()[name]
 
 
 @pytest.fixture(scope="module", autouse=True)
 def registered(tmp_path_factory):
     directory = tmp_path_factory.mktemp("skeleton-tasks")
     known = {task.name for task in tasks.all_tasks()}  # the suite's own (softmax, ...)
-    for name in set(_test_tasks()) - known:
-        text = TEMPLATE.format(gpu=str(HERE), search=str(HERE.parent / "search"), name=name)
+    for name in set(skeleton_tasks.small_tasks()) - known:
+        text = TEMPLATE.format(gpu=str(HERE), name=name)
         (directory / f"{name}.py").write_text(text)
     tasks.add_directory(directory)
 

@@ -498,3 +498,13 @@ def test_the_naive_kernel_compiles_and_exports_every_planned_entry(name, tmp_pat
     # An extern "C" kernel keeps its plain name; a C++ one would be mangled (_Z...).
     assert {launch["kernel"] for launch in task.naive_plan["launches"]} <= entries, entries
     assert set(re.findall(r"(\d+) bytes spill stores", log)) <= {"0"}, log
+
+
+def test_a_task_file_that_asks_the_registry_while_it_loads_is_an_error_not_a_hang(tmp_path, monkeypatch,
+                                                                                   fresh_registry):
+    """It deadlocked: the registry imports task files under its lock, and the file's call
+    waited for that lock (found when a GPU test's task files imported a test module)."""
+    (tmp_path / "asks.py").write_text("from profiling.harness import tasks\nTASK = tasks.get('relu')\n")
+    monkeypatch.setenv("OPTIML_TASK_PATH", str(tmp_path))
+    with pytest.raises(tasks.TaskDefinitionError, match="while the registry imports it"):
+        tasks.get("relu")

@@ -47,6 +47,7 @@ class TaskDefinitionError(ValueError):
 
 
 _lock = threading.Lock()
+_loading = threading.local()  # set while this thread discovers tasks (under _lock)
 _modules: dict[str, tuple[Task, str]] | None = None  # name -> (task, file it came from)
 _declared: dict[Path, tuple[tuple[int, int], Task]] = {}  # file -> (its mtime and size, task)
 _tasks: dict[str, Task] | None = None
@@ -88,12 +89,19 @@ def _reset_for_tests() -> None:
 
 def _load(*, rescan: bool = False) -> dict[str, Task]:
     global _modules, _tasks
+    if getattr(_loading, "active", False):  # a task module asked while being imported: under _lock
+        raise TaskDefinitionError("a task module asks the registry for tasks while the registry imports it; "
+                                  "take what it needs from the other module directly")
     with _lock:
-        if _modules is None:
-            _modules = _discover_modules()
-        if _tasks is None or rescan:
-            _tasks = _with_declared(_modules)
-        return _tasks
+        _loading.active = True
+        try:
+            if _modules is None:
+                _modules = _discover_modules()
+            if _tasks is None or rescan:
+                _tasks = _with_declared(_modules)
+            return _tasks
+        finally:
+            _loading.active = False
 
 
 def _discover_modules() -> dict[str, tuple[Task, str]]:
