@@ -24,6 +24,7 @@ from tree_sitter import Node
 
 from ..rewrites.syntax import Kernel, declared_name, strip_parens, text, walk
 from . import radix, rows
+from .accumulators import _accumulation, _body
 from .reading import _declaration
 from .types import CONTRACTION, Axis, Form, Refusal
 
@@ -46,8 +47,8 @@ def _lift(kernel: Kernel, space, common: dict[str, Any]) -> Form:
     k, k_type, bound, start = rows._head(loop)
     if start != "0":
         raise ValueError(f"the reduction loop starts at {start}, not 0")
-    inner = rows._body(loop.child_by_field_name("body"))
-    if len(inner) != 1 or (found := rows._accumulation(inner[0])) is None or found[1] != "sum":
+    inner = _body(loop.child_by_field_name("body"))
+    if len(inner) != 1 or (found := _accumulation(inner[0])) is None or found[1] != "sum":
         raise ValueError("the loop's body is not one sum into an accumulator")
     acc = found[0]
     declared = {d[0]: d[1] for d in (_declaration(s) for s in pre) if d}

@@ -19,7 +19,8 @@ from tree_sitter import Node
 
 from ..rewrites.syntax import Kernel, defined_functions, find_kernels, named_statements, parse, text, walk
 from . import contraction, radix, rows
-from .reading import NotRead, condition_of, plane_bounds, read_space, reads_thread
+from .accumulators import _accumulation
+from .reading import NotRead, _declaration, condition_of, plane_bounds, read_space, reads_thread
 from .types import FULL_REDUCE, MAP, Form, Refusal
 
 # Calls whose effect depends on which threads run together, or that reach memory behind
@@ -251,10 +252,10 @@ def _partial_sums(space, common: dict[str, Any], zeroed: str | None) -> Form | R
         return Refusal("statements after the grid-stride loop other than one atomicAdd", family=FULL_REDUCE)
     declared = {}
     for statement in space.prelude:
-        found = rows._declaration(statement)
+        found = _declaration(statement)
         if found is not None:
             declared[found[0]] = found[1]
-    updates = [(s, rows._accumulation(s)) for s in space.body]
+    updates = [(s, _accumulation(s)) for s in space.body]
     sums = [(s, found[0]) for s, found in updates if found and found[1] == "sum" and found[0] in declared]
     if len(sums) != 1 or declared[sums[0][1]].replace("const ", "") != "float":
         return Refusal("the grid-stride loop does not sum one float partial", family=FULL_REDUCE)
@@ -280,8 +281,8 @@ def _partial_sums(space, common: dict[str, Any], zeroed: str | None) -> Form | R
     problem = _accumulated_output(common, into, zeroed)
     if problem:
         return Refusal(problem, family=FULL_REDUCE)
-    start = next(rows._declaration(s)[2] for s in space.prelude
-                 if rows._declaration(s) and rows._declaration(s)[0] == partial)
+    start = next(_declaration(s)[2] for s in space.prelude
+                 if _declaration(s) and _declaration(s)[0] == partial)
     if text(start) not in ("0.0f", "0.f", "0", "0.0"):
         return Refusal(f"the partial {partial} does not start at zero", family=FULL_REDUCE)
     finish = re.sub(rf"\b{partial}\b", "optiml_sum", text(arguments[1]))
