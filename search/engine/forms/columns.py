@@ -31,9 +31,10 @@ from .skeleton_base import (
     Skeleton,
     flat_total,
     kernel_text,
-    nest_index,
     plan_with,
+    set_aside,
     short_rows_problem,
+    spread_loop,
     unflatten,
 )
 from .types import ARG_OPS, ROWS, Form, LoopHole, Reduction
@@ -113,23 +114,8 @@ def _partials(r: Reduction) -> list[str]:
 
 
 def _split_loop(loop: LoopHole) -> list[str]:
-    lines = []
-    for r in loop.reductions:
-        lines += [f"const {r.ctype} optiml_{r.name}_before = {r.name};", f"{r.name} = {r.identity};"]
-        if r.index:
-            lines += [f"const {r.index_ctype} optiml_{r.index}_before = {r.index};",
-                      f"{r.index} = ({r.index_ctype})({r.sentinel});"]
-    if len(loop.variables) == 1:
-        v = loop.variables[0]
-        first = "optiml_slice" if loop.start == "0" else f"({loop.start}) + optiml_slice"
-        head = f"{v.ctype} {v.name} = {first}; {v.name} < ({v.bound}); {v.name} += optiml_slices"
-        walk = [f"for ({head}) {{", emit.indent(loop.body, 4), "}"]
-    else:
-        total = " * ".join(f"(long long)({v.bound})" for v in loop.variables)
-        names = "\n".join(nest_index(loop, position) for position in range(len(loop.variables)))
-        walk = [f"for (long long optiml_t = optiml_slice; optiml_t < {total}; optiml_t += optiml_slices) {{",
-                emit.indent(names, 4), emit.indent(loop.body, 4), "}"]
-    lines += ["if (optiml_live) {", emit.indent("\n".join(walk), 4), "}"]
+    walk = spread_loop(loop, "optiml_slice", "optiml_slices")
+    lines = [*set_aside(loop), "if (optiml_live) {", emit.indent("\n".join(walk), 4), "}"]
     for r in loop.reductions:
         lines += _combine(r)
     if loop.writes_memory and not loop.reductions:

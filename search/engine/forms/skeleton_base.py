@@ -92,6 +92,32 @@ def unflatten(form: Form, flat: str) -> str:
     return "\n".join(reversed(lines))
 
 
+def set_aside(loop: LoopHole) -> list[str]:
+    """Each reduction's value before the loop kept aside, and the accumulator reset to its
+    identity (an arg-reduction's index to its sentinel) for the threads' partials."""
+    lines = []
+    for r in loop.reductions:
+        lines += [f"const {r.ctype} optiml_{r.name}_before = {r.name};", f"{r.name} = {r.identity};"]
+        if r.index:
+            lines += [f"const {r.index_ctype} optiml_{r.index}_before = {r.index};",
+                      f"{r.index} = ({r.index_ctype})({r.sentinel});"]
+    return lines
+
+
+def spread_loop(loop: LoopHole, first: str, step: str) -> list[str]:
+    """The loop's iterations `first`, `first + step`, ... (a nest flattened through
+    optiml_t), each running the loop's own body."""
+    if len(loop.variables) == 1:
+        v = loop.variables[0]
+        start = first if loop.start == "0" else f"({loop.start}) + {first}"
+        head = f"{v.ctype} {v.name} = {start}; {v.name} < ({v.bound}); {v.name} += {step}"
+        return [f"for ({head}) {{", emit.indent(loop.body, 4), "}"]
+    total = " * ".join(f"(long long)({v.bound})" for v in loop.variables)
+    names = "\n".join(nest_index(loop, position) for position in range(len(loop.variables)))
+    return [f"for (long long optiml_t = {first}; optiml_t < {total}; optiml_t += {step}) {{",
+            emit.indent(names, 4), emit.indent(loop.body, 4), "}"]
+
+
 def nest_index(loop: LoopHole, position: int) -> str:
     """The declaration of a flattened loop nest's variable at `position` from optiml_t."""
     v = loop.variables[position]

@@ -35,9 +35,10 @@ from .skeleton_base import (
     flat_total,
     kernel_text,
     last_launch,
-    nest_index,
     plan_with,
+    set_aside,
     short_rows_problem,
+    spread_loop,
     unflatten,
 )
 from .tiles import SmemRegisterTile
@@ -170,26 +171,12 @@ class BlockPerRow(Skeleton):
 
 
 def _strided_loop(loop: LoopHole, reducers: dict[tuple[str, str], str]) -> list[str]:
-    lines = []
     for r in loop.reductions:
-        lines += [f"const {r.ctype} optiml_{r.name}_before = {r.name};", f"{r.name} = {r.identity};"]
         if r.index:
-            lines += [f"const {r.index_ctype} optiml_{r.index}_before = {r.index};",
-                      f"{r.index} = ({r.index_ctype})({r.sentinel});"]
             reducers.setdefault((emit.block_arg_reduce_name(r), ""), emit.block_arg_reduce(r))
-            continue
-        reducers.setdefault((r.op, r.ctype), emit.block_reduce(r.op, r.ctype, r.identity))
-    if len(loop.variables) == 1:
-        v = loop.variables[0]
-        first = "threadIdx.x" if loop.start == "0" else f"({loop.start}) + threadIdx.x"
-        head = f"{v.ctype} {v.name} = {first}; {v.name} < ({v.bound}); {v.name} += blockDim.x"
-        lines += [f"for ({head}) {{",
-                  emit.indent(loop.body, 4), "}"]
-    else:
-        total = " * ".join(f"(long long)({v.bound})" for v in loop.variables)
-        names = "\n".join(nest_index(loop, position) for position in range(len(loop.variables)))
-        lines += [f"for (long long optiml_t = threadIdx.x; optiml_t < {total}; optiml_t += blockDim.x) {{",
-                  emit.indent(names, 4), emit.indent(loop.body, 4), "}"]
+        else:
+            reducers.setdefault((r.op, r.ctype), emit.block_reduce(r.op, r.ctype, r.identity))
+    lines = [*set_aside(loop), *spread_loop(loop, "threadIdx.x", "blockDim.x")]
     for r in loop.reductions:
         if r.index:  # the block's pair replaces the one before the loop as the loop would have
             lines += [f"{emit.block_arg_reduce_name(r)}({r.name}, {r.index});",
