@@ -14,6 +14,7 @@ from profiling.harness import expr, tasks
 from profiling.harness.candidate import Candidate
 from profiling.harness.spec import Task, TensorSpec, Tolerance
 from search.engine.forms import CONTRACTION, ROWS, Form, Refusal, lift
+from search.engine.forms.lift import one_declarator_each
 from search.engine.forms.skeletons import by_name
 from search.engine.forms.tiles import k_fastest
 
@@ -270,3 +271,25 @@ def test_the_tiled_skeleton_computes_a_product_read_from_a_flat_index(tmp_path):
     for sizes in task.l0_sizes:
         inputs = inputs_for(task, sizes)
         assert mismatch(task, sizes, inputs, kernels.run(task, sizes, inputs)) is None, sizes
+
+
+def test_a_flat_index_split_in_one_declaration_lifts_as_the_same_product():
+    source = """extern "C" __global__
+void matmul_1d(const float* A, const float* B, float* C, int M, int N, int K) {
+    int idx = blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx < M * N) {
+        int i = idx / N, j = idx % N;
+        float s = 0;
+        for (int k = 0; k < K; k++) s += A[i * K + k] * B[k * N + j];
+        C[idx] = s;
+    }
+}
+"""
+    plan = {"launches": [{"kernel": "matmul_1d", "grid": ["cdiv(M * N, 128)"], "block": [128],
+                          "args": ["A", "B", "C", "M", "N", "K"]}]}
+    form = lift(source, plan)
+    assert isinstance(form, Form) and form.family == CONTRACTION, form
+    assert [c.name for c in form.coordinates] == ["i", "j"]
+    assert "int i = idx / N; int j = idx % N;" in one_declarator_each(source)
+    header = "void f() { for (int k = 0, unused = 0; k < 3; ++k) {} }"
+    assert one_declarator_each(header) == header  # a loop's header is kept as written

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from profiling.harness import tasks
-from search.engine.forms import LoopHole, lift
+from search.engine.forms import LoopHole, lift, strides
 from search.engine.forms.skeletons import by_name
 from search.engine.forms.strides import contiguity_problem, stride
 
@@ -43,3 +43,33 @@ def test_row_loops_that_walk_their_row_are_spread_over_a_block():
         task = tasks.get(name)
         form = lift(task.naive_source, task.naive_plan)
         assert not isinstance(by_name("rows.block_per_row").emit(form, task.naive_plan, task), str), name
+
+
+ROWS_THROUGH_A_MACRO = """#define IDX(r, c, n) ((r) * (n) + (c))
+extern "C" __global__ void rows_define(const float* x, float* y, int M, int N) {
+    const int tid = threadIdx.x + blockIdx.x * blockDim.x;
+    if (tid < M) {
+        float acc = 0.f;
+        for (int j = 0; j < N; j += 1) acc = acc + x[IDX(tid, j, N)] * x[IDX(tid, j, N)];
+        y[tid] = sqrtf(acc);
+    }
+}
+"""
+
+
+def test_an_index_written_through_a_function_like_macro_is_measured_after_expanding_it():
+    plan = {"launches": [{"kernel": "rows_define", "grid": ["cdiv(M, 128)"], "block": [128],
+                          "args": ["x", "y", "M", "N"]}]}
+    form = lift(ROWS_THROUGH_A_MACRO, plan)
+    loop = next(step for step in form.steps if isinstance(step, LoopHole))
+    assert strides.contiguity_problem(loop, form.helpers) is None
+    assert "cannot be worked out" in strides.contiguity_problem(loop)  # without the #define
+    assert "from one tid to the next" in strides.neighbour_problem(form)
+
+
+def test_macros_expand_with_their_arguments_nested_parentheses_and_objects():
+    helpers = "#define IDX(r, c, n) ((r) * (n) + (c))\n#define WIDTH 1024\n"
+    assert strides.expand_macros("IDX(f(a, b), j + 1, WIDTH)", helpers) == \
+        "((((f(a, b))) * (((1024))) + ((j + 1))))"
+    assert strides.stride(strides.expand_macros("IDX(row, j, WIDTH)", helpers), "j") == 1
+    assert strides.expand_macros("IDX[3]", helpers) == "IDX[3]"  # not a call: left alone

@@ -36,6 +36,7 @@ _LOOPS = ("for_statement", "while_statement", "do_statement")
 def lift(source: str, plan: dict[str, Any]) -> Form | Refusal:
     """The family form of the plan's kernel (the last launch's, after a zeroing launch)."""
     launches = plan.get("launches") or []
+    source = one_declarator_each(source)
     tree = parse(source)
     kernels = {k.name: k for k in find_kernels(tree)}
     zeroed = None
@@ -84,6 +85,23 @@ def lift(source: str, plan: dict[str, Any]) -> Form | Refusal:
     if zeroed is not None:
         return Refusal("the first launch zeroes an output that no atomic accumulates into")
     return Form(family=MAP, body=_text(space.body), direct=_direct(space, kernel), **form_fields(common))
+
+
+def one_declarator_each(source: str) -> str:
+    """`int i = idx / N, j = idx % N;` written as two declarations (a loop header's are
+    kept): every reader of the index space and the digits takes one name a statement."""
+    data = source.encode()
+    edits = []
+    for node in walk(parse(data).root_node):
+        declarators = node.children_by_field_name("declarator") if node.type == "declaration" else []
+        if len(declarators) < 2 or node.parent is None or node.parent.type != "compound_statement":
+            continue
+        head = data[node.start_byte:declarators[0].start_byte].decode()
+        split = " ".join(f"{head}{text(d)};" for d in declarators)
+        edits.append((node.start_byte, node.end_byte, split))
+    for start, end, replacement in sorted(edits, reverse=True):
+        data = data[:start] + replacement.encode() + data[end:]
+    return data.decode()
 
 
 def _common(kernel: Kernel, source: str, space, helpers: set[str], launch_args) -> dict[str, Any]:

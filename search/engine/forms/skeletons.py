@@ -142,7 +142,7 @@ class BlockPerRow(Skeleton):
     def _emit(self, form: Form, plan: dict[str, Any], task: Task, sizes: list[str]) -> Emitted | str:
         rows = sizes[0]
         for loop in (step for step in form.steps if isinstance(step, LoopHole)):
-            problem = strides.contiguity_problem(loop)
+            problem = strides.contiguity_problem(loop, form.helpers)
             if problem:
                 return problem
         problem = short_rows_problem(form, plan, task)

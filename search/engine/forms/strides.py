@@ -60,12 +60,13 @@ def stride(index: str, variable: str) -> int | None:
     return at[1] - at[0]
 
 
-def contiguity_problem(loop: LoopHole) -> str | None:
-    """Why a block striding over this loop would not read contiguous memory, or None."""
+def contiguity_problem(loop: LoopHole, helpers: str = "") -> str | None:
+    """Why a block striding over this loop would not read contiguous memory, or None
+    (`helpers`: the kernel's #defines, expanded in the indices first)."""
     variable = loop.variables[-1].name  # the innermost: consecutive flattened iterations
     strides = []
     for pointer, index in accesses(loop):
-        step = stride(index, variable)
+        step = stride(expand_macros(index, helpers), variable)
         if step is None:
             return f"{pointer}[{index}]: an index whose stride in {variable} cannot be worked out"
         if step not in (0, 1, -1):
@@ -90,7 +91,7 @@ def neighbour_problem(form: Form) -> str | None:
     steps = []
     for pointer, index in found:
         offset = f"({offsets[pointer]}) + " if pointer in offsets else ""
-        step = stride(_through(offset + f"({index})", locals_, row), row)
+        step = stride(_through(expand_macros(offset + f"({index})", form.helpers), locals_, row), row)
         if step is None:
             return f"{pointer}[{index}]: an index whose stride in {row} cannot be worked out"
         if step not in (0, 1, -1):
@@ -110,3 +111,62 @@ def _through(index: str, locals_: dict[str, str], keep: str) -> str:
             break
         index = replaced
     return index
+
+
+_DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)(\(([^)]*)\))?[ \t]*(.*?)[ \t]*$", re.MULTILINE)
+
+
+def expand_macros(index: str, helpers: str) -> str:
+    """The index with the kernel's one-line #defines expanded (`IDX(r, c, n)` with
+    `#define IDX(r, c, n) ((r) * (n) + (c))`; `N` with `#define N 1024`), 8 levels at most."""
+    macros = {m.group(1): ([p.strip() for p in m.group(3).split(",")] if m.group(2) else None, m.group(4))
+              for m in _DEFINE.finditer(helpers)}
+    for _ in range(8):
+        expanded = _expand_once(index, macros)
+        if expanded == index:
+            break
+        index = expanded
+    return index
+
+
+def _expand_once(index: str, macros: dict) -> str:
+    out, position = [], 0
+    for match in _NAME.finditer(index):
+        name = match.group(0)
+        if match.start() < position or name not in macros:
+            continue
+        params, body = macros[name]
+        if params is None:
+            out += [index[position:match.start()], f"({body})"]
+            position = match.end()
+            continue
+        rest = index[match.end():]
+        if not rest.lstrip().startswith("("):
+            continue
+        opening = match.end() + len(rest) - len(rest.lstrip())
+        arguments, end = _arguments(index, opening)
+        if arguments is None or len(arguments) != len(params):
+            continue
+        for param, argument in zip(params, arguments, strict=True):
+            body = re.sub(rf"\b{re.escape(param)}\b", f"({argument})", body)
+        out += [index[position:match.start()], f"({body})"]
+        position = end
+    return "".join(out) + index[position:]
+
+
+def _arguments(text_: str, opening: int) -> tuple[list[str] | None, int]:
+    """The comma-separated arguments of the parenthesis at `opening`, and the index after it."""
+    depth, start, found = 0, opening + 1, []
+    for position in range(opening, len(text_)):
+        char = text_[position]
+        if char in "([":
+            depth += 1
+        elif char in ")]":
+            depth -= 1
+            if depth == 0:
+                found.append(text_[start:position])
+                return [a.strip() for a in found], position + 1
+        elif char == "," and depth == 1:
+            found.append(text_[start:position])
+            start = position + 1
+    return None, len(text_)
