@@ -380,6 +380,29 @@ ROW_PROD = Kernel("row_prod", _ROW_PROD_SOURCE, _ROW_PROD_PLAN,
                        _row_prod, ROW_SIZES, SUM_TOLERANCE))
 
 
+def _row_mean(inputs, sizes):
+    return {"y": _f64(inputs["x"]).mean(axis=1).astype(np.float32)}
+
+
+# the row's length a #define, not a parameter (the task's N is always 1000)
+_ROW_DEFINED_SOURCE = """#define WIDTH 1000
+#define AT(r, c) ((r) * WIDTH + (c))
+extern "C" __global__ void row_defined(const float* x, float* y, int M) {
+    int r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r < M) {
+        float s = 0.0f;
+        for (int c = 0; c < WIDTH; c++) s += x[AT(r, c)];
+        y[r] = s / WIDTH;
+    }
+}
+"""
+_ROW_DEFINED_PLAN = plan("row_defined", ["x", "y", "M"], grid=ROW_GRID)
+ROW_DEFINED = Kernel("row_defined", _ROW_DEFINED_SOURCE, _ROW_DEFINED_PLAN,
+                     task("row_defined", _ROW_DEFINED_SOURCE, _ROW_DEFINED_PLAN, {"x": ("M", "N")},
+                          {"y": ("M",)}, _row_mean, [{"M": 1, "N": 1000}, {"M": 7, "N": 1000}],
+                          SUM_TOLERANCE))
+
+
 def _head_sumsq(inputs, sizes):
     x = _f64(inputs["x"])
     return {"y": (x * x).sum(axis=2).astype(np.float32)}

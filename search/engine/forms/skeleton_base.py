@@ -9,7 +9,7 @@ from typing import Any
 from profiling.harness import expr
 from profiling.harness.spec import Task
 
-from . import emit
+from . import emit, strides
 from .types import CONTRACTION, FULL_REDUCE, MAP, ROWS, Form, LoopHole
 
 DEFAULT_BLOCK = 256  # threads; a multiple of the warp, 8 warps per block as CUB's defaults
@@ -47,8 +47,9 @@ def plan_with(form: Form, plan: dict[str, Any], task: Task, grid: str, tunables:
 
 
 def size_expression(form: Form, text: str, plan: dict[str, Any], task: Task) -> str:
-    return emit.plan_expression(text, form, last_launch(plan), buffer_names(task, plan),
-                                emit.uniform_locals(form.prelude))
+    """A kernel-side size as a plan expression (the kernel's #defines expanded first)."""
+    return emit.plan_expression(strides.expand_macros(text, form.helpers), form, last_launch(plan),
+                                buffer_names(task, plan), emit.uniform_locals(form.prelude))
 
 
 # A row skeleton spreads a row's loops over threads: rows shorter than a warp at the
