@@ -403,6 +403,37 @@ ROW_DEFINED = Kernel("row_defined", _ROW_DEFINED_SOURCE, _ROW_DEFINED_PLAN,
                           SUM_TOLERANCE))
 
 
+def _masked_mean(inputs, sizes):
+    x, keep = _f64(inputs["x"]), _f64(inputs["mask"]) > 0.0
+    count = keep.sum(axis=1)
+    total = np.where(keep, x, 0.0).sum(axis=1)
+    return {"y": np.where(count > 0, total / np.maximum(count, 1), 0.0).astype(np.float32)}
+
+
+# two sums under one test: the elements the test skips add nothing
+_MASKED_MEAN_SOURCE = """extern "C" __global__
+void masked_mean(const float* x, const float* mask, float* y, int M, int N) {
+    int r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r < M) {
+        float s = 0.0f;
+        float count = 0.0f;
+        for (int j = 0; j < N; j++) {
+            if (mask[r * N + j] > 0.0f) {
+                s += x[r * N + j];
+                count += 1.0f;
+            }
+        }
+        y[r] = count > 0.0f ? s / count : 0.0f;
+    }
+}
+"""
+_MASKED_MEAN_PLAN = plan("masked_mean", ["x", "mask", "y", "M", "N"], grid=ROW_GRID)
+MASKED_MEAN = Kernel("masked_mean", _MASKED_MEAN_SOURCE, _MASKED_MEAN_PLAN,
+                     task("masked_mean", _MASKED_MEAN_SOURCE, _MASKED_MEAN_PLAN,
+                          {"x": ("M", "N"), "mask": ("M", "N")}, {"y": ("M",)}, _masked_mean, ROW_SIZES,
+                          SUM_TOLERANCE))
+
+
 def _head_sumsq(inputs, sizes):
     x = _f64(inputs["x"])
     return {"y": (x * x).sum(axis=2).astype(np.float32)}
@@ -665,7 +696,21 @@ HINGE_GUARDED = Kernel(HINGE_GUARDED.name, HINGE_GUARDED.source, HINGE_GUARDED.p
                        task("hinge_guarded", HINGE_GUARDED.source, HINGE_GUARDED.plan, {"x": ("n",)},
                             {"out": (1,)}, _hinge_sum, FULL_SIZES, Tolerance(atol=1e-3, rtol=1e-4)))
 
-FULL_STYLES = [SUMSQ, SUMSQ_EARLY_RETURN, SUMSQ_PARTIAL, HINGE_GUARDED]
+# a grid-stride loop from a local holding the thread's index, stepping by a local stride
+SUMSQ_FROM_TID = _full("sumsq_from_tid", """extern "C" __global__ void zero_total(float* out) {
+    out[0] = 0.0f;
+}
+
+extern "C" __global__ void sumsq_from_tid(const float* x, float* out, int n) {
+    int tid = blockIdx.x * blockDim.x + threadIdx.x;
+    int stride = blockDim.x * gridDim.x;
+    float local = 0.0f;
+    for (int i = tid; i < n; i += stride) local += x[i] * x[i];
+    atomicAdd(out, local);
+}
+""", grid="min(cdiv(n, BLOCK), 8)")
+
+FULL_STYLES = [SUMSQ, SUMSQ_EARLY_RETURN, SUMSQ_PARTIAL, SUMSQ_FROM_TID, HINGE_GUARDED]
 
 
 # --- strided rows: reductions across columns (rows.split_strided) ---------------------------

@@ -313,6 +313,8 @@ ZERO = 'extern "C" __global__ void zero(float* y) { y[0] = 0.0f; }\n'
                  "arg-reduction of double", id="an argmax over double"),
     pytest.param(row_kernel("m = fmaxf(m, x[row * N + j]);", before="double m = 0.0;", after="y[row] = m;"),
                  ROW_PLAN, "max over double", id="a max over double"),
+    pytest.param(row_kernel("if (x[row * N + j] > s) s += x[row * N + j];"), ROW_PLAN,
+                 "carries a value", id="a sum under a test that reads the sum"),
     pytest.param(row_kernel("s += x[row * N + j];").replace("++j", "j += 2"), ROW_PLAN,
                  "steps by j += 2", id="a loop stepping by two"),
     pytest.param(row_kernel("for (int k = 0; k < j; ++k) s += x[row * N + k];"), ROW_PLAN,

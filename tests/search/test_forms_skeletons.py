@@ -29,6 +29,7 @@ from forms_kernels import (
     MAP_STYLES,
     MAP_TRANSPOSE,
     MAP_TRANSPOSE_FLAT,
+    MASKED_MEAN,
     RMSNORM,
     ROW_ARGMAX,
     ROW_ARGMIN_LAST,
@@ -85,9 +86,9 @@ def candidate(result: Emitted) -> Candidate:
 
 # MAP_HELPER_LOCALS is refused (a bug: see test_forms_lift.py)
 MAPS = [*(k for k in MAP_STYLES if k is not MAP_HELPER_LOCALS), MAP_SAXPY, MAP_IF_ELSE, suite("relu")]
-ROW_KERNELS = [*SOFTMAX_STYLES, RMSNORM, HEAD_SUMSQ, ROW_PROD, ROW_DEFINED, ROW_RANGE, ROW_MAX_FROM_ONE,
-               ROW_ARGMAX, ROW_ARGMIN_LAST, GROUPNORM, GEMV, suite("softmax"), suite("layernorm"),
-               suite("cross_entropy")]
+ROW_KERNELS = [*SOFTMAX_STYLES, RMSNORM, HEAD_SUMSQ, ROW_PROD, ROW_DEFINED, MASKED_MEAN, ROW_RANGE,
+               ROW_MAX_FROM_ONE, ROW_ARGMAX, ROW_ARGMIN_LAST, GROUPNORM, GEMV, suite("softmax"),
+               suite("layernorm"), suite("cross_entropy")]
 CASES = [
     *[(k, "map.grid_stride") for k in [*MAPS, MAP_REVERSE, MAP_2D, MAP_TRANSPOSE, MAP_TRANSPOSE_FLAT]],
     *[(k, "map.vec4") for k in MAPS],

@@ -172,6 +172,7 @@ def read_space(kernel: Kernel, planes: dict[str, str] | None = None) -> Space:
     prelude: list[Node] = []
     bounded: dict[str, str] = {}  # planes: bounded by the grid, not by a check
     early: list[Node] = []  # digits of an index read before its bounds check (radix.py)
+    firsts: dict[str, Node] = {}  # index locals -> their thread-index expression
     for position, statement in enumerate(statements):
         declared = _declaration(statement)
         if declared is not None:
@@ -179,6 +180,7 @@ def read_space(kernel: Kernel, planes: dict[str, str] | None = None) -> Space:
             axis = global_axis(value, env)
             if axis is not None and kind.replace("const ", "") in INDEX_TYPES:
                 axes[name] = (kind.replace("const ", ""), axis)
+                firsts[name] = value  # a grid-stride loop may start from it (`for (i = tid; ...)`)
                 continue
             plane = plane_axis(value, env)
             if plane is not None and kind.replace("const ", "") in INDEX_TYPES:
@@ -205,7 +207,10 @@ def read_space(kernel: Kernel, planes: dict[str, str] | None = None) -> Space:
             return _guarded(statement, rest, axes, tuple(prelude), frozenset(thread_names), bounded,
                             tuple(early))
         if statement.type == "for_statement" and not early:
-            space = _grid_stride(statement, env, tuple(prelude), frozenset(thread_names))
+            space = _grid_stride(statement, {**env, **firsts}, tuple(prelude), frozenset(thread_names))
+            if any(mentions(s, set(firsts)) for s in (*space.body, *rest)):
+                raise NotRead(f"line {statement.start_point.row + 1}: the work reads the thread's first "
+                              f"index ({', '.join(sorted(firsts))}) besides the grid-stride loop's own")
             return Space(space.prelude, space.axes, space.body, space.thread_names, tuple(rest))
         if any(n.type == "type_qualifier" and text(n) == "__shared__" for n in walk(statement)):
             raise NotRead(f"line {statement.start_point.row + 1}: __shared__ memory: threads cooperate, "

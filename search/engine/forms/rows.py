@@ -177,13 +177,16 @@ def _loop(variables: list[tuple[str, str, str]], body: list[Node], declared: dic
             updates.add(statement.id)
             owned[statement.id] = {value, index}
         elif found is not None and found[0] in declared and found[0] not in inner:
-            name, op = found
-            kind = declared[name].replace("const ", "")
-            if op != "sum" and kind != "float" or kind not in ("float", "double", "int"):
-                raise NotRows(f"{_line(statement)}: a {op} over {kind} is not a reduction read here")
-            reductions.append(Reduction(name, op, kind))
+            reductions.append(_reduction(*found, declared, statement))
             updates.add(statement.id)
-            owned[statement.id] = {name}
+            owned[statement.id] = {found[0]}
+        elif (guarded := _guarded_accumulations(statement)) and \
+                all(name in declared and name not in inner for name, _ in guarded):
+            # `if (mask[j] > 0.5f) { s += x[j]; n += 1.0f; }`: an element the test skips adds
+            # the identity, so the reductions stay reductions
+            reductions += [_reduction(name, op, declared, statement) for name, op in guarded]
+            updates.add(statement.id)
+            owned[statement.id] = {name for name, _ in guarded}
     taken = [n for r in reductions for n in (r.name, r.index) if n]
     if len(taken) != len(set(taken)):
         raise NotRows(f"{_line(loop)}: an accumulator is updated twice in one loop")
@@ -209,6 +212,30 @@ def _loop(variables: list[tuple[str, str, str]], body: list[Node], declared: dic
         raise NotRows(f"{_line(loop)}: the loop's start depends on a counter")
     return LoopHole(tuple(Axis(n, k, b) for n, k, b in variables), "\n".join(text(s) for s in body),
                     tuple(reductions), any(_memory_write(n) for s in body for n in walk(s)), start)
+
+
+def _reduction(name: str, op: str, declared: dict[str, str], statement: Node) -> Reduction:
+    kind = declared[name].replace("const ", "")
+    if op != "sum" and kind != "float" or kind not in ("float", "double", "int"):
+        raise NotRows(f"{_line(statement)}: a {op} over {kind} is not a reduction read here")
+    return Reduction(name, op, kind)
+
+
+def _guarded_accumulations(statement: Node) -> list[tuple[str, str]] | None:
+    """(acc, op) of each update in `if (c) { acc += e; ... }` (no else) when the block
+    holds nothing but accumulator updates and the test reads none of them."""
+    if statement.type != "if_statement" or statement.child_by_field_name("alternative") is not None:
+        return None
+    inner = _body(statement.child_by_field_name("consequence"))
+    found = [_accumulation(s) for s in inner]
+    if not inner or any(f is None for f in found):
+        return None
+    names = {name for name, _ in found}
+    condition = condition_of(statement)
+    if len(names) != len(found) or condition is None or \
+            any(n.type == "identifier" and text(n) in names for n in walk(condition)):
+        return None
+    return found
 
 
 def _same_element(body: list[Node], loop: Node) -> None:
