@@ -5,6 +5,7 @@ in the ways different people write CUDA, with the plans that launch them and sma
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -720,24 +721,10 @@ def _column_stats(inputs, sizes):
     return {"mean": x.mean(axis=0).astype(np.float32), "std": x.std(axis=0).astype(np.float32)}
 
 
-# one thread per column, two loops down the column (its mean, then the squared distances)
-_COLUMN_STATS_SOURCE = """extern "C" __global__ void column_stats(const float* x, float* mean, float* std,
-                                              int N, int D) {
-    int col = blockIdx.x * blockDim.x + threadIdx.x;
-    if (col < D) {
-        float sum = 0.0f;
-        for (int i = 0; i < N; i++) sum += x[i * D + col];
-        float m = sum / N;
-        float sq = 0.0f;
-        for (int i = 0; i < N; i++) {
-            float d = x[i * D + col] - m;
-            sq += d * d;
-        }
-        mean[col] = m;
-        std[col] = sqrtf(sq / N);
-    }
-}
-"""
+# one thread per column, two loops down the column (its mean, then the squared distances):
+# the admission task's own naive kernel
+_COLUMN_STATS_SOURCE = (Path(__file__).resolve().parents[2] / "bench" / "admission_tasks" / "naive" /
+                        "column_stats.cu").read_text()
 _COLUMN_STATS_PLAN = plan("column_stats", ["x", "mean", "std", "N", "D"], grid="cdiv(D, BLOCK)")
 COLUMN_SIZES = [{"N": 1, "D": 1}, {"N": 7, "D": 33}, {"N": 1001, "D": 3}, {"N": 70, "D": 65}]
 COLUMN_STATS = Kernel("column_stats", _COLUMN_STATS_SOURCE, _COLUMN_STATS_PLAN,
