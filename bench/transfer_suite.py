@@ -71,8 +71,12 @@ def time_vendor(name: str, sizes: dict, runs: int = 30, warmup: int = 3) -> list
 
 
 def vendor_ops() -> dict:
-    """The torch calls of the transfer and admission tasks (each directory's vendor.py)."""
-    ops = {}
+    """The torch calls of the transfer and admission tasks (each directory's vendor.py),
+    and of the suite's tasks (bench/vendor.py: a skeleton tried on a suite task, its own
+    lineage left out)."""
+    from bench import vendor
+
+    ops = {name: (lambda s, d, n=name: vendor._inputs(n, s, d), call) for name, call in vendor.OPS.items()}
     for directory in (TASK_DIR, ADMISSION_DIR):
         name = f"optiml_vendor_{directory.name}"
         spec = importlib.util.spec_from_file_location(name, directory / "vendor.py")

@@ -185,6 +185,13 @@ class SkillSource:
                                     if skeleton_cards.in_library(card)] if self.skeletons else []
         return self._skeleton_cards
 
+    def prepare(self) -> str:
+        """Read (or, the first time on a machine, induce) the cards now rather than at the
+        first proposal, so that a time-limited search does not spend its time on them;
+        what was loaded, for the caller to print."""
+        return (f"{len(self.cards)} skill cards and {len(self.skeleton_cards)} admitted skeleton cards "
+                "(lineage.engine.skills)")
+
     def propose(self, context: NodeContext) -> list[Proposal]:
         parent = context.candidate
         proposals: list[Proposal] = []

@@ -53,7 +53,8 @@ from .types import Evaluator, Judge, JudgeError, Proposal, ProposalSource
 Printer = Callable[[str], None]
 
 
-DEFAULT_SOURCES = ("search.engine.sources.TunableSource", "search.engine.rewrites.RewriteSource")
+DEFAULT_SOURCES = ("search.engine.sources.TunableSource", "search.engine.rewrites.RewriteSource",
+                   "lineage.engine.skills.SkillSource")
 # Short names for --sources. `skills` names the lineage app's source by its dotted path:
 # it is imported only when asked for (configuration), never by the engine itself.
 SOURCE_NAMES = {
@@ -72,9 +73,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--from", dest="source", type=Path, help="start from this .cu file")
     run.add_argument("--plan", type=Path, help="its launch plan (JSON); the task's naive plan if omitted")
     run.add_argument("--budget", type=int, default=30, help="evaluations, the starting kernel's included")
-    run.add_argument("--sources", default="tunables,rewrites", metavar="NAME,...",
+    run.add_argument("--sources", default="tunables,rewrites,skills", metavar="NAME,...",
                      help="proposal sources besides the judge: tunables, rewrites, skills (the "
-                          "skill cards), or any class by dotted path (default: tunables,rewrites)")
+                          "skill cards), or any class by dotted path (default: tunables,rewrites,"
+                          "skills; the first use on a machine induces the cards, about 30 s)")
     run.add_argument("--judge", choices=("rules", "llm"), default="rules")
     run.add_argument("--intent", default="",
                      help="what the kernel should do, in words: without --from, the LLM (when "
@@ -139,6 +141,7 @@ def optimize(args: argparse.Namespace, *, judge: Judge | None = None,
     if sources is None:
         named = getattr(args, "sources", ",".join(DEFAULT_SOURCES))
         sources = _make_sources([p.strip() for p in named.split(",") if p.strip()])
+    _prepare(sources, out)
     written = _written_root(args, task, judge, out)
     root = written.candidate if written is not None else _root_candidate(args, task)
     sizes = None if args.no_dedupe else gate_sizes(task)  # a binary is refined once
@@ -234,6 +237,18 @@ def _make_judges(choice: str, out: Printer) -> tuple[Judge, Judge]:
     except Exception as error:  # no endpoint, no key, a bad setting: say so, then go on
         out(f"the LLM judge is unavailable ({type(error).__name__}: {error}); using the rule judge")
         return rules, rules
+
+
+def _prepare(sources: Sequence[ProposalSource], out: Printer) -> None:
+    """Sources that load something first (the skill cards) do it before the search's
+    clock starts, and say what they loaded and how long it took."""
+    for source in sources:
+        prepare = getattr(source, "prepare", None)
+        if prepare is not None:
+            started = time.monotonic()
+            loaded = prepare()
+            out(f"{getattr(source, 'name', type(source).__name__)}: {loaded}, "
+                f"ready in {time.monotonic() - started:.1f} s")
 
 
 def _make_sources(paths: Sequence[str] = DEFAULT_SOURCES) -> list[ProposalSource]:

@@ -62,7 +62,7 @@ def test_with_its_own_lineage_left_out_a_single_lineage_card_is_not_proposed(car
 
 def test_a_kernel_that_does_not_lift_gets_no_skeleton(cards):
     source = SkillSource(cards=[], skeleton_cards=list(cards.values()))
-    assert source.propose(naive("conv2d")) == []  # its naive kernel skips taps with `continue`
+    assert source.propose(naive("maxpool3d")) == []  # a window: no family form reads it yet
 
 
 def test_skeleton_cards_join_the_recorded_cards_unless_turned_off(monkeypatch):
@@ -90,9 +90,12 @@ def test_admission_needs_a_trial_that_reproduces_the_effect_the_other_lineages_e
     assert single["status"] == "unproven"
 
 
-def test_the_contraction_card_comes_from_sgemms_lineage_and_tiles_a_product_with_an_epilogue(cards):
+def test_the_contraction_card_comes_from_sgemms_and_conv2ds_lineages_and_tiles_a_product(cards):
+    """conv2d's plain state lifts as a product over its channel and tap nest (implicit
+    GEMM): its lineage's tiling steps join sgemm's in the card's evidence."""
     card = cards["skeleton:contraction.smem_register_tile"]
-    assert card["tasks"] == ["sgemm"] and card["intents"] == ["SMEM_TILE", "REG_TILE"]
+    assert card["tasks"] == ["conv2d", "sgemm"] and card["intents"] == ["SMEM_TILE", "REG_TILE"]
+    assert {e["task"] for e in card["evidence"] if e["intent"] == "REG_TILE"} == {"conv2d", "sgemm"}
     source = SkillSource(cards=[], skeleton_cards=list(cards.values()))
     (proposal,) = source.propose(naive("sgemm"))
     assert proposal.source == "skill:skeleton:contraction.smem_register_tile"

@@ -64,13 +64,12 @@ def test_cards_come_from_a_file_when_one_is_configured(tmp_path, monkeypatch):
 def test_the_search_cli_takes_its_sources_by_dotted_path_skills_included():
     from search.engine.__main__ import DEFAULT_SOURCES, _make_sources, build_parser
 
-    args = build_parser().parse_args(["optimize", "--task", "softmax"])
-    assert [s.name for s in _make_sources(args.sources.split(","))] == ["tunable", "rewrite"]
-    assert [s.name for s in _make_sources(DEFAULT_SOURCES)] == ["tunable", "rewrite"]
+    args = build_parser().parse_args(["optimize", "--task", "softmax"])  # skills on by default
+    assert [s.name for s in _make_sources(args.sources.split(","))] == ["tunable", "rewrite", "skills"]
+    assert [s.name for s in _make_sources(DEFAULT_SOURCES)] == ["tunable", "rewrite", "skills"]
     named = build_parser().parse_args(["optimize", "--task", "softmax", "--sources",
-                                       "lineage.engine.skills.SkillSource"]).sources
-    made = _make_sources([*DEFAULT_SOURCES, named])
-    assert [s.name for s in made] == ["tunable", "rewrite", "skills"]
+                                       "search.engine.sources.TunableSource,lineage.engine.skills.SkillSource"])
+    assert [s.name for s in _make_sources(named.sources.split(","))] == ["tunable", "skills"]
     with pytest.raises(SystemExit, match="proposal source 'lineage.engine.skills.NoSuchSource'"):
         _make_sources(["lineage.engine.skills.NoSuchSource"])
 

@@ -62,9 +62,10 @@ def _leaky(inputs, sizes):
     return {"y": np.where(x > 0, x, np.float32(0.1) * x).astype(np.float32)}
 
 
-def _map(name: str, body: str, grid="cdiv(n, BLOCK)") -> Kernel:
+def _map(name: str, body: str, grid="cdiv(n, BLOCK)", n="n") -> Kernel:
+    """`n="i64:n"` for a kernel whose n is a 64-bit parameter (the gate checks widths)."""
     source = body.replace("KERNEL", name)
-    the_plan = plan(name, ["x", "y", "n"], grid=grid)
+    the_plan = plan(name, ["x", "y", n], grid=grid)
     return Kernel(name, source, the_plan,
                   task(name, source, the_plan, {"x": ("n",)}, {"y": ("n",)}, _leaky, MAP_SIZES))
 
@@ -93,7 +94,7 @@ MAP_CAST = _map("leaky_cast", """extern "C" __global__ void KERNEL(const float* 
         y[i] = v > 0.0f ? v : 0.1f * v;
     }
 }
-""")
+""", n="i64:n")
 
 MAP_HELPER_LOCALS = _map("leaky_locals", """extern "C" __global__
 void KERNEL(const float* x, float* y, int n) {
@@ -629,8 +630,8 @@ def _sumsq(inputs, sizes):
     return {"out": np.array([(x * x).sum()], dtype=np.float32)}
 
 
-def _full(name: str, source: str, grid="cdiv(n, BLOCK)") -> Kernel:
-    the_plan = plan(name, ["x", "out", "n"], grid=grid, zero=("zero_total", "out"))
+def _full(name: str, source: str, grid="cdiv(n, BLOCK)", n="n") -> Kernel:
+    the_plan = plan(name, ["x", "out", n], grid=grid, zero=("zero_total", "out"))
     return Kernel(name, source, the_plan,
                   task(name, source, the_plan, {"x": ("n",)}, {"out": (1,)}, _sumsq, FULL_SIZES,
                        Tolerance(atol=1e-3, rtol=1e-4)))
@@ -658,7 +659,7 @@ extern "C" __global__ void sumsq_early(const float* x, float* total, long long n
     if (i >= n) return;
     atomicAdd(&total[0], x[i] * x[i]);
 }
-""")
+""", n="i64:n")
 
 # a grid-stride loop summing into a thread's partial, one atomicAdd of it after the loop
 SUMSQ_PARTIAL = _full("sumsq_partial", """extern "C" __global__ void zero_total(float* out) { out[0] = 0.0f; }

@@ -61,23 +61,25 @@ def test_a_thread_per_output_matrix_product_lifts_with_its_factors_in_row_then_c
 
 
 @pytest.mark.parametrize(("change", "cause"), [
-    ("s = s + Bt[c * K + k] * A[r * K + k];", "worked out per output"),  # with a local `o`, below
-    ("s = s + Bt[c * K + k] * A[r * K + k]; s = s * 1.0f;", "not one sum"),
+    ("s = s + Bt[c * K + k] * A[r * K + k];", "changes after its declaration"),  # a local `o`, below
+    ("s = s + Bt[c * K + k] * A[r * K + k]; s = s * 1.0f;", "then one sum"),
     ("s = s + Bt[c * K + k] * A[c * K + k];", "one factor must follow k and an output coordinate"),
 ])
 def test_a_loop_that_is_not_a_product_of_row_and_column_factors_is_no_contraction(change, cause):
     """Not a product of a row factor and a column factor: refused as one, and read as rows
     over the grid's two axes where it is a per-output reduction (its math kept)."""
     source = LINEAR.replace("s = s + Bt[c * K + k] * A[r * K + k];", change)
-    if cause == "worked out per output":
-        source = source.replace("float s = bias[c];", "float s = bias[c];\n    int o = 0;").replace(
+    if cause == "changes after its declaration":  # a local the tile load could not recompute
+        local = "float s = bias[c];\n    int o = 0;\n    o = o * 2;"
+        source = source.replace("float s = bias[c];", local).replace(
             "A[r * K + k]", "A[(r + o) * K + k]")
     result = lift(source, PLAN)
-    if cause == "not one sum":  # `s` changed twice in the loop: no row reduction either
+    if cause == "then one sum":  # `s` changed twice in the loop: no row reduction either
         assert isinstance(result, Refusal) and cause in result.reason, result
     else:
         assert isinstance(result, Form) and result.family == ROWS, result
         assert [axis.name for axis in result.space] == ["r", "c"]
+        assert any(cause in note for note in result.notes), result.notes  # why it is no product
 
 
 @needs_gxx

@@ -183,7 +183,7 @@ def test_sources_are_named_short_or_by_dotted_path():
     assert [type(s).__name__ for s in named] == ["SkillSource", "RewriteSource", "TunableSource"]
     (dotted,) = _make_sources(["search.engine.sources.TunableSource"])
     assert type(dotted).__name__ == "TunableSource"
-    assert build_parser().parse_args(["optimize", "--task", "relu"]).sources == "tunables,rewrites"
+    assert build_parser().parse_args(["optimize", "--task", "relu"]).sources == "tunables,rewrites,skills"
     for wrong, said in (("skill", "not one of tunables, rewrites, skills"), ("no.such.Source", "No module")):
         with pytest.raises(SystemExit, match=said):
             _make_sources([wrong])

@@ -13,15 +13,25 @@ calls it does not know, an early exit inside the work) refuses the lift.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Any
 
 from tree_sitter import Node
 
-from ..rewrites.syntax import Kernel, defined_functions, find_kernels, named_statements, parse, text, walk
+from ..rewrites.syntax import (
+    Kernel,
+    defined_functions,
+    find_kernels,
+    named_statements,
+    parse,
+    strip_parens,
+    text,
+    walk,
+)
 from . import contraction, radix, rows
 from .accumulators import _accumulation
 from .reading import NotRead, _declaration, condition_of, plane_bounds, read_space, reads_thread
-from .types import FULL_REDUCE, MAP, Form, Refusal
+from .types import CONTRACTION, FULL_REDUCE, MAP, Form, Refusal
 
 # Calls whose effect depends on which threads run together, or that reach memory behind
 # the analysis' back. atomicAdd is read only as a full reduction's last statement.
@@ -36,7 +46,7 @@ _LOOPS = ("for_statement", "while_statement", "do_statement")
 def lift(source: str, plan: dict[str, Any]) -> Form | Refusal:
     """The family form of the plan's kernel (the last launch's, after a zeroing launch)."""
     launches = plan.get("launches") or []
-    source = one_declarator_each(source)
+    source = skips_as_tests(one_declarator_each(source))
     tree = parse(source)
     kernels = {k.name: k for k in find_kernels(tree)}
     zeroed = None
@@ -71,20 +81,28 @@ def lift(source: str, plan: dict[str, Any]) -> Form | Refusal:
                     any(_atomic_call(s) is not None for s in space.body):
                 return form
             as_rows = rows.lift_rows(kernel, space, common)
-            return as_rows if isinstance(as_rows, Form) else form
+            return _not_a_product(as_rows, form) if isinstance(as_rows, Form) else form
+        product = None
         if radix.decomposed(space):  # one flat index read as (n, k, p): a contraction first
-            form = contraction.lift_contraction(kernel, space, common)
-            if isinstance(form, Form):
-                return form
+            product = contraction.lift_contraction(kernel, space, common)
+            if isinstance(product, Form):
+                return product
         if zeroed is not None or any(_atomic_call(s) is not None for s in space.body):
             return Refusal("a row kernel that accumulates with atomics", family=rows.ROWS)
-        return rows.lift_rows(kernel, space, common)
+        return _not_a_product(rows.lift_rows(kernel, space, common), product)
     atomics = [s for s in space.body if _atomic_call(s) is not None]
     if atomics:
         return _full_reduction(space, common, atomics, zeroed)
     if zeroed is not None:
         return Refusal("the first launch zeroes an output that no atomic accumulates into")
     return Form(family=MAP, body=_text(space.body), direct=_direct(space, kernel), **form_fields(common))
+
+
+def _not_a_product(form: Form | Refusal, product: Form | Refusal | None) -> Form | Refusal:
+    """A kernel read as rows after it was refused as a contraction says why it was."""
+    if not isinstance(form, Form) or not isinstance(product, Refusal) or product.family != CONTRACTION:
+        return form
+    return replace(form, notes=(*form.notes, f"not a contraction: {product.reason}"))
 
 
 def one_declarator_each(source: str) -> str:
@@ -102,6 +120,39 @@ def one_declarator_each(source: str) -> str:
     for start, end, replacement in sorted(edits, reverse=True):
         data = data[:start] + replacement.encode() + data[end:]
     return data.decode()
+
+
+def skips_as_tests(source: str) -> str:
+    """`if (c) continue;` among a loop body's statements, written as the test it is: the
+    statements after it run under `if (!(c)) { ... }` (a convolution's padding written as
+    skips). A `continue` anywhere else is left as it is (and refused as a hazard)."""
+    for _ in range(64):
+        data = source.encode()
+        found = _skip(parse(data).root_node)
+        if found is None:
+            return source
+        skip, body = found
+        condition = text(strip_parens(condition_of(skip)))
+        rest = data[skip.end_byte:body.end_byte - 1].decode()  # up to the body's closing brace
+        replacement = f"if (!({condition})) {{{rest}}}\n"
+        source = (data[:skip.start_byte] + replacement.encode() + data[body.end_byte - 1:]).decode()
+    return source
+
+
+def _skip(root: Node) -> tuple[Node, Node] | None:
+    """The first `if (c) continue;` that is a statement of a loop's body, and that body."""
+    for node in walk(root):
+        if node.type != "compound_statement" or node.parent is None or node.parent.type not in _LOOPS:
+            continue
+        for statement in node.named_children:
+            if statement.type != "if_statement" or statement.child_by_field_name("alternative") is not None:
+                continue
+            consequence = statement.child_by_field_name("consequence")
+            compound = consequence.type == "compound_statement"
+            inner = named_statements(consequence) if compound else [consequence]
+            if len(inner) == 1 and inner[0].type == "continue_statement":
+                return statement, node
+    return None
 
 
 def _common(kernel: Kernel, source: str, space, helpers: set[str], launch_args) -> dict[str, Any]:

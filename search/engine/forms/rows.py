@@ -116,12 +116,12 @@ def _head(loop: Node) -> tuple[str, str, str, str]:
 def _bound(condition: Node, name: str, loop: Node) -> str:
     condition = strip_parens(condition)
     left, right = condition.child_by_field_name("left"), condition.child_by_field_name("right")
-    if condition.type != "binary_expression" or text(condition.child_by_field_name("operator")) != "<" \
-            or text(strip_parens(left)) != name:
+    operator = text(condition.child_by_field_name("operator")) if condition.type == "binary_expression" else ""
+    if operator not in ("<", "<=") or text(strip_parens(left)) != name:
         raise NotRows(f"{_line(loop)}: the loop's condition is not `{name} < bound`")
     if any(n.type == "identifier" and text(n) == name for n in walk(right)):
         raise NotRows(f"{_line(loop)}: the loop's bound depends on its counter")
-    return text(right)
+    return text(right) if operator == "<" else f"({text(right)}) + 1"  # j <= b: j < b + 1
 
 
 def _loop_for(loop: Node, declared: dict[str, str]) -> LoopHole:

@@ -48,8 +48,10 @@ def plan_with(form: Form, plan: dict[str, Any], task: Task, grid: str, tunables:
 
 def size_expression(form: Form, text: str, plan: dict[str, Any], task: Task) -> str:
     """A kernel-side size as a plan expression (the kernel's #defines expanded first)."""
+    locals_ = {name: strides.expand_macros(value, form.helpers)
+               for name, value in emit.uniform_locals(form.prelude).items()}
     return emit.plan_expression(strides.expand_macros(text, form.helpers), form, last_launch(plan),
-                                buffer_names(task, plan), emit.uniform_locals(form.prelude))
+                                buffer_names(task, plan), locals_)
 
 
 # A row skeleton spreads a row's loops over threads: rows shorter than a warp at the

@@ -91,7 +91,7 @@ def neighbour_problem(form: Form) -> str | None:
     steps = []
     for pointer, index in found:
         offset = f"({offsets[pointer]}) + " if pointer in offsets else ""
-        step = stride(_through(expand_macros(offset + f"({index})", form.helpers), locals_, row), row)
+        step = stride(through(expand_macros(offset + f"({index})", form.helpers), locals_, row), row)
         if step is None:
             return f"{pointer}[{index}]: an index whose stride in {row} cannot be worked out"
         if step not in (0, 1, -1):
@@ -102,7 +102,7 @@ def neighbour_problem(form: Form) -> str | None:
     return None if any(steps) else f"no access in the loops moves with {row}"
 
 
-def _through(index: str, locals_: dict[str, str], keep: str) -> str:
+def through(index: str, locals_: dict[str, str], keep: str) -> str:
     """The index with each local replaced by its definition (8 levels at most)."""
     for _ in range(8):
         replaced = _NAME.sub(lambda m: f"({locals_[m.group(0)]})" if m.group(0) in locals_ and

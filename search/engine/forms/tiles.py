@@ -24,7 +24,7 @@ from profiling.harness import expr
 from profiling.harness.spec import Task
 
 from ..rewrites.syntax import parse, text, walk
-from . import emit, strides
+from . import contraction, emit, strides
 from .skeleton_base import Emitted, Skeleton, kernel_text, last_launch, size_expression
 from .types import CONTRACTION, Form
 
@@ -90,28 +90,30 @@ def _batch(form: Form) -> str:
     return "\n".join(lines)
 
 
-def _load(form: Form, coordinate, factor: str, outer: str, depth_index: str, store: str) -> str:
+def _load(form: Form, coordinate, factor: str, setup: str, outer: str, depth_index: str, store: str) -> str:
     k = form.reduction
+    value = f"{{\n{emit.indent(setup, 4)}\n    optiml_v = {factor};\n}}" if setup else f"optiml_v = {factor};"
     return f"""{{
     float optiml_v = 0.0f;
     const {coordinate.ctype} {coordinate.name} = ({coordinate.ctype})({outer});
     const {k.ctype} {k.name} = ({k.ctype})(optiml_k0 + {depth_index});
-    if ({coordinate.name} < ({coordinate.bound}) && {k.name} < ({k.bound})) optiml_v = {factor};
+    if ({coordinate.name} < ({coordinate.bound}) && {k.name} < ({k.bound})) {value}
     {store} = optiml_v;
 }}"""
 
 
-def k_fastest(factor: str, coordinate: str, k: str, default: bool) -> bool:
+def k_fastest(factor: str, coordinate: str, k: str, default: bool, setup: str = "") -> bool:
     """Whether neighbouring threads should load a factor's tile along k (A[row * K + k])
     rather than along its coordinate (At[k * M + row]): the order in which its reads are
-    contiguous, measured (strides.py) on every subscript of the factor; `default` when
-    neither or both are."""
+    contiguous, measured (strides.py) on every subscript of the factor, read through the
+    locals its setup declares; `default` when neither or both are."""
     tree = parse(f"void optiml_factor() {{ float optiml_v = {factor}; }}")
+    locals_ = emit.uniform_locals(setup)
     along_k = along_coordinate = True
     found = False
     for node in walk(tree.root_node):
         if node.type == "subscript_expression":
-            index = text(node.child_by_field_name("indices"))[1:-1]
+            index = strides.through(text(node.child_by_field_name("indices"))[1:-1], locals_, keep="")
             found = True
             along_k &= strides.stride(index, k) in (1, -1)
             along_coordinate &= strides.stride(index, coordinate) in (1, -1)
@@ -125,15 +127,19 @@ def _body(form: Form, tile: int) -> str:
     k = form.reduction
     depth, per = STEP_ELEMENTS // tile, tile // 16
     # each tile is loaded in the order its factor's memory is contiguous in
-    a_on_k = k_fastest(form.factors[0], row.name, k.name, default=True)
-    b_on_k = k_fastest(form.factors[1], col.name, k.name, default=False)
+    # a flattened nest (a convolution's taps) is contiguous along k for its innermost loop
+    # only; the coordinate, for a whole tile row
+    setups = form.setups or ("", "")
+    nest = k.name == contraction.NEST_K
+    a_on_k = k_fastest(form.factors[0], row.name, k.name, default=not nest, setup=setups[0])
+    b_on_k = k_fastest(form.factors[1], col.name, k.name, default=False, setup=setups[1])
     outer_a, step_a = ((f"optiml_e / {depth}", f"optiml_e % {depth}") if a_on_k
                        else (f"optiml_e % {tile}", f"optiml_e / {tile}"))
     outer_b, step_b = ((f"optiml_e / {depth}", f"optiml_e % {depth}") if b_on_k
                        else (f"optiml_e % {tile}", f"optiml_e / {tile}"))
-    load_a = _load(form, row, form.factors[0], f"optiml_m0 + {outer_a}", step_a,
+    load_a = _load(form, row, form.factors[0], setups[0], f"optiml_m0 + {outer_a}", step_a,
                    f"optiml_As[{step_a}][{outer_a}]")
-    load_b = _load(form, col, form.factors[1], f"optiml_n0 + {outer_b}", step_b,
+    load_b = _load(form, col, form.factors[1], setups[1], f"optiml_n0 + {outer_b}", step_b,
                    f"optiml_Bs[{step_b}][{outer_b}]")
     total = f"{form.accumulator} = {form.accumulator} + optiml_c[optiml_i][optiml_j];"
     work = "\n".join(s for s in (form.body, total, form.epilogue) if s)

@@ -141,6 +141,7 @@ class Form:
     # axis, the accumulator, and the epilogue after the loop (`body`: the work before it)
     factors: tuple[str, ...] = ()
     reduction: Axis | None = None
+    setups: tuple[str, ...] = ()  # per factor: the locals its load recomputes (a nest's digits)
     accumulator: str = ""
     epilogue: str = ""
     # contraction: the output's coordinates (batch..., row, column), each with its extent;
