@@ -12,11 +12,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "search"))  # the C
 
 import forms_kernels  # noqa: E402
 import test_forms_contraction as contraction  # noqa: E402
+import test_forms_implicit_gemm as implicit  # noqa: E402
 
 
 def small_tasks() -> dict:
     found = [k.task for k in vars(forms_kernels).values() if isinstance(k, forms_kernels.Kernel) and k.task]
-    found += [contraction.LINEAR_TASK, contraction._bmm_task(contraction.BMM_PLANE, contraction.PLANE_PLAN)]
+    found += [contraction.LINEAR_TASK, contraction._bmm_task(contraction.BMM_PLANE, contraction.PLANE_PLAN),
+              implicit.STRIDED_TASK, implicit.TRANSPOSED_TASK]
     return {task.name: task for task in found}
 
 

@@ -15,6 +15,7 @@ sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve
 
 import skeleton_tasks  # noqa: E402
 import test_forms_contraction as c  # noqa: E402
+import test_forms_implicit_gemm as implicit  # noqa: E402
 from test_forms_skeletons import CASES, IDS, candidate, emitted, task_of  # noqa: E402
 
 from profiling.harness import tasks  # noqa: E402
@@ -66,6 +67,20 @@ def test_the_contraction_tile_passes_the_gate_on_a_gpu(source, plan, tmp_path):
     factor loaded along its own contiguous index (the linear's Bt[c * K + k] along k)."""
     task = c.LINEAR_TASK if source is c.LINEAR else c._bmm_task(source, plan)
     emitted = by_name("contraction.smem_register_tile").emit(lift(source, plan), plan, task)
+    verdict = evaluate_task(task, Candidate.from_dict({**emitted.plan, "source": emitted.source}),
+                            quick(tmp_path))
+    assert verdict.status == PASSED, (verdict.guard, verdict.message[:500])
+
+
+@pytest.mark.parametrize("name", ["conv2d", "strided", "centred", "transposed"])
+def test_the_tile_computes_convolutions_read_as_implicit_gemm_on_a_gpu(name, tmp_path):
+    """The suite's conv2d at its L1 size (images and pixels merged into one tile index), a
+    stride-2 convolution with taps from 0 and from -1, and a transposed one."""
+    task = {"conv2d": tasks.get("conv2d"), "strided": implicit.STRIDED_TASK,
+            "centred": implicit.STRIDED_TASK, "transposed": implicit.TRANSPOSED_TASK}[name]
+    source = implicit.CENTRED if name == "centred" else task.naive_source
+    tile = by_name("contraction.smem_register_tile")
+    emitted = tile.emit(lift(source, task.naive_plan), task.naive_plan, task)
     verdict = evaluate_task(task, Candidate.from_dict({**emitted.plan, "source": emitted.source}),
                             quick(tmp_path))
     assert verdict.status == PASSED, (verdict.guard, verdict.message[:500])

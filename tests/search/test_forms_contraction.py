@@ -190,12 +190,13 @@ def test_flat_indices_that_do_not_read_as_a_product_are_refused(change, cause):
             assert cause in form.reason, form
 
 
-def test_a_factor_shared_by_the_batch_keeps_its_row_and_the_other_its_column_and_batch():
+def test_a_factor_shared_by_the_batch_keeps_its_row_and_the_other_its_columns_merged():
     form = lift(BMM_FLAT.replace("A[b * M * K + i * K + k] * B[b * K * N + k * N + j]",
                                  "A[i * K + k] * B[b * K * N + k * N + j]"), FLAT_PLAN)
     assert form.family == CONTRACTION
-    # A reads no batch: i is its row; B reads b and j: j (faster) its column, b the batch
-    assert [c.name for c in form.coordinates] == ["b", "i", "j"]
+    # A reads no batch: i is its row; B alone reads b and j: one product, columns (b, j)
+    assert [c.name for c in form.coordinates] == ["i", "optiml_col"]
+    assert [c.name for c in dict(form.merged)["optiml_col"]] == ["b", "j"]
 
 
 def test_each_tile_is_loaded_along_the_index_its_factor_is_contiguous_in():

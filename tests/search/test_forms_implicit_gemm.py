@@ -164,7 +164,9 @@ def test_the_suites_convolution_lifts_as_a_product_over_its_channel_and_tap_nest
     form = lift(task.naive_source, task.naive_plan)
     assert isinstance(form, Form) and form.family == CONTRACTION, form
     assert form.reduction.name == NEST_K and form.reduction.bound == "(C) * (3) * (3)"
-    assert [c.name for c in form.coordinates] == ["n", "row", "k", "col"]  # batch n, row: tile k x col
+    # rows: the output channel; columns: images and pixels, merged into one tile index
+    assert [c.name for c in form.coordinates] == ["k", "optiml_col"]
+    assert [c.name for c in dict(form.merged)["optiml_col"]] == ["n", "row", "col"]
     weights, pixels = form.factors
     assert weights == "taps[r * 3 + s]"
     assert pixels.startswith("(((!(h < 0 || h >= H)) && (!(wc < 0 || wc >= W))) ? (plane[")
@@ -176,7 +178,8 @@ def test_the_suites_convolution_lifts_as_a_product_over_its_channel_and_tap_nest
 def test_a_strided_convolution_on_a_grid_of_planes_lifts_with_the_test_on_the_input():
     form = lift(STRIDED, STRIDED_PLAN)
     assert isinstance(form, Form) and form.family == CONTRACTION, form
-    assert [c.name for c in form.coordinates] == ["b", "oy", "oc", "ox"]
+    assert [c.name for c in form.coordinates] == ["oc", "optiml_col"]
+    assert [c.name for c in dict(form.merged)["optiml_col"]] == ["b", "oy", "ox"]
     assert form.factors[0].startswith("weight[")
     assert form.factors[1].startswith("((iy >= 0 && iy < height && ix >= 0 && ix < width) ? (input[")
 
@@ -191,7 +194,8 @@ def test_a_transposed_convolution_lifts_with_both_tests_and_the_locals_between_t
 # The same strided convolution with its taps counted from -1 to 1 (`<=`).
 CENTRED = STRIDED.replace("int ky = 0; ky < 3; ky++", "int ky = -1; ky <= 1; ky++").replace(
     "int kx = 0; kx < 3; kx++", "int kx = -1; kx <= 1; kx++").replace(
-    "oy * STRIDE - PAD + ky", "oy * STRIDE + ky").replace("ox * STRIDE - PAD + kx", "ox * STRIDE + kx").replace(
+    "oy * STRIDE - PAD + ky", "oy * STRIDE + ky").replace(
+    "ox * STRIDE - PAD + kx", "ox * STRIDE + kx").replace(
     "* 3 + ky) * 3 + kx]", "* 3 + ky + 1) * 3 + kx + 1]")
 
 

@@ -110,21 +110,49 @@ def _lift(kernel: Kernel, space, common: dict[str, Any]) -> Form:
         # one factor must follow the rows of the output, the other its columns
         raise ValueError(f"{text(term)}: one factor must follow k and an output coordinate the other "
                          "does not read, and the other factor another such coordinate")
-    # The fastest-varying coordinate each factor alone reads tiles it; the rest are batch.
-    row = [c for c in coords if c.name in first_only][-1]
-    col = [c for c in coords if c.name in second_only][-1]
+    # The coordinates each factor alone reads tile it (merged into one index when there
+    # are several: a convolution's images and pixels); the ones both read are batch.
+    firsts = [c for c in coords if c.name in first_only]
+    seconds = [c for c in coords if c.name in second_only]
     setup_texts = ["\n".join(d[1] for d in needed) for needed in setups]
-    if coordinate_names.index(row.name) > coordinate_names.index(col.name):
-        row, col, texts, setup_texts = col, row, texts[::-1], setup_texts[::-1]
-    batch = tuple(c for c in coords if c not in (row, col))
+    if coordinate_names.index(firsts[-1].name) > coordinate_names.index(seconds[-1].name):
+        firsts, seconds, texts, setup_texts = seconds, firsts, texts[::-1], setup_texts[::-1]
+    row, col = _merged(firsts, MERGED_ROW), _merged(seconds, MERGED_COLUMN)
+    merged = tuple((axis.name, tuple(group)) for axis, group in ((row, firsts), (col, seconds))
+                   if len(group) > 1)
+    batch = tuple(c for c in coords if c not in firsts and c not in seconds)
     if any(n.type == "identifier" and text(n) == acc for s in pre for n in walk(s)
            if not (n.parent is not None and n.parent.type == "init_declarator")):
         raise ValueError(f"the accumulator {acc} is read before the loop")
     return Form(family=CONTRACTION, body="\n".join(text(s) for s in pre),
                 factors=tuple(texts), reduction=k, setups=tuple(setup_texts) if any(setup_texts) else (),
                 accumulator=acc, epilogue="\n".join(text(s) for s in post),
-                coordinates=(*batch, row, col), rebuild=rebuilt, covers=_covers(space, pre),
+                coordinates=(*batch, row, col), merged=merged, rebuild=rebuilt, covers=_covers(space, pre),
                 **{key: v for key, v in common.items() if key not in ("kinds", "args")})
+
+
+MERGED_ROW, MERGED_COLUMN = "optiml_row", "optiml_col"
+
+
+def _merged(group: list[Axis], name: str) -> Axis:
+    """One coordinate as it is; several as one index over the product of their extents."""
+    if len(group) == 1:
+        return group[0]
+    return Axis(name, "long long", " * ".join(f"({c.bound})" for c in group))
+
+
+def unmerge(form: Form, name: str) -> str:
+    """The statements declaring the coordinates merged into `name` (none if it is one):
+    its mixed-radix digits, the slowest first."""
+    parts = dict(form.merged).get(name, ())
+    lines = []
+    for position, part in enumerate(parts):
+        inner = " * ".join(f"(long long)({c.bound})" for c in parts[position + 1:])
+        value = f"{name} / ({inner})" if inner else name
+        if position > 0:
+            value = f"({value}) % (long long)({part.bound})"
+        lines.append(f"const {part.ctype} {part.name} = ({part.ctype})({value});")
+    return "\n".join(lines)
 
 
 # (name, the statement declaring it, the names it reads, whether it reads memory)

@@ -116,7 +116,8 @@ def _head(loop: Node) -> tuple[str, str, str, str]:
 def _bound(condition: Node, name: str, loop: Node) -> str:
     condition = strip_parens(condition)
     left, right = condition.child_by_field_name("left"), condition.child_by_field_name("right")
-    operator = text(condition.child_by_field_name("operator")) if condition.type == "binary_expression" else ""
+    binary = condition.type == "binary_expression"
+    operator = text(condition.child_by_field_name("operator")) if binary else ""
     if operator not in ("<", "<=") or text(strip_parens(left)) != name:
         raise NotRows(f"{_line(loop)}: the loop's condition is not `{name} < bound`")
     if any(n.type == "identifier" and text(n) == name for n in walk(right)):

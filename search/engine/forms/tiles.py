@@ -3,7 +3,9 @@ outputs per thread (SMEM_TILE, REG_TILE), the classic SIMT GEMM of CUTLASS's thr
 -> thread layering, with the kernel's own factors, initial value and epilogue.
 
 A block of 256 threads (16 x 16) computes a T x T tile of outputs (T = 128 when both
-output extents are at least 256 at the task's sizes, else 64) for one batch point
+output extents are at least 256 at the task's sizes, or at least 128 with a wave of
+blocks, else 64; an extent made of several coordinates, a convolution's images and
+pixels, is one merged index split back into them where read) for one batch point
 (blockIdx.z, unflattened into the batch coordinates), in steps of D = 1024 / T along the
 reduction. Each step the threads load a T x D tile of the first factor and a D x T tile
 of the second, both stored k-major and padded by 4 floats so the stores do not conflict;
@@ -31,6 +33,7 @@ from .types import CONTRACTION, Form
 THREADS = 256  # 16 x 16
 STEP_ELEMENTS = 1024  # T x D elements of each factor a step: 4 loads a thread
 LARGE = 256  # both output extents at least this at the task's sizes: 128 x 128 tiles
+WAVE_BLOCKS = 132  # or both at least 128 and this many 128 x 128 blocks (an H100's SMs)
 
 
 class SmemRegisterTile(Skeleton):
@@ -58,8 +61,7 @@ class SmemRegisterTile(Skeleton):
                 if expr.evaluate_int(f"({bound}) % ({divisor})", values) != 0:
                     return f"{bound} is not a multiple of {divisor} at {point}: outputs would be dropped"
         *batch, rows, cols = extents
-        large = all(expr.evaluate_int(e, {**task.sizes, **tunables}) >= LARGE for e in (rows, cols))
-        tile = 128 if large else 64
+        tile = 128 if _large(rows, cols, batch, {**task.sizes, **tunables}) else 64
         grid = [f"max(cdiv({cols}, {tile}), 1)", f"max(cdiv({rows}, {tile}), 1)"]
         if batch:
             grid.append(" * ".join(f"({b})" for b in batch))
@@ -75,6 +77,19 @@ class SmemRegisterTile(Skeleton):
             "__global__ void ", f"__global__ void __launch_bounds__({THREADS}, 2) ", 1)
         return Emitted(source, new_plan,
                        self.summary + f" ({tile} x {tile} here)")
+
+
+def _large(rows: str, cols: str, batch: list[str], values: dict[str, int]) -> bool:
+    """128 x 128 tiles where both output extents are at least LARGE, or at least 128 with
+    a wave of such blocks for the GPU (a convolution's 128 channels by its many pixels);
+    else 64 x 64, so that small products still spread over the SMs."""
+    extents = [expr.evaluate_int(e, values) for e in (rows, cols)]
+    if min(extents) >= LARGE:
+        return True
+    blocks = -(-extents[0] // 128) * -(-extents[1] // 128)
+    for b in batch:
+        blocks *= expr.evaluate_int(b, values)
+    return min(extents) >= 128 and blocks >= WAVE_BLOCKS
 
 
 def _batch(form: Form) -> str:
@@ -129,7 +144,9 @@ def _body(form: Form, tile: int) -> str:
     # each tile is loaded in the order its factor's memory is contiguous in
     # a flattened nest (a convolution's taps) is contiguous along k for its innermost loop
     # only; the coordinate, for a whole tile row
-    setups = form.setups or ("", "")
+    # a merged coordinate (images and pixels) is split into the kernel's own before use
+    setups = ["\n".join(t for t in (contraction.unmerge(form, axis.name), setup) if t)
+              for axis, setup in zip((row, col), form.setups or ("", ""), strict=True)]
     nest = k.name == contraction.NEST_K
     a_on_k = k_fastest(form.factors[0], row.name, k.name, default=not nest, setup=setups[0])
     b_on_k = k_fastest(form.factors[1], col.name, k.name, default=False, setup=setups[1])
@@ -143,7 +160,8 @@ def _body(form: Form, tile: int) -> str:
                    f"optiml_Bs[{step_b}][{outer_b}]")
     total = f"{form.accumulator} = {form.accumulator} + optiml_c[optiml_i][optiml_j];"
     work = "\n".join(s for s in (form.body, total, form.epilogue) if s)
-    output = "\n".join(s for s in (form.rebuild, "{\n" + emit.indent(work, 4) + "\n}") if s)
+    output = "\n".join(s for s in (contraction.unmerge(form, row.name), contraction.unmerge(form, col.name),
+                                    form.rebuild, "{\n" + emit.indent(work, 4) + "\n}") if s)
     # thread t's outputs: row ty*4 + 64*(i/4) + i%4, column tx*4 + 64*(j/4) + j%4
     offset = "optiml_{t} * 4 + 64 * (optiml_{i} / 4) + optiml_{i} % 4"
     # both k-major, each row padded by 4 floats so that stores along k spread over the banks

@@ -148,6 +148,7 @@ class Form:
     # the statements declaring decomposed index variables from them (radix.py); and
     # (bound, divisor) pairs that must divide at every size
     coordinates: tuple[Axis, ...] = ()
+    merged: tuple[tuple[str, tuple[Axis, ...]], ...] = ()  # a tile index: the coordinates it holds
     rebuild: str = ""
     covers: tuple[tuple[str, str], ...] = ()
     helpers: str = ""  # __device__ functions the body calls, kept as written
