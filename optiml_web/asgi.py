@@ -14,9 +14,10 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from lineage.routing import websocket_urlpatterns as lineage_sockets  # noqa: E402
+from optiml_web.sockets import catch_all  # noqa: E402
 from search.routing import websocket_urlpatterns as search_sockets  # noqa: E402
 
-websocket_urlpatterns = [*search_sockets, *lineage_sockets]
+websocket_urlpatterns = [*search_sockets, *lineage_sockets, *catch_all]
 
 application = ProtocolTypeRouter(
     {

@@ -330,6 +330,19 @@ def test_strangers_and_visitors_are_refused_and_team_members_let_in(live, people
     assert async_to_sync(connect)("carol", "/ws/runs/99999999999999999999/") == (False, 4404)
 
 
+@pytest.mark.parametrize("path", ["/ws/nowhere/", "/ws/runs/abc/", "/ws/runs/", "/", "/ws/skills/x/y/z/"])
+def test_a_socket_to_a_path_no_app_routes_is_refused_like_one_it_may_not_see(live, sessions, path, caplog):
+    async def connect():
+        ws = socket(path, sessions["alice"])
+        connected, code = await ws.connect()
+        await ws.disconnect()
+        return connected, code
+
+    with caplog.at_level("INFO", logger="optiml_web.sockets"):
+        assert async_to_sync(connect)() == (False, 4404)
+    assert any("no route" in r.getMessage() for r in caplog.records)
+
+
 @pytest.mark.parametrize("after", ["x", "-1", "²", "9" * 30, "1.5", ""])
 def test_a_bad_after_closes_with_4400_and_a_reason_naming_it(live, people, sessions, relu_run, after):
     from urllib.parse import quote
