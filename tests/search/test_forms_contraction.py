@@ -296,3 +296,36 @@ void matmul_1d(const float* A, const float* B, float* C, int M, int N, int K) {
     assert "int i = idx / N; int j = idx % N;" in one_declarator_each(source)
     header = "void f() { for (int k = 0, unused = 0; k < 3; ++k) {} }"
     assert one_declarator_each(header) == header  # a loop's header is kept as written
+
+
+WHILE_MATMUL = """extern "C" __global__ void mm(const float* A, const float* B, float* C, int M, int N, int K) {
+    int row = blockIdx.y * blockDim.y + threadIdx.y;
+    int col = blockIdx.x * blockDim.x + threadIdx.x;
+    if (row < M && col < N) {
+        float value = 0;
+        int k = 0;
+        while (k < K) {
+            value += A[row * K + k] * B[k * N + col];
+            k++;
+        }
+        C[row * N + col] = value;
+    }
+}
+"""
+WHILE_PLAN = {"launches": [{"kernel": "mm", "grid": ["cdiv(N, 16)", "cdiv(M, 16)"], "block": [16, 16],
+                            "args": ["A", "B", "C", "M", "N", "K"]}]}
+
+
+@pytest.mark.parametrize(("change", "product"), [
+    (None, True),
+    # the counter read after its loop: not the for loop it would be
+    (("C[row * N + col] = value;", "C[row * N + col] = value + k;"), False),
+    # a continue would skip the step: refused as a hazard
+    (("k++;", "if (k < 0) continue;\n            k++;"), False),
+])
+def test_a_counted_while_loop_reads_as_the_for_loop_it_is(change, product):
+    source = WHILE_MATMUL if change is None else WHILE_MATMUL.replace(*change)
+    form = lift(source, WHILE_PLAN)
+    assert (isinstance(form, Form) and form.family == CONTRACTION) is product, form
+    if product:
+        assert form.factors == ("A[row * K + k]", "B[k * N + col]") and form.reduction.bound == "K"

@@ -20,6 +20,7 @@ from tree_sitter import Node
 
 from ..rewrites.syntax import (
     Kernel,
+    assigned_identifier,
     defined_functions,
     find_kernels,
     named_statements,
@@ -46,7 +47,7 @@ _LOOPS = ("for_statement", "while_statement", "do_statement")
 def lift(source: str, plan: dict[str, Any]) -> Form | Refusal:
     """The family form of the plan's kernel (the last launch's, after a zeroing launch)."""
     launches = plan.get("launches") or []
-    source = skips_as_tests(one_declarator_each(source))
+    source = skips_as_tests(counted_whiles_as_fors(one_declarator_each(source)))
     tree = parse(source)
     kernels = {k.name: k for k in find_kernels(tree)}
     zeroed = None
@@ -120,6 +121,50 @@ def one_declarator_each(source: str) -> str:
     for start, end, replacement in sorted(edits, reverse=True):
         data = data[:start] + replacement.encode() + data[end:]
     return data.decode()
+
+
+def counted_whiles_as_fors(source: str) -> str:
+    """`int k = 0; while (k < K) { ...; k++; }` written as the for loop it is, when k is
+    read nowhere after the loop, changed nowhere else in it, and no `continue` skips
+    its step: every reader of loops (rows, contractions) then reads one kind."""
+    for _ in range(64):
+        data = source.encode()
+        found = _counted_while(parse(data).root_node)
+        if found is None:
+            return source
+        declaration, loop, (name, kind, start), body = found
+        condition = text(strip_parens(condition_of(loop)))
+        inner = "\n".join(text(s) for s in body[:-1])
+        replacement = f"for ({kind} {name} = {start}; {condition}; ++{name}) {{\n{inner}\n}}"
+        source = (data[:declaration.start_byte] + replacement.encode() + data[loop.end_byte:]).decode()
+    return source
+
+
+def _counted_while(root: Node):
+    for block in (n for n in walk(root) if n.type == "compound_statement"):
+        statements = named_statements(block)
+        for position, (first, loop) in enumerate(zip(statements, statements[1:], strict=False)):
+            counter = _declaration(first)
+            if counter is None or loop.type != "while_statement":
+                continue
+            name = counter[0]
+            body = named_statements(loop.child_by_field_name("body")) \
+                if loop.child_by_field_name("body").type == "compound_statement" else []
+            step = text(body[-1]).replace(" ", "").rstrip(";") if body else ""
+            condition = strip_parens(condition_of(loop))
+            if step not in (f"++{name}", f"{name}++", f"{name}+=1", f"{name}={name}+1") or \
+                    condition.type != "binary_expression" or \
+                    text(strip_parens(condition.child_by_field_name("left"))) != name:
+                continue
+            later = statements[position + 2:]
+            inside = [n for s in body[:-1] for n in walk(s)]
+            if any(n.type == "identifier" and text(n) == name for s in later for n in walk(s)) or \
+                    any(assigned_identifier(n) == name or (n.type == "update_expression" and
+                        text(n.child_by_field_name("argument")) == name) for n in inside) or \
+                    any(n.type == "continue_statement" for n in inside):
+                continue
+            return first, loop, (name, text(first.child_by_field_name("type")), text(counter[2])), body
+    return None
 
 
 def skips_as_tests(source: str) -> str:
