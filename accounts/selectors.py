@@ -1,6 +1,11 @@
-"""Reads for teams."""
+"""Reads for teams, and the failed sign-ins counted from an address."""
 
 from __future__ import annotations
+
+from datetime import datetime
+
+from axes.models import AccessAttempt
+from django.db.models import Sum
 
 from accounts.models import Membership, Team
 
@@ -31,3 +36,11 @@ def team_role(*, user, team_id: int) -> str | None:
 def team_members(*, team: Team) -> list[dict]:
     return [{"username": m.user.get_username(), "role": m.role}
             for m in team.memberships.select_related("user").order_by("user__username")]
+
+
+def sign_in_failures_from(*, ip_address: str | None, since: datetime) -> int:
+    """Failed sign-ins from `ip_address` under any usernames, as django-axes records them
+    (a row per username, address and user agent), in rows whose latest failure is at or
+    after `since`: the same window axes counts a (username, address) pair's failures in."""
+    rows = AccessAttempt.objects.filter(ip_address=ip_address, attempt_time__gte=since)
+    return rows.aggregate(failures=Sum("failures_since_start"))["failures"] or 0

@@ -113,9 +113,10 @@ DATABASES = {
 }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
-# Axes first: it refuses a locked-out username or address before any password is checked.
+# The throttle first (django-axes' backend, plus the per-address limit: accounts/backends.py):
+# it refuses a locked-out name and address, or address, before any password is checked.
 AUTHENTICATION_BACKENDS = [
-    "axes.backends.AxesStandaloneBackend",
+    "accounts.backends.SignInThrottleBackend",
     "django.contrib.auth.backends.ModelBackend",
 ]
 
@@ -135,13 +136,20 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "login"
 # Sign-in throttling (django-axes, counted in the database so that every web process
-# sees the same count): after OPTIML_LOGIN_FAILURE_LIMIT failed sign-ins for one
-# username, or from one address, that username or address is refused (429) for
-# OPTIML_LOGIN_COOLOFF_S seconds; a failure during the lock-out starts it again. The
-# address is REMOTE_ADDR: behind a proxy, run daphne with --proxy-headers.
+# sees the same count). A failed sign-in is counted against its (username, address) pair:
+# after OPTIML_LOGIN_FAILURE_LIMIT failures of one username from one address, that name is
+# refused (429) from that address only, for OPTIML_LOGIN_COOLOFF_S seconds; the same name
+# from elsewhere, and other names from the same address, still sign in, so nobody can lock
+# a named account, nor one user's typing lock colleagues behind the same NAT. Against
+# guessing many names from one address: once an address has OPTIML_LOGIN_ADDRESS_FAILURE_LIMIT
+# failures, summed over all names, within the cool-off, every sign-in from it is refused
+# (accounts/backends.py; axes has one limit for all its lock-out parameters). A failure
+# during a lock-out, refused ones included, starts it again; a success clears its own pair's
+# failures only. The address is REMOTE_ADDR: behind a proxy, run daphne with --proxy-headers.
 AXES_FAILURE_LIMIT = env_int("OPTIML_LOGIN_FAILURE_LIMIT", 5)
 AXES_COOLOFF_TIME = timedelta(seconds=env_int("OPTIML_LOGIN_COOLOFF_S", 15 * 60))
-AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # each on its own, not the pair
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]  # the pair, not each on its own
+OPTIML_LOGIN_ADDRESS_FAILURE_LIMIT = env_int("OPTIML_LOGIN_ADDRESS_FAILURE_LIMIT", 50)
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 AXES_HTTP_RESPONSE_CODE = 429

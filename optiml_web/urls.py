@@ -35,10 +35,17 @@ api_urlpatterns = [
 
 urlpatterns = [
     path("admin/", admin.site.urls),
-    # Signing in and out (POST) only: with no mail set up, Django's password-reset views
-    # would only fail. Sign-in is throttled (django-axes, settings.AXES_*).
+    # Signing in and out (POST), and a signed-in user changing their own password; no
+    # password reset: with no mail set up, Django's reset views would only fail. Sign-in is
+    # throttled (django-axes and accounts/backends.py, settings.AXES_*).
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("accounts/password/",
+         auth_views.PasswordChangeView.as_view(template_name="registration/password_change.html"),
+         name="password_change"),
+    path("accounts/password/done/",
+         auth_views.PasswordChangeDoneView.as_view(template_name="registration/password_changed.html"),
+         name="password_change_done"),
     path("api/", include(api_urlpatterns)),
     # The browser pages (optiml_web/pages.py); the front end draws them from the API.
     path("", pages.home, name="home"),

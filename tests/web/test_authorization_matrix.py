@@ -59,6 +59,8 @@ BY_LINK = expect(404, share_holder=200)
 PAGE = expect(200, anonymous=302, share_holder=302)
 PUBLIC = expect(200)
 WRONG_PASSWORD = {"username": "alice", "password": "nope"}
+WRONG_OLD_PASSWORD = {"old_password": "nope", "new_password1": "new-secret-42",
+                      "new_password2": "new-secret-42"}
 
 
 @dataclass
@@ -193,6 +195,14 @@ def matrix(world: World, api) -> dict[str, dict[str, list[Probe]]]:
             "PUT": [Probe("PUT", "/accounts/login/", PUBLIC, body=WRONG_PASSWORD)],
         },
         "accounts/logout/": {"POST": [Probe("POST", "/accounts/logout/", expect(302))]},
+        # Changing one's own password: the form to anyone signed in (a wrong current
+        # password answers it again, with its error); a visitor is sent to sign in.
+        "accounts/password/": {
+            "GET": [Probe("GET", "/accounts/password/", PAGE)],
+            "POST": [Probe("POST", "/accounts/password/", PAGE, body=WRONG_OLD_PASSWORD)],
+            "PUT": [Probe("PUT", "/accounts/password/", PAGE, body=WRONG_OLD_PASSWORD)],
+        },
+        "accounts/password/done/": {"GET": [Probe("GET", "/accounts/password/done/", PAGE)]},
         "api/me/": {"GET": [Probe("GET", "/api/me/", ANY_SIGNED_IN)]},
         # Teams: any signed-in user makes one; its members see it; its admins manage it
         # (dana is the team's admin; alice and bob are members); anyone else gets a 404.
@@ -475,7 +485,8 @@ def test_the_login_form_posts_as_a_form_and_signs_in(world, client):
 
 
 WEBSOCKET_ACCESS = {"ws/runs/<int:run_id>/": {"team": [*TEAM, "share_holder"], "private": ["owner"]},
-                    "ws/skills/<card:card_id>/": {"default": SIGNED_IN, "team": TEAM}}
+                    "ws/skills/<card:card_id>/": {"default": SIGNED_IN, "team": TEAM},
+                    "": {}}  # the catch-all (optiml_web/sockets.py): nobody, 4404
 
 
 @pytest.mark.django_db(transaction=True)
@@ -534,3 +545,5 @@ def test_the_live_view_websocket_lets_in_exactly_who_may_see_the_run(world, sett
             expected = (True, "card") if role in access[which] else (False, 4404)
             assert seen == expected, (which, role, seen)
     assert async_to_sync(follow)("owner", "/ws/skills/nope-v1/") == (False, 4404)
+    for role in ROLES:  # a path no app routes: refused alike, whoever asks
+        assert async_to_sync(follow)(role, "/ws/elsewhere/") == (False, 4404), role
