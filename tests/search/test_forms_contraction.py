@@ -298,7 +298,8 @@ void matmul_1d(const float* A, const float* B, float* C, int M, int N, int K) {
     assert one_declarator_each(header) == header  # a loop's header is kept as written
 
 
-WHILE_MATMUL = """extern "C" __global__ void mm(const float* A, const float* B, float* C, int M, int N, int K) {
+WHILE_MATMUL = """extern "C" __global__ void mm(const float* A, const float* B, float* C,
+                                  int M, int N, int K) {
     int row = blockIdx.y * blockDim.y + threadIdx.y;
     int col = blockIdx.x * blockDim.x + threadIdx.x;
     if (row < M && col < N) {

@@ -32,6 +32,12 @@ from .types import CONTRACTION, Form
 
 THREADS = 256  # 16 x 16
 STEP_ELEMENTS = 1024  # T x D elements of each factor a step: 4 loads a thread
+PER_THREAD = STEP_ELEMENTS // THREADS
+# Compile-time switches, each overridable with -D (bench/contraction_variants.py times them):
+# OPTIML_PREFETCH loads the next step's elements into registers while a step computes;
+# OPTIML_MIN_BLOCKS is __launch_bounds__'s blocks an SM (2: at most 128 registers a thread).
+SWITCHES = {"OPTIML_PREFETCH": 0, "OPTIML_MIN_BLOCKS": 2}
+DEFINES = "\n".join(f"#ifndef {name}\n#define {name} {value}\n#endif" for name, value in SWITCHES.items())
 LARGE = 256  # both output extents at least this at the task's sizes: 128 x 128 tiles
 WAVE_BLOCKS = 132  # or both at least 128 and this many 128 x 128 blocks (an H100's SMs)
 
@@ -72,9 +78,10 @@ class SmemRegisterTile(Skeleton):
                   "args": list(last_launch(plan).get("args", []))}
         new_plan = {"launches": [launch], "scratch": list(plan.get("scratch", [])),
                     "tunables": dict(tunables)}
-        # two blocks an SM: at most 128 registers a thread (the 8 x 8 tile needs about that)
-        source = kernel_text(form, _body(form, tile)).replace(
-            "__global__ void ", f"__global__ void __launch_bounds__({THREADS}, 2) ", 1)
+        # two blocks an SM by default: at most 128 registers a thread (the 8 x 8 tile needs
+        # about that without prefetching; with it, ptxas spills 32-52 bytes at sm_90)
+        source = kernel_text(form, _body(form, tile), helpers=DEFINES).replace(
+            "__global__ void ", f"__global__ void __launch_bounds__({THREADS}, OPTIML_MIN_BLOCKS) ", 1)
         return Emitted(source, new_plan,
                        self.summary + f" ({tile} x {tile} here)")
 
@@ -106,14 +113,28 @@ def _batch(form: Form) -> str:
 
 
 def _load(form: Form, coordinate, factor: str, setup: str, outer: str, depth_index: str, store: str) -> str:
+    """One element of a factor's tile, at step `optiml_k_at`, into `store` (a register)."""
     k = form.reduction
     value = f"{{\n{emit.indent(setup, 4)}\n    optiml_v = {factor};\n}}" if setup else f"optiml_v = {factor};"
     return f"""{{
     float optiml_v = 0.0f;
     const {coordinate.ctype} {coordinate.name} = ({coordinate.ctype})({outer});
-    const {k.ctype} {k.name} = ({k.ctype})(optiml_k0 + {depth_index});
+    const {k.ctype} {k.name} = ({k.ctype})(optiml_k_at + {depth_index});
     if ({coordinate.name} < ({coordinate.bound}) && {k.name} < ({k.bound})) {value}
     {store} = optiml_v;
+}}"""
+
+
+def _fetch(load_a: str, load_b: str, at: str) -> str:
+    """Each thread's PER_THREAD elements of both tiles at step `at`, into registers."""
+    return f"""{{
+    const long long optiml_k_at = {at};
+#pragma unroll
+    for (int optiml_f = 0; optiml_f < {PER_THREAD}; ++optiml_f) {{
+        const int optiml_e = threadIdx.x + optiml_f * {THREADS};
+{emit.indent(load_a, 8)}
+{emit.indent(load_b, 8)}
+    }}
 }}"""
 
 
@@ -155,9 +176,9 @@ def _body(form: Form, tile: int) -> str:
     outer_b, step_b = ((f"optiml_e / {depth}", f"optiml_e % {depth}") if b_on_k
                        else (f"optiml_e % {tile}", f"optiml_e / {tile}"))
     load_a = _load(form, row, form.factors[0], setups[0], f"optiml_m0 + {outer_a}", step_a,
-                   f"optiml_As[{step_a}][{outer_a}]")
+                   "optiml_ra[optiml_f]")
     load_b = _load(form, col, form.factors[1], setups[1], f"optiml_n0 + {outer_b}", step_b,
-                   f"optiml_Bs[{step_b}][{outer_b}]")
+                   "optiml_rb[optiml_f]")
     total = f"{form.accumulator} = {form.accumulator} + optiml_c[optiml_i][optiml_j];"
     work = "\n".join(s for s in (form.body, total, form.epilogue) if s)
     output = "\n".join(s for s in (contraction.unmerge(form, row.name), contraction.unmerge(form, col.name),
@@ -172,14 +193,28 @@ def _body(form: Form, tile: int) -> str:
     const long long optiml_m0 = (long long)blockIdx.y * {tile};
     const long long optiml_n0 = (long long)blockIdx.x * {tile};
     float optiml_c[{per}][{per}] = {{}};
+    // OPTIML_PREFETCH: the next step's elements are loaded into registers while this step
+    // computes; else each step's just before it
+    float optiml_ra[{PER_THREAD}], optiml_rb[{PER_THREAD}];
+#if OPTIML_PREFETCH
+{emit.indent(_fetch(load_a, load_b, "0"), 4)}
+#endif
     for (long long optiml_k0 = 0; optiml_k0 < (long long)({k.bound}); optiml_k0 += {depth}) {{
-        for (int optiml_e = threadIdx.x; optiml_e < {tile * depth}; optiml_e += {THREADS}) {{
-{emit.indent(load_a, 12)}
-        }}
-        for (int optiml_e = threadIdx.x; optiml_e < {tile * depth}; optiml_e += {THREADS}) {{
-{emit.indent(load_b, 12)}
+#if !OPTIML_PREFETCH
+{emit.indent(_fetch(load_a, load_b, "optiml_k0"), 8)}
+#endif
+#pragma unroll
+        for (int optiml_f = 0; optiml_f < {PER_THREAD}; ++optiml_f) {{
+            const int optiml_e = threadIdx.x + optiml_f * {THREADS};
+            optiml_As[{step_a}][{outer_a}] = optiml_ra[optiml_f];
+            optiml_Bs[{step_b}][{outer_b}] = optiml_rb[optiml_f];
         }}
         __syncthreads();
+#if OPTIML_PREFETCH
+        if (optiml_k0 + {depth} < (long long)({k.bound})) {{
+{emit.indent(_fetch(load_a, load_b, f"optiml_k0 + {depth}"), 12)}
+        }}
+#endif
 #pragma unroll
         for (int optiml_kk = 0; optiml_kk < {depth}; ++optiml_kk) {{
             float optiml_a[{per}], optiml_b[{per}];
