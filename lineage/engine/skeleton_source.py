@@ -17,20 +17,30 @@ from profiling.harness import tasks
 from profiling.harness.candidate import Candidate, CandidateError
 from search.engine import forms
 from search.engine.diffs import candidate_diff
-from search.engine.forms import skeletons
+from search.engine.forms import skeletons, splice
 from search.engine.types import NodeContext, Proposal
 
 from .skeleton_cards import expected_speedup
 
 
 @lru_cache(maxsize=256)
-def _lifted(source: str, plan_json: str) -> forms.Form | forms.Refusal:
-    return forms.lift(source, json.loads(plan_json))
+def _lifted(source: str, plan_json: str) -> tuple[tuple[int | None, forms.Form | forms.Refusal], ...]:
+    plan = json.loads(plan_json)
+    whole = forms.lift(source, plan)
+    if isinstance(whole, forms.Form) or len(plan.get("launches") or []) < 2:
+        return ((None, whole),)
+    return tuple(splice.per_launch(source, plan))  # several launches: each kernel on its own
+
+
+def lifted_launches(candidate: Candidate) -> tuple[tuple[int | None, forms.Form | forms.Refusal], ...]:
+    """The candidate's forms, lifted once per (source, plan) in this process: the whole
+    plan's (index None), or, for a plan of several launches, each launch's."""
+    return _lifted(candidate.source, json.dumps(candidate.plan_dict(), sort_keys=True))
 
 
 def lifted(candidate: Candidate) -> forms.Form | forms.Refusal:
-    """The candidate's form, lifted once per (source, plan) in this process."""
-    return _lifted(candidate.source, json.dumps(candidate.plan_dict(), sort_keys=True))
+    """The whole plan's form (the first launch's refusal stands for a plan of several)."""
+    return lifted_launches(candidate)[0][1]
 
 
 def usable(card: dict[str, Any], task: str, leave_out_own: bool) -> bool:
@@ -41,21 +51,32 @@ def usable(card: dict[str, Any], task: str, leave_out_own: bool) -> bool:
 def proposals(cards: list[dict[str, Any]], context: NodeContext, seen: set, key,
               leave_out_own: bool = False) -> list[Proposal]:
     parent = context.candidate
-    form = lifted(parent)
-    if isinstance(form, forms.Refusal):
-        return []
     task = tasks.get(context.task)
+    found = []
+    for index, form in lifted_launches(parent):
+        if isinstance(form, forms.Form):
+            found += _for_form(cards, context, task, index, form, seen, key, leave_out_own)
+    return found
+
+
+def _for_form(cards, context: NodeContext, task, index: int | None, form: forms.Form, seen: set, key,
+              leave_out_own: bool) -> list[Proposal]:
+    parent, plan = context.candidate, context.candidate.plan_dict()
     found = []
     for card in cards:
         if card.get("kind") != "skeleton" or card.get("family") != form.family \
                 or not usable(card, context.task, leave_out_own):
             continue
         skeleton = skeletons.by_name(card["skeleton"])
-        emitted = skeleton.emit(form, parent.plan_dict(), task)
+        emitted = skeleton.emit(form, plan if index is None else splice.sub_plan(plan, index), task)
         if isinstance(emitted, str):
             continue
+        whole = (emitted.source, emitted.plan) if index is None else \
+            splice.splice(parent.source, plan, index, form, emitted)
+        if isinstance(whole, str):
+            continue
         try:
-            child = Candidate.from_dict({**emitted.plan, "source": emitted.source,
+            child = Candidate.from_dict({**whole[1], "source": whole[0],
                                          "compile_options": list(parent.compile_options)})
         except CandidateError:
             continue
@@ -63,8 +84,9 @@ def proposals(cards: list[dict[str, Any]], context: NodeContext, seen: set, key,
             continue
         seen.add(key(child))
         sources = [t for t in card["tasks"] if not (leave_out_own and t == context.task)]
+        where = "" if index is None else f" on launch {index} ({form.kernel})"
         found.append(Proposal(
-            source=f"skill:{card['id']}", title=f"{card['intent']}: {card['skeleton']} "
+            source=f"skill:{card['id']}", title=f"{card['intent']}: {card['skeleton']}{where} "
                                                 f"(from {', '.join(sources)})",
             rationale=_rationale(card, form, sources), candidate=child,
             families=skeleton.families, diff=candidate_diff(parent, child),

@@ -118,3 +118,16 @@ def test_a_single_lineage_card_is_admitted_by_a_transfer_task_of_its_family(card
     assert reproduced["status"] == "admitted"
     wrong = skeleton_cards.admit(card, [{"task": "addmm_gelu", "passed": False, "speedup": expected}])
     assert wrong["status"] == "rejected" and wrong["risks"] == ["addmm_gelu: failed the gate"]
+
+
+def test_a_plan_of_several_launches_gets_a_skeleton_per_launch_its_own_lineage_left_out(cards):
+    """The naive attention's three launches (a product, a row softmax, a product), each
+    scheduled by a card induced from other tasks, the other launches kept."""
+    source = SkillSource(cards=[], skeleton_cards=list(cards.values()), leave_out_own=True)
+    found = source.propose(naive("self_attention"))
+    titles = sorted(p.title.split(" (from")[0] for p in found)
+    assert titles == ["BLOCK_PER_ROW: rows.block_per_row on launch 1 (softmax_rows_inplace)",
+                      "SMEM_TILE: contraction.smem_register_tile on launch 0 (attention_scores)",
+                      "SMEM_TILE: contraction.smem_register_tile on launch 2 (attention_output)"]
+    assert all("self_attention" not in p.params["lineages"] for p in found)
+    assert all(len(p.candidate.launches) == 3 for p in found)
