@@ -84,3 +84,17 @@ def test_the_tile_computes_convolutions_read_as_implicit_gemm_on_a_gpu(name, tmp
     verdict = evaluate_task(task, Candidate.from_dict({**emitted.plan, "source": emitted.source}),
                             quick(tmp_path))
     assert verdict.status == PASSED, (verdict.guard, verdict.message[:500])
+
+
+@pytest.mark.parametrize("skeleton, index", [("contraction.smem_register_tile", 0), ("rows.block_per_row", 1),
+                                             ("contraction.smem_register_tile", 2)])
+def test_a_skeleton_spliced_into_the_naive_attention_passes_the_gate_on_a_gpu(skeleton, index, tmp_path):
+    from search.engine.forms import splice
+
+    task = tasks.get("self_attention")
+    plan = task.naive_plan
+    form = dict(splice.per_launch(task.naive_source, plan))[index]
+    emitted = by_name(skeleton).emit(form, splice.sub_plan(plan, index), task)
+    source, new_plan = splice.splice(task.naive_source, plan, index, form, emitted)
+    verdict = evaluate_task(task, Candidate.from_dict({**new_plan, "source": source}), quick(tmp_path))
+    assert verdict.status == PASSED, (verdict.guard, verdict.message[:500])
