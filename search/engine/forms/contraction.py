@@ -141,16 +141,17 @@ def _merged(group: list[Axis], name: str) -> Axis:
     return Axis(name, "long long", " * ".join(f"({c.bound})" for c in group))
 
 
-def unmerge(form: Form, name: str) -> str:
+def unmerge(form: Form, name: str, ctype: str = "long long") -> str:
     """The statements declaring the coordinates merged into `name` (none if it is one):
-    its mixed-radix digits, the slowest first."""
+    its mixed-radix digits, the slowest first, divided in `ctype` (a 64-bit division
+    costs a GPU several times a 32-bit one: the tile divides in int where it can)."""
     parts = dict(form.merged).get(name, ())
     lines = []
     for position, part in enumerate(parts):
-        inner = " * ".join(f"(long long)({c.bound})" for c in parts[position + 1:])
+        inner = " * ".join(f"({ctype})({c.bound})" for c in parts[position + 1:])
         value = f"{name} / ({inner})" if inner else name
         if position > 0:
-            value = f"({value}) % (long long)({part.bound})"
+            value = f"({value}) % ({ctype})({part.bound})"
         lines.append(f"const {part.ctype} {part.name} = ({part.ctype})({value});")
     return "\n".join(lines)
 

@@ -20,6 +20,7 @@ sum, and runs the epilogue, under its coordinates' bounds.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from profiling.harness import expr
@@ -67,6 +68,7 @@ class SmemRegisterTile(Skeleton):
                 if expr.evaluate_int(f"({bound}) % ({divisor})", values) != 0:
                     return f"{bound} is not a multiple of {divisor} at {point}: outputs would be dropped"
         *batch, rows, cols = extents
+        form = _narrowed(form, extents[-2:], points, tunables)
         tile = 128 if _large(rows, cols, batch, {**task.sizes, **tunables}) else 64
         grid = [f"max(cdiv({cols}, {tile}), 1)", f"max(cdiv({rows}, {tile}), 1)"]
         if batch:
@@ -84,6 +86,20 @@ class SmemRegisterTile(Skeleton):
             "__global__ void ", f"__global__ void __launch_bounds__({THREADS}, OPTIML_MIN_BLOCKS) ", 1)
         return Emitted(source, new_plan,
                        self.summary + f" ({tile} x {tile} here)")
+
+
+def _narrowed(form: Form, extents: list[str], points: list[dict], tunables: dict) -> Form:
+    """A merged tile index (images x pixels) as an int where its extent, and so every
+    product of its digits' extents, is under 2^31 at every size the task runs (L1 and
+    each L0): its digits are then worked out with 32-bit divisions."""
+    merged = dict(form.merged)
+    coordinates = list(form.coordinates)
+    for position, extent in zip((len(coordinates) - 2, len(coordinates) - 1), extents, strict=True):
+        axis = coordinates[position]
+        if axis.name in merged and all(expr.evaluate_int(extent, {**point, **tunables}) < 2**31 - 2**16
+                                       for point in points):
+            coordinates[position] = replace(axis, ctype="int")
+    return replace(form, coordinates=tuple(coordinates))
 
 
 def _large(rows: str, cols: str, batch: list[str], values: dict[str, int]) -> bool:
@@ -166,7 +182,7 @@ def _body(form: Form, tile: int) -> str:
     # a flattened nest (a convolution's taps) is contiguous along k for its innermost loop
     # only; the coordinate, for a whole tile row
     # a merged coordinate (images and pixels) is split into the kernel's own before use
-    setups = ["\n".join(t for t in (contraction.unmerge(form, axis.name), setup) if t)
+    setups = ["\n".join(t for t in (contraction.unmerge(form, axis.name, axis.ctype), setup) if t)
               for axis, setup in zip((row, col), form.setups or ("", ""), strict=True)]
     nest = k.name == contraction.NEST_K
     a_on_k = k_fastest(form.factors[0], row.name, k.name, default=not nest, setup=setups[0])
@@ -181,7 +197,8 @@ def _body(form: Form, tile: int) -> str:
                    "optiml_rb[optiml_f]")
     total = f"{form.accumulator} = {form.accumulator} + optiml_c[optiml_i][optiml_j];"
     work = "\n".join(s for s in (form.body, total, form.epilogue) if s)
-    output = "\n".join(s for s in (contraction.unmerge(form, row.name), contraction.unmerge(form, col.name),
+    output = "\n".join(s for s in (contraction.unmerge(form, row.name, row.ctype),
+                                    contraction.unmerge(form, col.name, col.ctype),
                                     form.rebuild, "{\n" + emit.indent(work, 4) + "\n}") if s)
     # thread t's outputs: row ty*4 + 64*(i/4) + i%4, column tx*4 + 64*(j/4) + j%4
     offset = "optiml_{t} * 4 + 64 * (optiml_{i} / 4) + optiml_{i} % 4"
