@@ -111,6 +111,9 @@ def run_task(name: str, args: argparse.Namespace) -> dict:
     plan.write_text(json.dumps(task.naive_plan))
     cards_path = cards_file(name, args)
     os.environ["OPTIML_SKILL_CARDS"] = str(cards_path)
+    # the skeleton cards too: a card whose only source is this task is not proposed, and
+    # the others cite (and expect from) the other tasks' lineages only
+    os.environ["OPTIML_SKILLS_LEAVE_OUT_OWN"] = "1" if args.leave_own_out else "0"
     argv = ["optimize", "--task", name, "--from", str(source), "--plan", str(plan),
             "--budget", str(args.budget), "--judge", "rules", "--sources", SOURCES,
             "--max-depth", str(MAX_DEPTH), "--workdir", str(work / "gate"),
