@@ -1,10 +1,15 @@
-"""Reads for teams, and the failed sign-ins counted from an address."""
+"""Reads for teams, who a session signs in, and the failed sign-ins counted from an address."""
 
 from __future__ import annotations
 
 from datetime import datetime
+from importlib import import_module
+from types import SimpleNamespace
 
 from axes.models import AccessAttempt
+from django.conf import settings
+from django.contrib import auth
+from django.contrib.auth.models import AnonymousUser
 from django.db.models import Sum
 
 from accounts.models import Membership, Team
@@ -36,6 +41,28 @@ def team_role(*, user, team_id: int) -> str | None:
 def team_members(*, team: Team) -> list[dict]:
     return [{"username": m.user.get_username(), "role": m.role}
             for m in team.memberships.select_related("user").order_by("user__username")]
+
+
+class _SessionCopy(dict):
+    """A session's data for auth.get_user to read. What it would write (flush a session
+    whose password changed, re-key one signed with a fallback secret) is for the browser's
+    next request to do, where the new cookie reaches the browser; a socket only looks."""
+
+    def flush(self) -> None:
+        self.clear()
+
+    def cycle_key(self) -> None:
+        pass
+
+
+def session_user(*, session_key: str | None):
+    """The user session `session_key` signs in now, read as Django reads request.user:
+    AnonymousUser once the session has ended (signed out, expired) or no longer holds (its
+    user's password changed, or the user is gone or inactive)."""
+    if not session_key:
+        return AnonymousUser()
+    data = import_module(settings.SESSION_ENGINE).SessionStore(session_key).load()
+    return auth.get_user(SimpleNamespace(session=_SessionCopy(data)))
 
 
 def sign_in_failures_from(*, ip_address: str | None, since: datetime) -> int:

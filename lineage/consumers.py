@@ -12,7 +12,9 @@ Protocol (every frame is {"type", "data"}):
 Who may connect: whoever may read the card's library (lineage.selectors.
 skill_library_open): anyone signed in for the default library, the team's members for a
 team's. Others, and cards that do not exist, are refused (close code 4404) before the
-socket is accepted. A bad `team` is accepted only to be closed with 4400 and a reason
+socket is accepted. The viewer's access is checked again when their memberships change
+or they sign out (search.socket_access), and the socket closed (4404) once it has gone.
+A bad `team` is accepted only to be closed with 4400 and a reason
 (optiml_web.params.close_bad_request).
 """
 
@@ -28,11 +30,12 @@ from django.conf import settings
 from lineage import live, selectors
 from lineage.models import SkillCard
 from optiml_web import params
+from search.socket_access import AccessRechecked
 
 REFUSED = 4404
 
 
-class SkillCardConsumer(AsyncJsonWebsocketConsumer):
+class SkillCardConsumer(AccessRechecked, AsyncJsonWebsocketConsumer):
     async def connect(self) -> None:
         self.card_pk: int | None = None
         self.poll: asyncio.Task | None = None
@@ -45,8 +48,11 @@ class SkillCardConsumer(AsyncJsonWebsocketConsumer):
         except params.ParameterError as error:
             await params.close_bad_request(self, error)
             return
+        self.card_id, self.team_id = card_id, team_id
+        await self.follow_user()
         found = await _open(self.scope.get("user"), card_id, team_id)
         if found is None:
+            await self.unfollow_user()
             await self.close(code=REFUSED)
             return
         self.card_pk, self.revision = found
@@ -60,6 +66,7 @@ class SkillCardConsumer(AsyncJsonWebsocketConsumer):
             self.poll = asyncio.create_task(self._watch())
 
     async def disconnect(self, code: int) -> None:
+        await self.unfollow_user()
         if self.card_pk is None:
             return
         if self.poll is not None:
@@ -71,6 +78,12 @@ class SkillCardConsumer(AsyncJsonWebsocketConsumer):
 
     async def skill_changed(self, message: dict) -> None:
         await self._check()
+
+    async def recheck_access(self, user) -> None:
+        """Their memberships changed or they signed out: may `user` still read this card?"""
+        found = await _open(user, self.card_id, self.team_id)
+        if found is None or found[0] != self.card_pk:
+            await self.close(code=REFUSED)
 
     async def _watch(self) -> None:
         while True:

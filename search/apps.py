@@ -3,3 +3,8 @@ from django.apps import AppConfig
 
 class SearchConfig(AppConfig):
     name = "search"
+
+    def ready(self) -> None:
+        from search import socket_access
+
+        socket_access.connect_receivers()

@@ -5,6 +5,9 @@ only says "run N has news" on the channel group `run.<id>`, after the row commit
 viewer (search.consumers.RunConsumer) then reads seq > its last from the database, so a
 lost, repeated or reordered message costs nothing: the database is the truth.
 
+The same module tells a signed-in user's sockets to check their access again (group
+`user.<id>`, search.socket_access): the message says only "look again", never what changed.
+
 Two ways news travels, both through here:
 - `event_committed`: a group message from whichever process wrote the event. With Redis
   (production) it reaches every web process.
@@ -26,10 +29,16 @@ from django.db import transaction
 logger = logging.getLogger(__name__)
 
 MESSAGE_TYPE = "run.event"  # handled by RunConsumer.run_event
+ACCESS_MESSAGE_TYPE = "access.changed"  # handled by socket_access.AccessRechecked.access_changed
 
 
 def run_group(run_id: int) -> str:
     return f"run.{run_id}"
+
+
+def user_group(user_id: int) -> str:
+    """Every open socket of a signed-in user, whatever it shows (runs, skill cards)."""
+    return f"user.{user_id}"
 
 
 def event_after_commit(*, run_id: int, seq: int, kind: str, data: dict[str, Any]) -> None:
@@ -54,6 +63,17 @@ def share_revoked_after_commit(*, run_id: int, share_id: int) -> None:
     """Viewers who came in by this link are closed once its revocation commits."""
     transaction.on_commit(partial(group_send, run_group(run_id), {"type": "share.revoked",
                                                                    "share_id": share_id}))
+
+
+def access_changed_after_commit(*, user_id: int, session_ended: str | None = None) -> None:
+    """Tell `user_id`'s sockets to check their access again once the change commits (a
+    socket told early would read the access it is losing). `session_ended`: the session
+    being signed out, which its sockets take as gone whether or not its row is deleted yet
+    (Django signals a sign-out before it deletes the session)."""
+    message: dict[str, Any] = {"type": ACCESS_MESSAGE_TYPE}
+    if session_ended:
+        message["session_ended"] = session_ended
+    transaction.on_commit(partial(group_send, user_group(user_id), message))
 
 
 def group_send(group: str, message: dict[str, Any]) -> None:

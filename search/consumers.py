@@ -16,7 +16,10 @@ on the receiving side, per viewer.
 
 Who may connect: the signed-in user who may view the run, or anyone with an open share
 link's token. Others are refused (close code 4404) before the socket is accepted, and a
-viewer who came in by a link is closed (4404) when that link is revoked.
+viewer who came in by a link is closed (4404) when that link is revoked. A signed-in
+viewer's access is checked again when their memberships change or they sign out
+(search.socket_access), and the socket is closed (4404) when neither they nor the link
+they came with may still see the run.
 
 A bad `after` (not a whole number of ASCII digits that a sequence number can be) is a bad
 request: the socket is accepted only to be closed with 4400 and a reason that names the
@@ -35,12 +38,13 @@ from django.conf import settings
 
 from optiml_web import params
 from search import broadcast, live, selectors
+from search.socket_access import AccessRechecked
 
 FRAME_EVENTS = 500  # events per frame when replaying a long backlog
 REFUSED = 4404  # application close code: no such run, or not yours to see
 
 
-class RunConsumer(AsyncJsonWebsocketConsumer):
+class RunConsumer(AccessRechecked, AsyncJsonWebsocketConsumer):
     async def connect(self) -> None:
         self.run_id: int = self.scope["url_route"]["kwargs"]["run_id"]
         self.feed: live.RunFeed | None = None
@@ -55,9 +59,11 @@ class RunConsumer(AsyncJsonWebsocketConsumer):
         if self.run_id > params.MAX_DB_INT:  # no run has such an id: do not ask the database
             await self.close(code=REFUSED)
             return
-        allowed, self.share_id = await _access(self.run_id, self.scope.get("user"),
-                                               query.get("share", [""])[-1])
+        self.share_token = query.get("share", [""])[-1]
+        await self.follow_user()
+        allowed, self.share_id = await _access(self.run_id, self.scope.get("user"), self.share_token)
         if not allowed:
+            await self.unfollow_user()
             await self.close(code=REFUSED)
             return
         self.lock = asyncio.Lock()
@@ -77,6 +83,7 @@ class RunConsumer(AsyncJsonWebsocketConsumer):
         await self.send_json({"type": "synced", "data": {"last_seq": self.last_sent}})
 
     async def disconnect(self, code: int) -> None:
+        await self.unfollow_user()
         if self.feed is None:
             return
         for task in self.flushes:
@@ -101,6 +108,13 @@ class RunConsumer(AsyncJsonWebsocketConsumer):
     async def share_revoked(self, message: dict) -> None:
         """The link this viewer came in by was revoked: it sees no more."""
         if self.share_id is not None and message.get("share_id") == self.share_id:
+            await self.close(code=REFUSED)
+
+    async def recheck_access(self, user) -> None:
+        """Their memberships changed or they signed out: may `user`, or the link this viewer
+        came with, still see the run? If only the link, its revocation now closes the socket."""
+        allowed, self.share_id = await _access(self.run_id, user, self.share_token)
+        if not allowed:
             await self.close(code=REFUSED)
 
     async def _flush_soon(self) -> None:

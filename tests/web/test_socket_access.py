@@ -1,0 +1,221 @@
+"""Access to a live socket ends when what let it in ends (issue 34, part 3): a member removed
+from a team, leaving it, or its team deleted stops seeing the team's runs and cards at
+once, and signing out closes the sockets that session opened; a link's visitors are
+unaffected. Through the real ASGI application, as tests/web/test_live_runs.py."""
+
+from __future__ import annotations
+
+from importlib import import_module
+
+import pytest
+from asgiref.sync import async_to_sync
+from channels.db import database_sync_to_async
+from channels.testing import WebsocketCommunicator
+from django.contrib.auth.signals import user_logged_out
+from django.test import Client, RequestFactory
+
+from accounts import services as accounts
+from accounts.models import Team
+from lineage.models import SkillCard
+from search import services
+from tests.web.test_live_runs import MEMORY, socket
+from tests.web.test_skills_api import card_data
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+CLOSED = {"type": "websocket.close", "code": 4404}  # the consumers' "may not see"
+
+remove = database_sync_to_async(accounts.member_remove)
+set_role = database_sync_to_async(accounts.member_set_role)
+delete_team = database_sync_to_async(lambda team: Team.objects.get(pk=team.pk).delete())
+
+
+@pytest.fixture
+def live(settings):
+    settings.CHANNEL_LAYERS = MEMORY
+    settings.OPTIML_LIVE_POLL_S = 0
+    settings.OPTIML_CARD_POLL_S = 0  # a card's socket hears only messages
+    return settings
+
+
+def session_of(user) -> str:
+    client = Client()
+    client.force_login(user)
+    return client.cookies["sessionid"].value
+
+
+@database_sync_to_async
+def sign_out(session: str) -> None:
+    client = Client()
+    client.cookies["sessionid"] = session
+    assert client.post("/accounts/logout/").status_code == 302
+
+
+@pytest.fixture
+def team_run(people, relu_run):
+    return relu_run(budget=1, user=people["alice"], team=people["team"])
+
+
+@pytest.fixture
+def team_card(people):
+    return SkillCard.objects.create(card_id="vec4-v1", intent="VEC4", status="induced", team=people["team"],
+                                    data=card_data("vec4-v1", "VEC4", 1.16, 2, ["relu"]))
+
+
+async def watching_run(run_id: int, session: str | None = None, share: str = "") -> WebsocketCommunicator:
+    ws = socket(f"/ws/runs/{run_id}/?share={share}", session)
+    assert (await ws.connect())[0]
+    while (await ws.receive_json_from(timeout=5))["type"] != "synced":
+        pass
+    return ws
+
+
+async def watching_card(path: str, session: str) -> WebsocketCommunicator:
+    ws = socket(path, session)
+    assert (await ws.connect())[0]
+    assert (await ws.receive_json_from(timeout=5))["type"] == "card"
+    return ws
+
+
+async def still_open(ws: WebsocketCommunicator) -> bool:
+    silent = await ws.receive_nothing(timeout=0.3)
+    await ws.disconnect()
+    return silent
+
+
+@pytest.mark.parametrize("actor", ["dana", "bob"], ids=["removed by an admin", "leaving"])
+def test_a_member_watching_a_team_run_is_closed_when_their_membership_ends_and_nobody_else_is(
+        live, people, team_run, actor):
+    link, token = services.share_create(run=team_run, user=people["alice"])
+    bob, dana = session_of(people["bob"]), session_of(people["dana"])
+
+    async def scenario():
+        member = await watching_run(team_run.pk, bob)
+        admin = await watching_run(team_run.pk, dana)
+        visitor = await watching_run(team_run.pk, share=token)
+        await remove(team=people["team"], actor=people[actor], username="bob")
+        closed = await member.receive_output(timeout=2)
+        return closed, await still_open(admin), await still_open(visitor)
+
+    closed, admin_open, visitor_open = async_to_sync(scenario)()
+
+    assert closed == CLOSED
+    assert admin_open and visitor_open
+
+
+def test_a_member_who_came_with_a_link_keeps_watching_by_the_link_until_it_is_revoked(
+        live, people, team_run):
+    link, token = services.share_create(run=team_run, user=people["alice"])
+    bob = session_of(people["bob"])
+    revoke = database_sync_to_async(services.share_revoke)
+
+    async def scenario():
+        member = await watching_run(team_run.pk, bob, share=token)
+        await remove(team=people["team"], actor=people["dana"], username="bob")
+        kept = await member.receive_nothing(timeout=0.3)
+        await revoke(run=team_run, share_id=link.pk)
+        return kept, await member.receive_output(timeout=2)
+
+    kept, closed = async_to_sync(scenario)()
+
+    assert kept  # the link still lets anyone see the run
+    assert closed == CLOSED  # and only the link did, once bob had left the team
+
+
+def test_a_role_change_leaves_a_member_who_may_still_see_watching(live, people, team_run, team_card):
+    bob = session_of(people["bob"])
+
+    async def scenario():
+        run = await watching_run(team_run.pk, bob)
+        card = await watching_card(f"/ws/skills/vec4-v1/?team={people['team'].pk}", bob)
+        await set_role(team=people["team"], actor=people["dana"], username="bob", role="reviewer")
+        return await still_open(run), await still_open(card)
+
+    assert async_to_sync(scenario)() == (True, True)
+
+
+def test_a_member_watching_a_team_librarys_card_is_closed_when_removed_and_keeps_the_default_librarys(
+        live, people, team_card):
+    SkillCard.objects.create(card_id="exp-v1", intent="EXP", status="induced",
+                             data=card_data("exp-v1", "EXP", 1.3, 2, ["relu"]))
+    bob, alice = session_of(people["bob"]), session_of(people["alice"])
+
+    async def scenario():
+        team_cards = await watching_card(f"/ws/skills/vec4-v1/?team={people['team'].pk}", bob)
+        default_card = await watching_card("/ws/skills/exp-v1/", bob)
+        colleague = await watching_card(f"/ws/skills/vec4-v1/?team={people['team'].pk}", alice)
+        await remove(team=people["team"], actor=people["dana"], username="bob")
+        closed = await team_cards.receive_output(timeout=2)
+        return closed, await still_open(default_card), await still_open(colleague)
+
+    closed, default_open, colleague_open = async_to_sync(scenario)()
+
+    assert closed == CLOSED
+    assert default_open and colleague_open
+
+
+def test_deleting_a_team_closes_its_members_sockets_on_its_runs_and_cards(live, people, team_run, team_card):
+    bob, alice = session_of(people["bob"]), session_of(people["alice"])
+
+    async def scenario():
+        run = await watching_run(team_run.pk, bob)
+        card = await watching_card(f"/ws/skills/vec4-v1/?team={people['team'].pk}", bob)
+        creator = await watching_run(team_run.pk, alice)  # she made the run: it stays hers
+        await delete_team(people["team"])
+        return (await run.receive_output(timeout=2), await card.receive_output(timeout=2),
+                await still_open(creator))
+
+    run_closed, card_closed, creator_open = async_to_sync(scenario)()
+
+    assert run_closed == CLOSED and card_closed == CLOSED
+    assert creator_open
+
+
+def test_signing_out_closes_the_sockets_that_session_opened_and_no_others(live, people, team_run):
+    link, token = services.share_create(run=team_run, user=people["alice"])
+    laptop, phone = session_of(people["bob"]), session_of(people["bob"])
+    SkillCard.objects.create(card_id="exp-v1", intent="EXP", status="induced",
+                             data=card_data("exp-v1", "EXP", 1.3, 2, ["relu"]))
+
+    async def scenario():
+        run = await watching_run(team_run.pk, laptop)
+        card = await watching_card("/ws/skills/exp-v1/", laptop)
+        by_link = await watching_run(team_run.pk, laptop, share=token)
+        other_session = await watching_run(team_run.pk, phone)
+        visitor = await watching_run(team_run.pk, share=token)
+        await sign_out(laptop)
+        closed = (await run.receive_output(timeout=2), await card.receive_output(timeout=2))
+        return closed, [await still_open(ws) for ws in (by_link, other_session, visitor)]
+
+    closed, kept = async_to_sync(scenario)()
+
+    assert closed == (CLOSED, CLOSED)
+    assert kept == [True, True, True]
+
+
+def test_a_session_signed_out_before_connecting_is_refused(live, people, team_run):
+    bob = session_of(people["bob"])
+    async_to_sync(sign_out)(bob)
+
+    async def connect():
+        ws = socket(f"/ws/runs/{team_run.pk}/", bob)
+        return await ws.connect()
+
+    assert async_to_sync(connect)() == (False, 4404)
+
+
+def test_a_socket_takes_its_session_as_ended_when_the_sign_out_is_signalled_before_the_row_goes(
+        live, people, team_run):
+    """Django signals a sign-out before it deletes the session: a socket that read the row
+    in between would find it still there and stay open."""
+    bob = session_of(people["bob"])
+    signing_out = RequestFactory().post("/accounts/logout/")
+    signing_out.session = import_module(live.SESSION_ENGINE).SessionStore(bob)
+    signal = database_sync_to_async(user_logged_out.send)
+
+    async def scenario():
+        ws = await watching_run(team_run.pk, bob)
+        await signal(sender=type(people["bob"]), request=signing_out, user=people["bob"])
+        return await ws.receive_output(timeout=2)
+
+    assert async_to_sync(scenario)() == CLOSED
