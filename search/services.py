@@ -31,6 +31,7 @@ from django.utils import timezone
 from optiml_web.limits import MAX_PARALLEL
 from profiling import services as gate_services
 from profiling.evaluators import Evaluator, get_evaluator, options_from_dict, options_to_dict
+from profiling.harness import preflight
 from profiling.harness.candidate import Candidate as HarnessCandidate
 from profiling.harness.gate import GateOptions
 from profiling.serialization import json_safe
@@ -171,6 +172,9 @@ def run_create(*, task_name: str, source: str, plan: dict, budget: int, judge: s
     if not 1 <= parallel <= MAX_PARALLEL:
         raise RunError(f"parallel must be from 1 to {MAX_PARALLEL}", field="parallel")
     root = HarnessCandidate.from_source_and_plan(source, plan)  # CandidateError says which field
+    problem = preflight.plan_problem(spec, root)  # what the gate would refuse on any GPU
+    if problem:
+        raise RunError(f"launch plan: {problem}", field="plan")
     judge_obj, fallback = judges_for(judge)
     if written is not None and written.candidate != root:
         raise RunError("the written kernel is not the run's starting kernel", field="source")

@@ -18,9 +18,9 @@ import pycuda.driver as cuda
 from . import expr, signature
 from .candidate import Candidate, CandidateError
 from .checks import CANARY_BYTE, GUARD_BYTES, POISON_BYTE
+from .preflight import MAX_GRID
 
 L2_FLUSH_BYTES = 256 * 1024 * 1024  # > 4x the H200's 60 MB L2, as in GPU.md's method
-MAX_GRID = (2**31 - 1, 65535, 65535)
 
 
 class PlanError(ValueError):
