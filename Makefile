@@ -31,9 +31,13 @@ $(FRONTEND_DEPS): frontend/package-lock.json
 frontend: $(FRONTEND_DEPS)
 	cd frontend && npm run build
 
+# `lineage bootstrap` fills an empty default skill library from the recordings committed
+# under bench/results (lineages, probes, the roundtrip's admission); once it holds cards
+# it only says so.
 start: $(INSTALLED) frontend
 	$(PYTHON) manage.py migrate --noinput
 	$(PYTHON) manage.py sync_tasks
+	$(PYTHON) manage.py lineage bootstrap
 	PYTHON=$(PYTHON) scripts/serve
 
 test: $(INSTALLED) frontend

@@ -146,15 +146,18 @@ def skill_library_for_run(*, team_id: int | None) -> Library:
     return Library()
 
 
-def skill_cards_for_search(*, statuses: tuple[str, ...] = ("approved",), team_id: int | None = None
-                           ) -> tuple[list[dict], dict[str, dict]]:
+def skill_cards_for_search(*, statuses: tuple[str, ...] = ("approved",),
+                           default_library_statuses: tuple[str, ...] | None = None,
+                           team_id: int | None = None) -> tuple[list[dict], dict[str, dict]]:
     """The cards a search may use (those of the run's library, skill_library_for_run, with
-    a status in `statuses`), as plain data, and for each what a run records of it: its
-    library, its text version (1 when never edited), its status and the SHA-256 of its
-    data."""
+    a status in `statuses`, or in `default_library_statuses` when given and the library is
+    the default one), as plain data, and for each what a run records of it: its library,
+    its text version (1 when never edited), its status and the SHA-256 of its data."""
     from django.db.models import Max
 
     library = skill_library_for_run(team_id=team_id)
+    if library.team is None and default_library_statuses is not None:
+        statuses = default_library_statuses
     rows = (SkillCard.objects.filter(team=library.team, status__in=statuses)
             .annotate(text_version=Max("versions__number")))
     cards, versions = [], {}

@@ -165,18 +165,27 @@ def cards_induce(*, probes: dict[str, list] | None = None,
     rows = list(Lineage.objects.select_related("task").filter(pk__in=lineage_ids)
                 if lineage_ids else Lineage.objects.select_related("task"))
     parsed = [(row, LineageData.from_dict(row.data)) for row in rows]
+    induced = [card.to_dict() for card in cards.induce([data for _, data in parsed], probes or {})]
+    return cards_store(induced, parsed)
+
+
+def cards_store(induced: list[dict], parsed: list[tuple[Lineage, LineageData]]) -> list[SkillCard]:
+    """The induced cards (their dicts) into the default library, each linked to the stored
+    lineages that took its intent; a card stored already keeps its roundtrip, and its
+    text when the team edited it."""
     stored = []
-    for card in cards.induce([data for _, data in parsed], probes or {}):
-        data = json_safe(card.to_dict())
-        old = SkillCard.objects.filter(team=None, card_id=card.id).values_list("data", flat=True).first()
+    for card in induced:
+        data = json_safe(card)
+        old = SkillCard.objects.filter(team=None, card_id=card["id"]).values_list("data", flat=True).first()
         if old and "roundtrip" in old:
             data["roundtrip"] = old["roundtrip"]  # the trials stay with the card
-        if old and SkillCardVersion.objects.filter(card__team=None, card__card_id=card.id).exists():
+        if old and SkillCardVersion.objects.filter(card__team=None, card__card_id=card["id"]).exists():
             data["sentence"], data["notes"] = old["sentence"], old.get("notes", "")  # the team's text stays
         row, _ = SkillCard.objects.update_or_create(
-            team=None, card_id=card.id, defaults={"intent": card.intent, "data": data})
+            team=None, card_id=card["id"], defaults={"intent": card["intent"], "data": data})
         _changed(row)
-        row.lineages.set([r for r, data in parsed if any(t.intent == card.intent for t in data.transitions)])
+        row.lineages.set([r for r, lineage in parsed
+                          if any(t.intent == card["intent"] for t in lineage.transitions)])
         stored.append(row)
     return stored
 

@@ -1,6 +1,7 @@
-"""The skill cards in the database as a search proposal source, for the app: add
-`lineage.sources.StoredSkillSource` to OPTIML_PROPOSAL_SOURCES. The database is the
-source of truth; the engine's SkillSource (lineage/engine/skills.py) does the matching."""
+"""The skill cards in the database as a search proposal source, for the app:
+`lineage.sources.StoredSkillSource` in OPTIML_PROPOSAL_SOURCES (there by default). The
+database is the source of truth; the engine's SkillSource (lineage/engine/skills.py) does
+the matching."""
 
 from __future__ import annotations
 
@@ -14,11 +15,13 @@ from search.engine.types import NodeContext, Proposal
 
 
 class StoredSkillSource(SkillSource):
-    """The `skills` source over the stored cards (read when the source is first used):
-    those whose status is in settings.OPTIML_SKILL_STATUSES, by default only the approved
-    ones (`manage.py lineage admit` verifies a card from its roundtrip; a reviewer then
-    approves or rejects it, /api/skills/<id>/review/), of the run's library: its team's
-    when the team has one, else the project's default library."""
+    """The `skills` source over the stored cards (read when the source is first used) of
+    the run's library: its team's when the team has one, else the project's default
+    library. `manage.py lineage admit` verifies a card from its roundtrip; a reviewer then
+    approves or rejects it (/api/skills/<id>/review/). A team's cards are used when their
+    status is in settings.OPTIML_SKILL_STATUSES (by default: approved); the default
+    library's when it is in OPTIML_DEFAULT_LIBRARY_SKILL_STATUSES (by default: approved or
+    verified, as `lineage bootstrap` admits the recorded cards)."""
 
     def __init__(self) -> None:
         super().__init__(cards=None, skeletons=False)  # a team's library holds token cards
@@ -34,9 +37,10 @@ class StoredSkillSource(SkillSource):
     @property
     def cards(self) -> list[dict]:
         if self._cards is None:
-            statuses = tuple(getattr(settings, "OPTIML_SKILL_STATUSES", ("approved",)))
-            self._cards, self._versions = selectors.skill_cards_for_search(statuses=statuses,
-                                                                           team_id=self._team_id)
+            self._cards, self._versions = selectors.skill_cards_for_search(
+                statuses=tuple(settings.OPTIML_SKILL_STATUSES),
+                default_library_statuses=tuple(settings.OPTIML_DEFAULT_LIBRARY_SKILL_STATUSES),
+                team_id=self._team_id)
         return self._cards
 
     def propose(self, context: NodeContext) -> list[Proposal]:

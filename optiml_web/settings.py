@@ -242,20 +242,31 @@ OPTIML_SCREEN = env_bool("OPTIML_SCREEN", True)
 OPTIML_TASK_DIR = Path(env_str("OPTIML_TASK_DIR", str(VAR_DIR / "tasks")))
 # Where a search's proposals come from, besides its judge: dotted paths of classes with
 # a no-argument constructor. The lineage app's skill source is added here, not imported
-# by search.
+# by search; it is on by default, as in the CLI (search/engine/__main__.py), and reads
+# the library `make start` fills (manage.py lineage bootstrap).
 OPTIML_PROPOSAL_SOURCES = [
     path.strip()
     for path in env_str(
         "OPTIML_PROPOSAL_SOURCES",
-        "search.engine.sources.TunableSource,search.engine.rewrites.RewriteSource",
+        "search.engine.sources.TunableSource,search.engine.rewrites.RewriteSource,"
+        "lineage.sources.StoredSkillSource",
     ).split(",")
     if path.strip()
 ]
-# Which stored skill cards lineage.sources.StoredSkillSource proposes from, by status:
-# the approved ones (a reviewer approved them after their roundtrip reproduced their
-# effect) unless told otherwise; "approved,verified" lets cards not yet reviewed in too.
+# Which stored skill cards lineage.sources.StoredSkillSource proposes from, by status.
+# A team's library: the approved ones (its reviewers approve a card after its roundtrip
+# reproduced its effect); "approved,verified" lets cards not yet reviewed in. The
+# project's default library: the verified ones too, because what fills it is the
+# recordings committed here (lineage bootstrap), whose roundtrip on the H200 reproduced
+# every verified card's effect: a new user searches with them before anyone reviews.
+# "approved" makes the default library wait for its reviewers too. A rejected, retired,
+# failed or merely induced card is never used unless a status named here says so.
 OPTIML_SKILL_STATUSES = [
     s.strip() for s in env_str("OPTIML_SKILL_STATUSES", "approved").split(",") if s.strip()
+]
+OPTIML_DEFAULT_LIBRARY_SKILL_STATUSES = [
+    s.strip() for s in env_str("OPTIML_DEFAULT_LIBRARY_SKILL_STATUSES", "approved,verified").split(",")
+    if s.strip()
 ]
 # A "running" evaluation whose worker went quiet for the gate's time limit plus this many
 # seconds is taken to be abandoned (worker killed) and may be claimed again. 300 s covers

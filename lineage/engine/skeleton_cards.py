@@ -153,7 +153,7 @@ def recorded() -> tuple[dict[str, Any], ...]:
     """The skeleton cards induced from the lineages recorded under bench/results (once a
     process; lifting ten plain kernels takes milliseconds, unlike token induction), each
     with its admission from the newest trials recorded there, if any."""
-    from .skills import RESULTS, recorded_lineages
+    from .recorded import RESULTS, recorded_lineages
 
     found = sorted(RESULTS.glob("*-skeleton-admission.json"))
     admissions = json.loads(found[-1].read_text()).get("admission", {}) if found else {}

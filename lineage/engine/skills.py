@@ -13,18 +13,15 @@ through the gate, like any other.
 
 The cards come from `cards` (the induced card dicts), or from OPTIML_SKILL_CARDS (a file
 `python -m lineage.engine induce` wrote), or, by default, are induced from the lineages and
-probes recorded on the H200 under bench/results/, once per content of those recordings and
-of the code (card_cache keeps them on disk) and read once per process.
+probes recorded on the H200 under bench/results/ (lineage.engine.recorded: once per content
+of those recordings and of the code, kept on disk) and read once per process.
 """
 
 from __future__ import annotations
 
-import glob
-import importlib.metadata
 import json
 import os
 import re
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +30,8 @@ from profiling.harness.candidate import Candidate, CandidateError
 from search.engine.diffs import candidate_diff
 from search.engine.types import NodeContext, Proposal
 
-from . import antiunify, card_cache, cards, experts, probes, skeleton_cards, skeleton_source
+from . import antiunify, cards, experts, skeleton_cards, skeleton_source
+from .recorded import RESULTS, recorded_cards, recorded_lineages  # noqa: F401  (imported from here too)
 from .steps import (  # noqa: F401  (imported from here by tests and callers)
     apply_step,
     kernel_key,
@@ -42,9 +40,7 @@ from .steps import (  # noqa: F401  (imported from here by tests and callers)
     same_launches,
     step_plan,
 )
-from .walker import Lineage
 
-RESULTS = Path(__file__).resolve().parents[2] / "bench" / "results"
 # A card's proposal title starts with its intent ("VEC4: softmax's step from ...").
 _INTENT_TITLE = re.compile(r"([A-Z][A-Z0-9_]*)\b")
 LLM_CARDS_PER_NODE = 2  # requests a node may cost: the best evidenced unmatched cards
@@ -57,56 +53,6 @@ _FAMILIES = {
     "SMEM_TILE": ("tile",), "REG_TILE": ("tile",), "DOUBLE_BUFFER": ("tile",),
     "SMEM_PADDING": ("tile",), "ASYNC_COPY": ("tile",), "TENSOR_CORES": ("tile",),
 }
-
-
-def recorded_lineages() -> list[Lineage]:
-    """The lineages walked on the H200, as recorded under bench/results."""
-    return [Lineage.from_dict(json.loads(Path(p).read_text()))
-            for p in sorted(glob.glob(str(RESULTS / "*-h200-lineages*" / "lineage-*.json")))]
-
-
-@lru_cache(maxsize=1)
-def recorded_cards() -> tuple[dict[str, Any], ...]:
-    """The cards induced from the H200 recordings in this tree (once per process, and once
-    per content of their inputs on this machine: card_cache)."""
-    probe_files = [Path(p) for p in sorted(glob.glob(str(RESULTS / "*-h200-probes" / "probes-*.json")))]
-
-    def induce() -> list[dict[str, Any]]:
-        found: dict[str, list[probes.Probe]] = {}
-        for path in probe_files:
-            task, _gpu, items = probes.from_dict(json.loads(path.read_text()))
-            found.setdefault(task, []).extend(items)
-        return [card.to_dict() for card in cards.induce(recorded_lineages(), found)]
-
-    lineage_files = [Path(p) for p in glob.glob(str(RESULTS / "*-h200-lineages*" / "lineage-*.json"))]
-    return tuple(card_cache.cached([*lineage_files, *probe_files, *_expert_files()],
-                                   _induction_code(), induce, salt=_induction_salt()))
-
-
-def _expert_files() -> list[Path]:
-    """The experts' folders: a state's plain source and plan come from them (expert_sources)."""
-    return sorted(p for p in experts.EXPERTS_DIR.rglob("*") if p.is_file())
-
-
-def _induction_code() -> list[Path]:
-    """The code induction runs: lineage/engine, the harness (task specs, candidate hashes,
-    launch expressions) and the search modules it parses and diffs with. Whole packages
-    rather than the modules induction imports today: safe (a module it comes to import is
-    covered already) and simple, at the price of one induction after an edit that did not
-    matter to the cards."""
-    root = RESULTS.parents[1]
-    return [*sorted((root / "lineage" / "engine").glob("*.py")),
-            *sorted((root / "profiling" / "harness").rglob("*.py")),
-            root / "search" / "engine" / "diffs.py", root / "search" / "engine" / "rewrites" / "syntax.py"]
-
-
-def _induction_salt() -> str:
-    """What induction reads that is no file of this tree: the parser's versions, and every
-    task's naive source (a card lists the naive kernels it matches; OPTIML_TASK_PATH adds
-    tasks)."""
-    return json.dumps({"packages": {name: importlib.metadata.version(name)
-                                    for name in ("tree-sitter", "tree-sitter-cuda")},
-                       "naive": {t.name: t.naive_source for t in tasks.all_tasks()}}, sort_keys=True)
 
 
 def load_cards(path: str | Path) -> list[dict[str, Any]]:

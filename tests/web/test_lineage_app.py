@@ -225,7 +225,12 @@ def test_the_stored_cards_are_a_proposal_source_for_the_app():
     context = NodeContext(task="sgemm", candidate=candidate, measurement=None, diagnosis=None)
     assert StoredSkillSource().propose(context) == []  # induced, not verified: not in the library
     SkillCard.objects.filter(card_id="restrict-v1").update(status="verified")
-    assert StoredSkillSource().propose(context) == []  # verified, not yet approved: by default, not used
+    # Verified by its roundtrip: the default library's card is used before a review (a
+    # team's copy waits for the team's approval: tests/web/test_skills_api.py), unless the
+    # setting asks for the review.
+    assert "skill:restrict-v1" in {p.source for p in StoredSkillSource().propose(context)}
+    with override_settings(OPTIML_DEFAULT_LIBRARY_SKILL_STATUSES=["approved"]):
+        assert StoredSkillSource().propose(context) == []
     SkillCard.objects.filter(card_id="restrict-v1").update(status="approved")
     (used, *_) = [p for p in StoredSkillSource().propose(context) if p.source == "skill:restrict-v1"]
     # The node will record the card as the run used it: its text version, status, digest.
@@ -240,12 +245,8 @@ def test_the_stored_cards_are_a_proposal_source_for_the_app():
     (again, *_) = [p for p in StoredSkillSource().propose(context) if p.source == "skill:restrict-v1"]
     assert again.params["card_version"]["version"] == 2
     assert again.params["card_version"]["sha256"] != version["sha256"]
-    SkillCard.objects.filter(card_id="restrict-v1").update(status="verified")
-    with override_settings(OPTIML_SKILL_STATUSES=["approved", "verified"]):  # by the setting
-        assert "skill:restrict-v1" in {p.source for p in StoredSkillSource().propose(context)}
     SkillCard.objects.filter(card_id="restrict-v1").update(status="rejected")  # never
-    with override_settings(OPTIML_SKILL_STATUSES=["approved", "verified"]):
-        assert StoredSkillSource().propose(context) == []
+    assert StoredSkillSource().propose(context) == []
     SkillCard.objects.update(status="retired")  # a retired card is not used
     assert StoredSkillSource().propose(context) == []
 

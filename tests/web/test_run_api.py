@@ -207,10 +207,18 @@ def test_an_intent_without_a_kernel_starts_from_the_naive_kernel_and_says_so(api
     assert run.root_candidate.source == task_registry.get("relu").naive_source
 
 
-def test_a_run_may_use_only_some_proposal_sources(api, people):
+def test_the_proposal_sources_are_the_tunables_the_rewrites_and_the_skill_library(api, people):
     names = [s["name"] for s in api(people["alice"]).get("/api/sources/").json()]
-    assert names == ["tunable", "rewrite"]
+    assert names == ["tunable", "rewrite", "skills"]
 
+    response = api(people["alice"]).post("/api/runs/", relu_request(), format="json")  # none named: all
+
+    assert response.status_code == 201, response.json()
+    assert response.json()["sources"] == ["tunable", "rewrite", "skills"]
+    assert Run.objects.get(pk=response.json()["id"]).sources == ["tunable", "rewrite", "skills"]
+
+
+def test_a_run_may_use_only_some_proposal_sources(api, people):
     response = api(people["alice"]).post("/api/runs/", relu_request(sources=["tunable"]), format="json")
 
     assert response.json()["sources"] == ["tunable"]

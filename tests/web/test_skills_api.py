@@ -383,6 +383,23 @@ def test_a_teams_search_uses_the_teams_library_once_it_has_one_and_records_which
     assert sorted(c["id"] for c in unscoped.cards) == ["fast_math-v1", "vec4-v1"]  # the default library
 
 
+def test_verified_cards_are_searched_in_the_default_library_but_wait_for_approval_in_a_teams(
+        library, people, settings):
+    from lineage.sources import StoredSkillSource
+
+    team = people["team"]
+    assert sorted(c["id"] for c in StoredSkillSource().cards) == ["fast_math-v1", "vec4-v1"]  # verified
+    services.skill_library_copy(team=team, actor=people["dana"])
+    scoped = StoredSkillSource()
+    scoped.scope_to_team(team.pk)
+    assert scoped.cards == []  # the team's copies are verified too, but not approved by the team
+    settings.OPTIML_SKILL_STATUSES = ["approved", "verified"]  # a team that trusts the roundtrip
+    scoped.scope_to_team(team.pk)
+    assert sorted(c["id"] for c in scoped.cards) == ["fast_math-v1", "vec4-v1"]
+    settings.OPTIML_DEFAULT_LIBRARY_SKILL_STATUSES = ["approved"]  # a project that reviews first
+    assert StoredSkillSource().cards == []
+
+
 def test_a_teams_copy_lists_the_nodes_its_runs_made_and_the_node_links_to_the_copy(
         library, people, relu_run, api):
     from search.models import RunNode

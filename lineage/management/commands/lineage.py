@@ -1,6 +1,6 @@
 """manage.py lineage list | show <id> | walk --task T [--queue] | request <id> | import <file.json>
-               | induce [--probes GLOB ...] | admit <admission.json> | skills [--intent I]
-               | skill <card id>
+               | induce [--probes GLOB ...] | admit <admission.json> | bootstrap [--force]
+               | skills [--intent I] | skill <card id>
 
 `walk` runs the de-optimization walker here (a GPU host; `--replay` serves recordings) and
 stores the lineage; with `--queue` a GPU worker runs it instead (`request <id>` says how
@@ -8,7 +8,9 @@ it stands); `import` stores one walked elsewhere (`python -m lineage.engine walk
 Each writes all rows of a lineage or none. `induce` turns the stored lineages into skill
 cards (lineage/engine/cards.py), with the probes' files for order preconditions; `admit`
 sets their status from a roundtrip (bench/cards_admission.py writes the file): only
-verified cards feed the app's searches.
+verified cards feed the app's searches. `bootstrap` does import, induce and admit for the
+recordings committed under bench/results when the default library is empty (`make start`
+runs it; with --force, again).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from lineage import selectors, services
+from lineage import bootstrap, selectors, services
 from lineage.engine import experts
 from lineage.engine.__main__ import evaluator_for, expand_paths
 from lineage.engine.walker import walk
@@ -52,6 +54,9 @@ class Command(BaseCommand):
         admit.add_argument("file")
         admit.add_argument("--team", type=int, help="the team whose library's cards the roundtrip tried "
                                                     "(left out: the default library)")
+        bootstrap = verbs.add_parser("bootstrap", help="fill an empty default library from the recorded "
+                                                        "lineages, probes and admission in this tree")
+        bootstrap.add_argument("--force", action="store_true", help="even when it holds cards already")
         skills = verbs.add_parser("skills", help="the stored skill cards")
         skills.add_argument("--intent")
         skill = verbs.add_parser("skill", help="one skill card")
@@ -77,6 +82,8 @@ class Command(BaseCommand):
             self._induce(options["probes"])
         elif verb == "admit":
             self._admit(Path(options["file"]), options["team"])
+        elif verb == "bootstrap":
+            self._bootstrap(options["force"])
         elif verb == "skills":
             for row in selectors.skill_card_list(intent=options.get("intent")):
                 speed = row.data["effects"]["speedup"]
@@ -175,6 +182,22 @@ class Command(BaseCommand):
             counts[row.status] = counts.get(row.status, 0) + 1
         said = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
         self.stdout.write(f"{len(rows)} skill cards: {said}")
+
+    def _bootstrap(self, force: bool) -> None:
+        try:
+            outcome = bootstrap.skill_library_bootstrap(force=force)
+        except bootstrap.BootstrapError as error:
+            raise CommandError(str(error)) from None
+        if not outcome.done:
+            self.stdout.write(f"the default library holds {outcome.cards_before} skill cards already: "
+                              "nothing to do (lineage bootstrap --force fills it again)")
+            return
+        said = ", ".join(f"{n} {status}" for status, n in sorted(outcome.statuses.items(),
+                                                                  key=lambda item: (-item[1], item[0])))
+        self.stdout.write(f"the default library: {sum(outcome.statuses.values())} skill cards ({said}) from "
+                          f"{outcome.lineages_imported + outcome.lineages_kept} recorded lineages "
+                          f"({outcome.lineages_imported} imported, {outcome.lineages_kept} stored already), "
+                          f"admitted from {outcome.admission}, in {outcome.seconds:.1f} s")
 
     def _skill(self, card_id: str) -> None:
         row = selectors.skill_card_get(card_id=card_id)
