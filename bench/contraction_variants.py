@@ -23,11 +23,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.skeleton_transfer import gate  # noqa: E402
+from bench.skeleton_transfer import each_task, gate  # noqa: E402
 from bench.transfer_suite import ADMISSION_DIR, TASK_DIR, time_vendor  # noqa: E402
 from profiling.harness import tasks  # noqa: E402
 from profiling.harness.candidate import Candidate  # noqa: E402
-from profiling.harness.jsonfile import write_json_atomically  # noqa: E402
 from search.engine import forms  # noqa: E402
 from search.engine.forms import skeletons  # noqa: E402
 
@@ -76,12 +75,7 @@ def main() -> int:
               "environment": gpu_facts() if shutil.which("nvidia-smi") else {"gpu": None},
               "variants": VARIANTS, "tasks": {}}
     cache = Path(tempfile.mkdtemp(prefix="optiml-contraction-variants-"))
-    for name in args.tasks.split(","):
-        try:
-            result["tasks"][name] = run_task(name, cache)
-        except Exception as error:  # one task failing must not lose the others
-            result["tasks"][name] = {"task": name, "error": f"{type(error).__name__}: {error}"}
-        write_json_atomically(args.out, result)
+    each_task(args.tasks.split(","), lambda name: run_task(name, cache), result, args.out)
     return 0
 
 

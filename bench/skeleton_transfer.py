@@ -158,13 +158,19 @@ def main() -> int:
         chosen = [c for c in cards if not args.cards or c["id"] in args.cards.split(",")]
         admission_trials(chosen, cache, transfer, write)
         return 0
-    for name in args.tasks.split(","):
-        try:
-            result["tasks"][name] = run_task(name, cards, cache)
-        except Exception as error:  # one task failing must not lose the others
-            result["tasks"][name] = {"task": name, "error": f"{type(error).__name__}: {error}"}
-        write_json_atomically(args.out, result)
+    each_task(args.tasks.split(","), lambda name: run_task(name, cards, cache), result, args.out)
     return 0
+
+
+def each_task(names: list[str], run, result: dict, out: str) -> None:
+    """run(name) for each task into result["tasks"], the file rewritten after each one;
+    one task failing must not lose the others (its error is kept in its place)."""
+    for name in names:
+        try:
+            result["tasks"][name] = run(name)
+        except Exception as error:
+            result["tasks"][name] = {"task": name, "error": f"{type(error).__name__}: {error}"}
+        write_json_atomically(out, result)
 
 
 if __name__ == "__main__":
