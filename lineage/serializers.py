@@ -9,6 +9,7 @@ from rest_framework import serializers
 
 from lineage.models import SkillCard, SkillComment, SkillReview
 from lineage.selectors import SKILL_SORTS
+from optiml_web.params import WholeNumberField
 from profiling.serialization import data_for_users
 
 
@@ -141,7 +142,7 @@ class SkillLibraryChoiceSerializer(serializers.Serializer):
 
 
 class SkillCopySerializer(serializers.Serializer):
-    team = serializers.IntegerField(min_value=1, max_value=2**63 - 1)
+    team = WholeNumberField(min_value=1, max_value=2**63 - 1)
     cards = serializers.ListField(child=serializers.RegexField(r"^[a-z0-9_]{1,90}-v[0-9]{1,6}$"),
                                   required=False, max_length=1000)
 

@@ -12,7 +12,7 @@ from rest_framework import serializers
 from rest_framework.settings import api_settings
 
 from optiml_web.limits import MAX_DECLARED_TASK_BYTES, json_bytes
-from optiml_web.params import MAX_DB_INT
+from optiml_web.params import MAX_DB_INT, WholeNumberField
 from profiling.harness import declared
 from profiling.harness.spec import DISTRIBUTIONS
 from profiling.models import DeclaredTask
@@ -49,8 +49,8 @@ class DeclaredTaskCreateSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=60, help_text="a slug; the task is called user-<slug>")
     description = serializers.CharField(required=False, allow_blank=True,
                                         max_length=declared.MAX_DESCRIPTION)
-    sizes = serializers.DictField(child=serializers.IntegerField(), help_text="the full (timed) size")
-    l0_sizes = serializers.ListField(child=serializers.DictField(child=serializers.IntegerField()),
+    sizes = serializers.DictField(child=WholeNumberField(), help_text="the full (timed) size")
+    l0_sizes = serializers.ListField(child=serializers.DictField(child=WholeNumberField()),
                                      required=False, max_length=declared.MAX_L0,
                                      help_text="small sizes checked first; generated if left out")
     inputs = TensorDefinitionSerializer(many=True)
@@ -64,7 +64,7 @@ class DeclaredTaskCreateSerializer(serializers.Serializer):
     flops = serializers.CharField(required=False, max_length=400, help_text=f"{FORMULA}; default 0")
     bytes = serializers.CharField(required=False, max_length=400,
                                   help_text=f"{FORMULA}; default: inputs read once, outputs written once")
-    team = serializers.IntegerField(required=False, allow_null=True, min_value=0, max_value=MAX_DB_INT,
+    team = WholeNumberField(required=False, allow_null=True, min_value=0, max_value=MAX_DB_INT,
                                     help_text="share with this team")
 
     def to_internal_value(self, data):

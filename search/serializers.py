@@ -20,7 +20,7 @@ from optiml_web.limits import (
     plan_error,
     source_error,
 )
-from optiml_web.params import MAX_DB_INT
+from optiml_web.params import MAX_DB_INT, WholeNumberField
 from search import selectors
 from search.models import Run, ShareLink, WritingJob
 
@@ -157,21 +157,21 @@ class RunCreateSerializer(serializers.Serializer):
                                    f"(at most {MAX_SOURCE_BYTES} bytes of UTF-8, the gate's limit)")
     plan = serializers.JSONField(required=False, allow_null=True, help_text="the launch plan (an object)")
     intent = serializers.CharField(required=False, allow_blank=True, max_length=MAX_INTENT_CHARS)
-    budget = serializers.IntegerField(
+    budget = WholeNumberField(
         min_value=1, max_value=10_000,
         error_messages={"min_value": "the budget must be at least one evaluation"})
     judge = serializers.ChoiceField(choices=["rules", "llm"], default="rules")
-    seed = serializers.IntegerField(min_value=0, max_value=2**63 - 1, default=0)
+    seed = WholeNumberField(min_value=0, max_value=2**63 - 1, default=0)
     sources = serializers.ListField(child=serializers.CharField(max_length=100), required=False,
                                     allow_null=True, max_length=MAX_SOURCE_NAMES,
                                     help_text="proposal source names (GET /api/sources/); default all")
-    team = serializers.IntegerField(required=False, allow_null=True, min_value=0, max_value=MAX_DB_INT,
+    team = WholeNumberField(required=False, allow_null=True, min_value=0, max_value=MAX_DB_INT,
                                     help_text="share with this team")
-    writing_job = serializers.IntegerField(
+    writing_job = WholeNumberField(
         required=False, allow_null=True, min_value=1, max_value=MAX_DB_INT,
         help_text="the done writing job (POST /api/kernels/write/) the kernel came from: its attempts "
         "become the tree's first nodes; without a source, the run starts from its kernel as written")
-    parallel = serializers.IntegerField(
+    parallel = WholeNumberField(
         min_value=1, max_value=MAX_PARALLEL, default=1,
         help_text="candidates evaluated at once, each on a GPU worker of its own (at most one "
         "per GPU worker serves the run; more only wait in the queue)")

@@ -38,10 +38,6 @@ def lifted_launches(candidate: Candidate) -> tuple[tuple[int | None, forms.Form 
     return _lifted(candidate.source, json.dumps(candidate.plan_dict(), sort_keys=True))
 
 
-def lifted(candidate: Candidate) -> forms.Form | forms.Refusal:
-    """The whole plan's form (the first launch's refusal stands for a plan of several)."""
-    return lifted_launches(candidate)[0][1]
-
 
 def usable(card: dict[str, Any], task: str, leave_out_own: bool) -> bool:
     """A card may serve this task: with the task's own lineage left out, it needs another."""
