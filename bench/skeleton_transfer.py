@@ -17,6 +17,8 @@ card on the plain kernel (all flags off) of each task whose lineage it was induc
 that lineage left out of its expectation; `--transfer FILE` (a run without --admission)
 adds each card's trials on the transfer tasks of its family. skeleton_cards.recorded()
 reads the newest such file under bench/results and gives each card its status.
+`--readmit FILE --out NEW` judges an earlier file's trials again under today's rule
+(skeleton_cards.ADMISSION_RULE), no GPU needed: the same measurements, a new file.
 
 It measures what the cards carry by themselves (the first step of a search that takes
 them); bench/transfer_suite.py measures the searches, skills on and off.
@@ -83,7 +85,7 @@ def run_task(name: str, cards: list[dict], cache: Path) -> dict:
     return row
 
 
-def admission_trials(cards: list[dict], cache: Path, transfer: dict, write) -> dict:
+def admission_trials(cards: list[dict], cache: Path, transfer: dict, write, gpu: str | None = None) -> dict:
     """Each card on the plain kernel (all flags off) of each task whose lineage it was
     induced from, that lineage left out of its expectation; and, from `transfer` (a run of
     this script without --admission: the same gate, naive kernel then skeleton), each
@@ -106,21 +108,52 @@ def admission_trials(cards: list[dict], cache: Path, transfer: dict, write) -> d
                 trials.append({"task": name, "passed": False, "speedup": None, "why": emitted})
                 continue
             after = gate(name, Candidate.from_dict({**emitted.plan, "source": emitted.source}), cache)
-            trials.append(_trial(name, before, after, "plain state (its own lineage left out)"))
+            trials.append(_trial(name, before, after, "plain state (its own lineage left out)", gpu))
         for name, row in transfer.get("tasks", {}).items():
             if card["id"] in row.get("cards", {}) and "status" in row["cards"][card["id"]]:
                 trials.append(_trial(name, row["naive"], row["cards"][card["id"]],
-                                     "naive kernel (a transfer task: no lineage)"))
+                                     "naive kernel (a transfer task: no lineage)", gpu))
         admitted[card["id"]] = skeleton_cards.admit(card, trials)
         write(admitted)
     return admitted
 
 
-def _trial(name: str, before: dict, after: dict, start: str) -> dict:
+def _trial(name: str, before: dict, after: dict, start: str, gpu: str | None = None) -> dict:
     speedup = before["median_ms"] / after["median_ms"] if before["median_ms"] and after["median_ms"] else None
     return {"task": name, "passed": after["status"] == PASSED, "speedup": speedup, "start": start,
             "start_ms": before["median_ms"], "skeleton_ms": after["median_ms"], "guard": after["guard"],
-            "message": after["message"] if after["guard"] else ""}
+            "message": after["message"] if after["guard"] else "", "floor_ms": floor_ms(name, gpu)}
+
+
+def floor_ms(name: str, gpu: str | None) -> float | None:
+    """The task's physics floor at its L1 sizes on `gpu` (datasheet peaks, ceilings.py)."""
+    from profiling.harness.ceilings import ceilings_for, physics_floor_ms
+
+    ceilings = ceilings_for(gpu or "")
+    if ceilings is None:
+        return None
+    task = tasks.get(name)
+    return physics_floor_ms(task.bytes(task.sizes), task.flops(task.sizes), "fp32", ceilings)[0]
+
+
+def readmit(path: str, out: str) -> None:
+    """The admission of an earlier file's trials again under today's rule (the same
+    measurements; each trial given its task's floor on the file's GPU)."""
+    earlier = json.loads(Path(path).read_text())
+    gpu = earlier.get("environment", {}).get("gpu")
+    cards = {c["id"]: c for c in skeleton_cards.recorded()}
+    admission = {}
+    for card_id, before in earlier["admission"].items():
+        if card_id not in cards:
+            continue
+        trials = [{k: v for k, v in t.items() if k not in ("expected_without_it", "expected_here", "reproduced")}
+                  for t in before["trials"]]
+        for trial in trials:
+            trial.setdefault("floor_ms", floor_ms(trial["task"], gpu) if trial.get("start_ms") else None)
+        admission[card_id] = skeleton_cards.admit(cards[card_id], trials)
+    write_json_atomically(out, {**earlier, "readmitted_from": path,
+                                "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+                                "command": shlex.join(["python", *sys.argv]), "admission": admission})
 
 
 def main() -> int:
@@ -131,9 +164,13 @@ def main() -> int:
     parser.add_argument("--transfer", help="with --admission: a run of this script whose trials count")
     parser.add_argument("--cards", help="with --admission: only these card ids (comma-separated)")
     parser.add_argument("--merge", help="with --admission: an earlier admission file (its other cards kept)")
+    parser.add_argument("--readmit", help="an earlier admission file: its trials judged again by today's rule")
     args = parser.parse_args()
     tasks.add_directory(TASK_DIR)
     tasks.add_directory(ADMISSION_DIR)
+    if args.readmit:
+        readmit(args.readmit, args.out)
+        return 0
     from bench.suite import gpu_facts
 
     cards = list(skeleton_cards.recorded())
@@ -156,7 +193,7 @@ def main() -> int:
             write_json_atomically(args.out, {**result, "admission": {**earlier, **admitted}})
 
         chosen = [c for c in cards if not args.cards or c["id"] in args.cards.split(",")]
-        admission_trials(chosen, cache, transfer, write)
+        admission_trials(chosen, cache, transfer, write, result["environment"].get("gpu"))
         return 0
     each_task(args.tasks.split(","), lambda name: run_task(name, cards, cache), result, args.out)
     return 0

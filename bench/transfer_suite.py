@@ -124,6 +124,9 @@ def run_task(name: str, mode: str, args: argparse.Namespace) -> dict:
             "naive_ms": summary["root_time_ms"], "best_ms": best_ms, "vendor_ms": vendor_ms,
             "vs_vendor": vendor_ms / best_ms if best_ms else None,
             "evaluations": summary["evaluations"], "path": path,
+            # the cost target: candidates a GPU-minute with skills >= 0.9x without
+            "evaluation_seconds": summary.get("evaluation_seconds"), "wall_s": summary.get("wall_s"),
+            "candidates_per_gpu_minute": summary.get("candidates_per_gpu_minute"),
             "skeleton_cards_on_path": cards_on(path), "structural_card_on_path": structural(path)}
 
 

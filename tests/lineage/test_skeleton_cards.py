@@ -90,6 +90,19 @@ def test_admission_needs_a_trial_that_reproduces_the_effect_the_other_lineages_e
     assert single["status"] == "unproven"
 
 
+def test_a_trial_is_held_to_what_its_kernel_can_show_above_its_physics_floor(cards):
+    """A kernel 1.5x above its floor cannot show a 2x step: the expectation on it is its
+    headroom. Without the floor, or with room to spare, the lineages' expectation stands."""
+    card = cards["skeleton:rows.block_per_row"]
+    near = {"task": "gemv", "passed": True, "speedup": 1.3, "start_ms": 0.15, "floor_ms": 0.1}
+    assert skeleton_cards.admit(card, [near])["status"] == "admitted"  # log 1.3 >= 0.5 log 1.5
+    assert skeleton_cards.admit(card, [{**near, "speedup": 1.1}])["status"] == "rejected"
+    assert skeleton_cards.admit(card, [{**near, "floor_ms": None}])["status"] == "rejected"
+    far = {**near, "start_ms": 10.0}  # 100x above the floor: the lineages' 17x expectation
+    (trial,) = skeleton_cards.admit(card, [far])["trials"]
+    assert trial["expected_here"] == trial["expected_without_it"] and not trial["reproduced"]
+
+
 def test_the_contraction_card_comes_from_sgemms_and_conv2ds_lineages_and_tiles_a_product(cards):
     """conv2d's plain state lifts as a product over its channel and tap nest (implicit
     GEMM): its lineage's tiling steps join sgemm's in the card's evidence."""
