@@ -51,7 +51,12 @@ def lineage_family(lineage: Lineage) -> tuple[str | None, str]:
         why = form.reason
     except experts.ExpertError as error:
         why = str(error)
-    family = family_from_shapes(tasks.get(lineage.task))
+    task = tasks.get(lineage.task)
+    # the same computation as the task's naive kernel, written apart from the expert
+    naive = forms.lift(task.naive_source, task.naive_plan) if task.naive_source else None
+    if isinstance(naive, forms.Form):
+        return naive.family, f"its task's naive kernel lifts (its plain state does not: {why})"
+    family = family_from_shapes(task)
     return family, f"by its task's tensor shapes (its plain state does not lift: {why})"
 
 

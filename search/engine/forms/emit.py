@@ -110,7 +110,7 @@ def plan_expression(c_text: str, form, launch: dict[str, Any], buffers: set[str]
                     locals_: dict[str, str]) -> str:
     """A kernel-side size expression (over parameters and uniform locals) as a plan
     expression over the task's sizes: each parameter becomes its argument in the plan."""
-    c_text = _CASTS.sub("", c_text)
+    c_text = _CASTS.sub("", c_text).replace("/", "//")  # C's / on sizes: integer division
     args = list(launch.get("args", []))
 
     def substitute(match: re.Match[str], depth: int = 0) -> str:
@@ -122,11 +122,12 @@ def plan_expression(c_text: str, form, launch: dict[str, Any], buffers: set[str]
                 raise PlanProblem(f"{name} is not a size argument ({value or 'missing'})")
             return f"({value.split(':', 1)[-1]})"
         if name in locals_ and depth < 8:
-            inner = re.sub(_NAME, lambda m: substitute(m, depth + 1), _CASTS.sub("", locals_[name]))
+            inner = re.sub(_NAME, lambda m: substitute(m, depth + 1),
+                           _CASTS.sub("", locals_[name]).replace("/", "//"))
             return f"({inner})"
         raise PlanProblem(f"{name} is neither a parameter nor a size worked out from them")
 
-    written = re.sub(_NAME, substitute, c_text).replace("/", "//")
+    written = re.sub(_NAME, substitute, c_text)  # the plan's arguments are plan expressions
     if re.search(r"[^\w\s()+\-*/%]", written):
         raise PlanProblem(f"{c_text} uses operators a plan expression does not have")
     return written

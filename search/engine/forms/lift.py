@@ -29,7 +29,7 @@ from ..rewrites.syntax import (
     text,
     walk,
 )
-from . import contraction, radix, rows
+from . import contraction, radix, rows, windows
 from .accumulators import _accumulation
 from .reading import NotRead, _declaration, condition_of, plane_bounds, read_space, reads_thread
 from .types import CONTRACTION, FULL_REDUCE, MAP, Form, Refusal
@@ -75,20 +75,27 @@ def lift(source: str, plan: dict[str, Any]) -> Form | Refusal:
     if space.after:
         return _partial_sums(space, common, zeroed)
     if any(n.type in _LOOPS for statement in space.body for n in walk(statement)):
+        atomics = zeroed is not None or any(_atomic_call(s) is not None for s in space.body)
         if len(space.axes) >= 2:
-            # a product first; else rows over the flattened axes (a reduction per (b, j))
+            # a product first, then a window; else rows over the flattened axes (a
+            # reduction per (b, j))
             form = contraction.lift_contraction(kernel, space, common)
-            if isinstance(form, Form) or zeroed is not None or \
-                    any(_atomic_call(s) is not None for s in space.body):
+            if isinstance(form, Form) or atomics:
                 return form
+            window = windows.lift_window(kernel, space, common)
+            if isinstance(window, Form):
+                return window
             as_rows = rows.lift_rows(kernel, space, common)
             return _not_a_product(as_rows, form) if isinstance(as_rows, Form) else form
         product = None
-        if radix.decomposed(space):  # one flat index read as (n, k, p): a contraction first
-            product = contraction.lift_contraction(kernel, space, common)
+        if radix.decomposed(space) or not atomics:  # a flat index read as (n, k, p): a product first
+            product = contraction.lift_contraction(kernel, space, common) if radix.decomposed(space) else None
             if isinstance(product, Form):
                 return product
-        if zeroed is not None or any(_atomic_call(s) is not None for s in space.body):
+            window = windows.lift_window(kernel, space, common) if not atomics else None
+            if isinstance(window, Form):
+                return window
+        if atomics:
             return Refusal("a row kernel that accumulates with atomics", family=rows.ROWS)
         return _not_a_product(rows.lift_rows(kernel, space, common), product)
     atomics = [s for s in space.body if _atomic_call(s) is not None]

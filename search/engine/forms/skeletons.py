@@ -15,6 +15,11 @@ handed to threads changes, and reductions are combined across the block.
     full.grid_stride_accumulate
                              a wave of blocks, each thread sums its slice in a register,
                              one block reduction and one atomic per block
+    contraction.smem_register_tile
+                             shared-memory tiles of both factors, a register tile of
+                             outputs a thread (tiles.py)
+    window.walk_rows         WALK neighbouring rows of an output column a thread, the
+                             coordinates from the grid (walks.py)
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ from .skeleton_base import (
     unflatten,
 )
 from .tiles import SmemRegisterTile
+from .walks import WalkRows
 from .types import FULL_REDUCE, MAP, ROWS, Form, LoopHole
 
 
@@ -230,7 +236,7 @@ class GridStrideAccumulate(Skeleton):
 
 
 SKELETONS = (GridStrideMap(), Vec4Map(), BlockPerRow(), SplitStridedRows(), GridStrideAccumulate(),
-             SmemRegisterTile())
+             SmemRegisterTile(), WalkRows())
 
 
 def for_family(family: str) -> list:

@@ -16,10 +16,10 @@ MAP = "elementwise_map"
 ROWS = "row_map_reduce"
 FULL_REDUCE = "full_reduction"
 CONTRACTION = "batched_contraction"
+WINDOW = "window_reduction"
 # The families the architecture names that no lift recognises yet; a refusal names one
 # only when the kernel was recognised as it and refused for a stated reason.
-FAMILIES = (MAP, ROWS, FULL_REDUCE, "arg_reduce", "column_reduction", "permutation", CONTRACTION,
-            "window_reduction")
+FAMILIES = (MAP, ROWS, FULL_REDUCE, "arg_reduce", "column_reduction", "permutation", CONTRACTION, WINDOW)
 
 # Reduction operators: identity per type, and whether fp32 combination may reorder them
 # (sum and product reorder with rounding error inside the task's tolerance; max/min are exact).
@@ -170,6 +170,9 @@ class Form:
                     "outputs": [f"{c.name} < {c.bound}" for c in self.coordinates]}
         if self.family == FULL_REDUCE:
             return {"term": self.total, "into": self.into, "elements": self.space[0].bound}
+        if self.family == WINDOW:
+            return {"output": self.body.strip(), "rows": self.coordinates[0].bound,
+                    "columns": self.coordinates[1].bound, "planes": list(self.setups)}
         return {"element": self.body.strip(), "space": [a.bound for a in self.space]}
 
     def to_dict(self) -> dict[str, Any]:
