@@ -34,7 +34,7 @@ from forms_kernels import (
 
 from profiling.harness import tasks
 from search.engine import forms
-from search.engine.forms import CONTRACTION, FULL_REDUCE, MAP, ROWS, Form, LoopHole, Refusal, Uniform
+from search.engine.forms import CONTRACTION, FULL_REDUCE, MAP, ROWS, WINDOW, Form, LoopHole, Refusal, Uniform
 
 
 def lifted(source: str, the_plan: dict) -> Form:
@@ -355,7 +355,7 @@ def test_a_refusal_says_which_family_it_looked_like():
     ("sgemm", CONTRACTION, None),
     ("conv2d", CONTRACTION, None),  # a nest over channels and taps (implicit GEMM)
     ("self_attention", None, "3 launches"),
-    ("maxpool3d", None, "not a perfect nest"),  # a window: its skips read as tests between loops
+    ("maxpool3d", WINDOW, None),  # taps of fixed length around the output (forms/windows.py)
     ("topk", None, "not a perfect nest"),
     ("reduce_sum", None, "__shared__ memory"),
 ])

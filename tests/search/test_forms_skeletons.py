@@ -48,7 +48,7 @@ from profiling.harness.candidate import Candidate
 from profiling.harness.compile import compile_candidate
 from profiling.harness.gate import check_plan
 from search.engine import forms
-from search.engine.forms import CONTRACTION, FULL_REDUCE, MAP, ROWS, Form
+from search.engine.forms import CONTRACTION, FULL_REDUCE, MAP, ROWS, WINDOW, Form
 from search.engine.forms.skeletons import SKELETONS, Emitted, by_name, for_family
 from search.engine.judges import RuleJudge
 from search.engine.rewrites.syntax import find_kernels, parse
@@ -95,6 +95,7 @@ CASES = [
     *[(k, "rows.block_per_row") for k in ROW_KERNELS],
     *[(k, "rows.split_strided") for k in COLUMN_KERNELS],
     *[(k, "full.grid_stride_accumulate") for k in FULL_STYLES],
+    (suite("maxpool3d"), "window.walk_rows"),  # more windows in test_forms_windows.py
 ]
 IDS = [f"{skeleton}-{kernel.name}" for kernel, skeleton in CASES]
 
@@ -107,6 +108,7 @@ def test_every_skeleton_is_exercised_and_schedules_one_family():
     assert [s.name for s in for_family(ROWS)] == ["rows.block_per_row", "rows.split_strided"]
     assert [s.name for s in for_family(FULL_REDUCE)] == ["full.grid_stride_accumulate"]
     assert [s.name for s in for_family(CONTRACTION)] == ["contraction.smem_register_tile"]
+    assert [s.name for s in for_family(WINDOW)] == ["window.walk_rows"]
 
 
 # --- compiled by nvcc -------------------------------------------------------------------------
