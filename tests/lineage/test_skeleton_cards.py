@@ -62,7 +62,19 @@ def test_with_its_own_lineage_left_out_a_single_lineage_card_is_not_proposed(car
 
 def test_a_kernel_that_does_not_lift_gets_no_skeleton(cards):
     source = SkillSource(cards=[], skeleton_cards=list(cards.values()))
-    assert source.propose(naive("maxpool3d")) == []  # a window: no family form reads it yet
+    assert source.propose(naive("reduce_sum")) == []  # a block tree in shared memory: no form reads it
+
+
+def test_the_window_card_comes_from_maxpool3ds_lineage_placed_by_its_naive_kernel(cards):
+    """maxpool3d's plain state is written with helper functions that do not lift; its task's
+    naive kernel (the same computation) does, as a window: its WINDOW_REUSE and UNROLL steps
+    make the card. With its own lineage left out, nothing is left to propose for it."""
+    card = cards["skeleton:window.walk_rows"]
+    assert card["tasks"] == ["maxpool3d"] and card["intents"] == ["WINDOW_REUSE", "UNROLL"]
+    assert all(e["family_found"].startswith("its task's naive kernel lifts") for e in card["evidence"])
+    (proposal,) = SkillSource(cards=[], skeleton_cards=[card]).propose(naive("maxpool3d"))
+    assert proposal.source == "skill:skeleton:window.walk_rows" and "optiml_rest" in proposal.candidate.source
+    assert SkillSource(cards=[], skeleton_cards=[card], leave_out_own=True).propose(naive("maxpool3d")) == []
 
 
 def test_skeleton_cards_join_the_recorded_cards_unless_turned_off(monkeypatch):

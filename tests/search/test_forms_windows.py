@@ -74,6 +74,62 @@ AVGPOOL_TASK = Task(
 )
 
 
+# The same pooling with its window and stride passed as sizes, as a general kernel is written.
+SIZED = (AVGPOOL.replace("int NC, int H, int W)", "int NC, int H, int W, int K, int S)")
+         .replace("i < 2", "i < K").replace("j < 2", "j < K").replace("oh * 2 + i", "oh * S + i")
+         .replace("ow * 2 + j", "ow * S + j"))
+SIZED_TASK = Task(**{**AVGPOOL_TASK.__dict__, "naive_source": SIZED, "naive_plan": {
+    **AVGPOOL_TASK.naive_plan, "launches": [{**AVGPOOL_TASK.naive_plan["launches"][0],
+                                            "args": ["x", "y", "NC", "H", "W", "2", "2"]}]}})
+
+
+# The depthwise stencil as another newcomer writes it: a grid-stride loop, other names,
+# the taps counted with while loops from 0, the padding as a ternary.
+GRID_STRIDE_DEPTHWISE = """extern "C" __global__ void dw(const float* in, const float* k, float* out, int N, int C, int H,
+                                   int W) {
+    int total = N * C * H * W;
+    for (int t = blockIdx.x * blockDim.x + threadIdx.x; t < total; t += blockDim.x * gridDim.x) {
+        int x0 = t % W;
+        int y0 = (t / W) % H;
+        int nc = t / (H * W);
+        int ch = nc % C;
+        float acc = 0.0f;
+        int a = 0;
+        while (a < 3) {
+            int b = 0;
+            while (b < 3) {
+                int yy = y0 + a - 1;
+                int xx = x0 + b - 1;
+                bool ok = yy >= 0 && yy < H && xx >= 0 && xx < W;
+                acc += ok ? in[(nc * H + yy) * W + xx] * k[ch * 9 + a * 3 + b] : 0.0f;
+                b++;
+            }
+            a++;
+        }
+        out[t] = acc;
+    }
+}
+"""
+
+
+def _grid_stride_depthwise() -> Task:
+    task = _transfer_task("depthwise3x3")
+    launch = {"kernel": "dw", "grid": ["min(cdiv(N * C * H * W, 256), 64)"], "block": [256], "shared_bytes": 0,
+              "args": ["x", "w", "y", "N", "C", "H", "W"]}
+    return Task(**{**task.__dict__, "naive_source": GRID_STRIDE_DEPTHWISE,
+                   "naive_plan": {"launches": [launch], "scratch": [], "tunables": {}}})
+
+
+def test_taps_bounded_by_sizes_lift_where_each_is_added_to_a_coordinate():
+    form = lift(SIZED, SIZED_TASK.naive_plan)
+    assert isinstance(form, Form) and form.family == WINDOW, form
+    assert form.notes == ("taps: K x K",)
+    # a window and stride of one size: `oh * K + i` reads as rows of K x K, not as taps
+    same = SIZED.replace("oh * S + i", "oh * K + i").replace("ow * S + j", "ow * K + j")
+    assert not (isinstance(lift(same, SIZED_TASK.naive_plan), Form)
+                and lift(same, SIZED_TASK.naive_plan).family == WINDOW)
+
+
 def test_the_depthwise_stencil_lifts_with_its_planes_worked_out_from_the_rest():
     form = lift(_transfer_task("depthwise3x3").naive_source, _transfer_task("depthwise3x3").naive_plan)
     assert isinstance(form, Form) and form.family == WINDOW, form
@@ -93,10 +149,12 @@ def test_a_pooling_with_a_long_flat_index_and_skips_lifts_as_a_window():
 
 
 @needs_gxx
-@pytest.mark.parametrize("name", ["depthwise3x3", "maxpool3d", "avgpool", "avgpool walk 3"])
+@pytest.mark.parametrize("name", ["depthwise3x3", "maxpool3d", "avgpool", "avgpool walk 3", "sized",
+                                  "grid-stride while"])
 def test_walking_rows_computes_the_windows(name, tmp_path):
     task = {"depthwise3x3": _transfer_task("depthwise3x3"), "maxpool3d": tasks.get("maxpool3d"),
-            "avgpool": AVGPOOL_TASK, "avgpool walk 3": AVGPOOL_TASK}[name]
+            "avgpool": AVGPOOL_TASK, "avgpool walk 3": AVGPOOL_TASK, "sized": SIZED_TASK,
+            "grid-stride while": _grid_stride_depthwise()}[name]
     emitted = by_name("window.walk_rows").emit(lift(task.naive_source, task.naive_plan), task.naive_plan, task)
     assert not isinstance(emitted, str), emitted
     plan = emitted.plan
@@ -117,23 +175,29 @@ def test_more_planes_than_a_grid_holds_are_walked_by_the_grid_stride():
 
 
 @pytest.mark.parametrize(("change", "cause"), [
-    # a loop bounded by a size: a reduction (rows), not a window's side
-    (("int i = 0; i < 2; i++", "int i = 0; i < H; i++"), "not a number"),
+    # a loop bounded by a size down the plane's rows: a reduction, not a window's side
+    (("for (int i = 0; i < 2; i++)", "for (int i = 0; i < H; i++)", "oh * 2 + i) * W", "i) * W"),
+     "bounded by a size and walks no window"),
+    # the same loop counted from 1: a size-bounded side counts from 0
+    (("for (int i = 0; i < 2; i++)", "for (int i = 1; i < H; i++)"), "count from 0"),
     # 64 taps: a row, not a window
     (("int j = 0; j < 2; j++", "int j = 0; j < 64; j++"), "64 iterations"),
     # no tap added to an output coordinate: every output reads the same 2 x 2 corner
     (("oh * 2 + i) * W + ow * 2 + j", "i) * W + j"), "no tap is added"),
 ])
 def test_kernels_that_do_not_walk_a_window_are_not_windows(change, cause):
-    assert change[0] in AVGPOOL
-    form = lift(AVGPOOL.replace(*change), AVGPOOL_TASK.naive_plan)
+    source = AVGPOOL
+    for old, new in zip(change[::2], change[1::2], strict=True):
+        assert old in source
+        source = source.replace(old, new)
+    form = lift(source, AVGPOOL_TASK.naive_plan)
     assert not (isinstance(form, Form) and form.family == WINDOW), form
     from search.engine.forms import windows
     from search.engine.forms.lift import _common
     from search.engine.forms.reading import plane_bounds, read_space
     from search.engine.rewrites.syntax import find_kernels, parse
 
-    (kernel,) = find_kernels(parse(AVGPOOL.replace(*change)))
+    (kernel,) = find_kernels(parse(source))
     launch = AVGPOOL_TASK.naive_plan["launches"][0]
     space = read_space(kernel, plane_bounds(launch["grid"], launch["args"], [p.name for p in kernel.params]))
     refused = windows.lift_window(kernel, space, _common(kernel, AVGPOOL, space, set(), launch["args"]))

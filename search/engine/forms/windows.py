@@ -15,14 +15,18 @@ each with its extent), what the slower ones are worked out from (`setups`: decla
 over `optiml_rest`, the flat index of the planes), and the work as the kernel's own text
 (`body`, without the coordinates' declarations), so a skeleton can hand several outputs
 of a column to one thread with the index arithmetic done once. What makes it a window,
-and not a row reduction read through digits: every loop of the work counts a fixed
-number of taps (literal bounds, at most MAX_TAPS), and some tap is added to a coordinate
-(`row + dr`, `oh * 2 - 1 + kh`). Loops bounded by a size (a reduction over channels) are
+and not a row reduction read through digits: every loop of the work counts taps, a
+number of them (at most MAX_TAPS) or a size from 0 (`kh < kernel_size`), and taps are
+added to a coordinate (`row + dr`, `oh * stride - pad + kh * dilation`): some tap where
+all are numbers, every tap bounded by a size. An addition that flattens two indices
+(`b * K + k`, `k * J + j`) is not a window's: a loop over channels or down a column is
 rows' or a contraction's.
 """
 
 from __future__ import annotations
 
+import itertools
+import re
 from collections import Counter
 from typing import Any
 
@@ -48,11 +52,12 @@ def lift_window(kernel: Kernel, space, common: dict[str, Any]) -> Form | Refusal
         coordinates, setups, declarations, rebuild = _coordinates(space)
         work = [s for s in space.body if s not in declarations]
         taps = _taps(work)
-        _window_access(work, taps, {c.name for c in coordinates} | _derived(work, coordinates))
+        extents = {c.name: c.bound for c in coordinates} | dict.fromkeys(_derived(work, coordinates), "")
+        _window_access(work, taps, extents)
     except NotWindow as error:
         return Refusal(str(error), family=WINDOW)
     return Form(family=WINDOW, body=_text(work), coordinates=tuple(coordinates), setups=tuple(setups),
-                rebuild=rebuild, notes=(f"taps: {' x '.join(str(n) for n in taps)}",), **form_fields(common))
+                rebuild=rebuild, notes=(f"taps: {' x '.join(taps.values())}",), **form_fields(common))
 
 
 def _coordinates(space) -> tuple[list[Axis], list[str], list[Node], str]:
@@ -102,20 +107,21 @@ def _coordinates(space) -> tuple[list[Axis], list[str], list[Node], str]:
     return [rows, columns], setups, [s for s, _ in found], rebuild
 
 
-def _taps(work: list[Node]) -> list[int]:
-    """Each loop's number of taps, outermost first; every loop must count a fixed number."""
-    counts = []
+def _taps(work: list[Node]) -> dict[str, str]:
+    """{counter: its number of taps (a number, or a kernel expression)}, outermost first."""
+    taps = {}
     for node in (n for statement in work for n in walk(statement)):
         if node.type in ("while_statement", "do_statement"):
             raise NotWindow(f"line {node.start_point.row + 1}: a while loop in a window's work")
         if node.type == "for_statement":
-            counts.append(_count(node))
-    if not counts:
+            name, count = _count(node)
+            taps[name] = count
+    if not taps:
         raise NotWindow("no loop over a window")
-    return counts
+    return taps
 
 
-def _count(loop: Node) -> int:
+def _count(loop: Node) -> tuple[str, str]:
     where = f"line {loop.start_point.row + 1}"
     init, update = loop.child_by_field_name("initializer"), loop.child_by_field_name("update")
     declared = _declaration(init) if init is not None else None
@@ -124,17 +130,22 @@ def _count(loop: Node) -> int:
         raise NotWindow(f"{where}: a loop without a declared counter and a bound")
     name, start = declared[0], _number(declared[2])
     operator = text(condition.child_by_field_name("operator"))
-    bound = _number(condition.child_by_field_name("right"))
+    right = condition.child_by_field_name("right")
     if text(strip_parens(condition.child_by_field_name("left"))) != name or operator not in ("<", "<="):
         raise NotWindow(f"{where}: the loop's condition is not `{name} < bound`")
     if text(update).replace(" ", "") not in (f"++{name}", f"{name}++", f"{name}+=1"):
         raise NotWindow(f"{where}: the loop steps by {text(update)}, not by one")
-    if start is None or bound is None:
-        raise NotWindow(f"{where}: the loop's length is not a number (a row or a reduction, not taps)")
+    bound = _number(right)
+    if start is None:
+        raise NotWindow(f"{where}: the loop does not start at a number")
+    if bound is None:  # a size: a window's side passed to the kernel (`k < kernel_size`)
+        if start != 0 or operator != "<" or _names(right) & {name}:
+            raise NotWindow(f"{where}: a loop bounded by a size must count from 0 to it")
+        return name, text(right)
     count = bound - start + (operator == "<=")
     if not 1 <= count <= MAX_TAPS:
         raise NotWindow(f"{where}: {count} iterations, not a window's side (1..{MAX_TAPS})")
-    return count
+    return name, str(count)
 
 
 def _number(node: Node) -> int | None:
@@ -160,19 +171,51 @@ def _derived(work: list[Node], coordinates: list[Axis]) -> set[str]:
     return names - {c.name for c in coordinates}
 
 
-def _window_access(work: list[Node], taps: list[int], coordinates: set[str]) -> None:
-    """Some tap added to a coordinate (or a local worked out from one) inside the loops."""
-    counters = set()
+def _window_access(work: list[Node], taps: dict[str, str], extents: dict[str, str]) -> None:
+    """A tap added to a coordinate (or to a local worked out from one) inside the loops,
+    for every loop bounded by a size, and for some loop where all are numbers. An addition
+    that flattens two indices is no window: `b * K + k` (the coordinate scaled by the
+    loop's own bound: a row read through digits) or `k * J + j` (the counter scaled by
+    the coordinate's extent: a column walked down)."""
+    windowed = set()
     for node in (n for statement in work for n in walk(statement)):
-        if node.type == "for_statement":
-            counters.add(_declaration(node.child_by_field_name("initializer"))[0])
-    for node in (n for statement in work for n in walk(statement)):
-        if node.type != "binary_expression" or text(node.child_by_field_name("operator")) not in "+-":
+        if node.type != "binary_expression" or text(node.child_by_field_name("operator")) not in ("+", "-"):
             continue
-        sides = [_names(node.child_by_field_name(s)) for s in ("left", "right")]
-        if any(a & counters and b & coordinates for a, b in (sides, sides[::-1])):
-            return
-    raise NotWindow("no tap is added to an output coordinate: the loops do not walk a window")
+        terms = [(term, _names(term)) for term in _terms(node)]
+        for (tap, tap_names), (at, at_names) in itertools.permutations(terms, 2):
+            counters, coordinates = tap_names & set(taps), at_names & set(extents)
+            if not counters or not coordinates or tap_names & set(extents) or at_names & set(taps) \
+                    or not _product(tap):  # a tap's own term: the counter, scaled at most
+                continue
+            scaled_by_bound = any(not taps[t].isdigit() and _names_of(taps[t]) <= at_names for t in counters)
+            walks_down = any(extents[c] and _names_of(extents[c]) <= tap_names for c in coordinates)
+            if not scaled_by_bound and not walks_down:
+                windowed |= counters
+    sized = {t for t, count in taps.items() if not count.isdigit()}
+    if not windowed:
+        raise NotWindow("no tap is added to an output coordinate: the loops do not walk a window")
+    if sized - windowed:
+        raise NotWindow(f"the loop over {', '.join(sorted(sized - windowed))} is bounded by a size and walks "
+                        "no window: a reduction (rows), not taps")
+
+
+def _product(node: Node) -> bool:
+    """Whether a term is names and numbers multiplied (`kh`, `kh * dilation`)."""
+    return all(n.type in ("identifier", "number_literal", "parenthesized_expression", "binary_expression")
+               and (n.type != "binary_expression" or text(n.child_by_field_name("operator")) == "*")
+               for n in walk(node) if n.is_named)
+
+
+def _terms(node: Node) -> list[Node]:
+    """The terms of a sum (`a * s + b - c` -> a * s, b, c), through parentheses."""
+    node = strip_parens(node)
+    if node.type == "binary_expression" and text(node.child_by_field_name("operator")) in ("+", "-"):
+        return _terms(node.child_by_field_name("left")) + _terms(node.child_by_field_name("right"))
+    return [node]
+
+
+def _names_of(c_text: str) -> set[str]:
+    return set(re.findall(r"[A-Za-z_]\w*", c_text))
 
 
 def _names(node: Node) -> set[str]:
