@@ -151,6 +151,7 @@ def main() -> int:
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
     tasks.add_directory(TASK_DIR)
+    tasks.add_directory(ADMISSION_DIR)  # tasks of layouts no transfer task has (column_stats)
     os.environ["OPTIML_SKILL_CARDS"] = "skeletons"  # skeleton cards alone, no token induction
     Path(args.record_dir).mkdir(parents=True, exist_ok=True)
     from bench.suite import gpu_facts
