@@ -146,7 +146,8 @@ def readmit(path: str, out: str) -> None:
     for card_id, before in earlier["admission"].items():
         if card_id not in cards:
             continue
-        trials = [{k: v for k, v in t.items() if k not in ("expected_without_it", "expected_here", "reproduced")}
+        judged = ("expected_without_it", "expected_here", "reproduced")
+        trials = [{k: v for k, v in t.items() if k not in judged}
                   for t in before["trials"]]
         for trial in trials:
             trial.setdefault("floor_ms", floor_ms(trial["task"], gpu) if trial.get("start_ms") else None)
@@ -164,7 +165,7 @@ def main() -> int:
     parser.add_argument("--transfer", help="with --admission: a run of this script whose trials count")
     parser.add_argument("--cards", help="with --admission: only these card ids (comma-separated)")
     parser.add_argument("--merge", help="with --admission: an earlier admission file (its other cards kept)")
-    parser.add_argument("--readmit", help="an earlier admission file: its trials judged again by today's rule")
+    parser.add_argument("--readmit", help="an earlier admission file: its trials judged again today")
     args = parser.parse_args()
     tasks.add_directory(TASK_DIR)
     tasks.add_directory(ADMISSION_DIR)

@@ -37,7 +37,8 @@ def run_task(name: str, cache: Path) -> dict:
     for tunables in VARIANTS:
         plan = {**emitted.plan, "tunables": {**emitted.plan["tunables"], **tunables}}
         verdict = gate(name, Candidate.from_dict({**plan, "source": emitted.source}), cache, sanitize=())
-        row["variants"].append({"tunables": tunables, "status": verdict["status"], "median_ms": verdict["median_ms"],
+        row["variants"].append({"tunables": tunables, "status": verdict["status"],
+                                "median_ms": verdict["median_ms"],
                                 "guard": verdict["guard"]})
         print(name, tunables, verdict["status"], verdict["median_ms"], flush=True)
     row["vendor_ms"] = statistics.median(time_vendor(name, task.sizes))

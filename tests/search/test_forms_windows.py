@@ -19,12 +19,14 @@ from profiling.harness.spec import Task, TensorSpec, Tolerance
 from search.engine.forms import ROWS, WINDOW, Form, Refusal, lift
 from search.engine.forms.skeletons import by_name
 
+WALK = by_name("window.walk_rows")
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="the CPU emulator needs g++")
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _transfer_task(name: str) -> Task:
-    spec = importlib.util.spec_from_file_location(f"window_test_{name}", ROOT / "bench/transfer_tasks" / f"{name}.py")
+    path = ROOT / "bench/transfer_tasks" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"window_test_{name}", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.TASK
@@ -85,8 +87,8 @@ SIZED_TASK = Task(**{**AVGPOOL_TASK.__dict__, "naive_source": SIZED, "naive_plan
 
 # The depthwise stencil as another newcomer writes it: a grid-stride loop, other names,
 # the taps counted with while loops from 0, the padding as a ternary.
-GRID_STRIDE_DEPTHWISE = """extern "C" __global__ void dw(const float* in, const float* k, float* out, int N, int C, int H,
-                                   int W) {
+GRID_STRIDE_DEPTHWISE = """extern "C" __global__ void dw(const float* in, const float* k, float* out,
+                                   int N, int C, int H, int W) {
     int total = N * C * H * W;
     for (int t = blockIdx.x * blockDim.x + threadIdx.x; t < total; t += blockDim.x * gridDim.x) {
         int x0 = t % W;
@@ -114,8 +116,8 @@ GRID_STRIDE_DEPTHWISE = """extern "C" __global__ void dw(const float* in, const 
 
 def _grid_stride_depthwise() -> Task:
     task = _transfer_task("depthwise3x3")
-    launch = {"kernel": "dw", "grid": ["min(cdiv(N * C * H * W, 256), 64)"], "block": [256], "shared_bytes": 0,
-              "args": ["x", "w", "y", "N", "C", "H", "W"]}
+    launch = {"kernel": "dw", "grid": ["min(cdiv(N * C * H * W, 256), 64)"], "block": [256],
+              "shared_bytes": 0, "args": ["x", "w", "y", "N", "C", "H", "W"]}
     return Task(**{**task.__dict__, "naive_source": GRID_STRIDE_DEPTHWISE,
                    "naive_plan": {"launches": [launch], "scratch": [], "tunables": {}}})
 
@@ -134,7 +136,8 @@ def test_the_depthwise_stencil_lifts_with_its_planes_worked_out_from_the_rest():
     form = lift(_transfer_task("depthwise3x3").naive_source, _transfer_task("depthwise3x3").naive_plan)
     assert isinstance(form, Form) and form.family == WINDOW, form
     assert [(c.name, c.bound) for c in form.coordinates] == [("row", "H"), ("col", "W")]
-    assert form.setups == ("const int c = (int)((optiml_rest) % (C));", "const int plane = (int)(optiml_rest);")
+    assert form.setups == ("const int c = (int)((optiml_rest) % (C));",
+                           "const int plane = (int)(optiml_rest);")
     assert "int col = i % W;" not in form.body and "y[i] = sum;" in form.body
     assert form.notes == ("taps: 3 x 3",)
 
@@ -155,7 +158,7 @@ def test_walking_rows_computes_the_windows(name, tmp_path):
     task = {"depthwise3x3": _transfer_task("depthwise3x3"), "maxpool3d": tasks.get("maxpool3d"),
             "avgpool": AVGPOOL_TASK, "avgpool walk 3": AVGPOOL_TASK, "sized": SIZED_TASK,
             "grid-stride while": _grid_stride_depthwise()}[name]
-    emitted = by_name("window.walk_rows").emit(lift(task.naive_source, task.naive_plan), task.naive_plan, task)
+    emitted = WALK.emit(lift(task.naive_source, task.naive_plan), task.naive_plan, task)
     assert not isinstance(emitted, str), emitted
     plan = emitted.plan
     if name.endswith("walk 3"):  # rows that do not divide by the walk, and 2 rows of threads a block
@@ -168,7 +171,7 @@ def test_walking_rows_computes_the_windows(name, tmp_path):
 
 def test_more_planes_than_a_grid_holds_are_walked_by_the_grid_stride():
     task = AVGPOOL_TASK
-    emitted = by_name("window.walk_rows").emit(lift(task.naive_source, task.naive_plan), task.naive_plan, task)
+    emitted = WALK.emit(lift(task.naive_source, task.naive_plan), task.naive_plan, task)
     z = emitted.plan["launches"][0]["grid"][2]
     assert [expr.evaluate_int(z, {"NC": nc}) for nc in (1, 70000)] == [1, 65535]
     assert "optiml_rest += gridDim.z" in emitted.source

@@ -47,8 +47,8 @@ from .skeleton_base import (
     unflatten,
 )
 from .tiles import SmemRegisterTile
-from .walks import WalkRows
 from .types import FULL_REDUCE, MAP, ROWS, Form, LoopHole
+from .walks import WalkRows
 
 
 class GridStrideMap(Skeleton):

@@ -52,8 +52,8 @@ class WalkRows(Skeleton):
             return str(error)
         flat = len(form.space) == 1
         if flat:  # the planes: the flat bound over a plane's outputs (the last one may be partial)
-            planes_c = (f"((long long)({form.space[0].bound}) + (long long)({rows.bound}) * ({columns.bound}) - 1)"
-                        f" / ((long long)({rows.bound}) * ({columns.bound}))")
+            plane = f"(long long)({rows.bound}) * ({columns.bound})"
+            planes_c = f"((long long)({form.space[0].bound}) + {plane} - 1) / ({plane})"
             planes = f"cdiv({sizes[0]}, ({height}) * ({width}))"
             inside = f" && {form.space[0].name} < ({form.space[0].bound})"
         else:
@@ -63,11 +63,12 @@ class WalkRows(Skeleton):
         grid = [f"cdiv({width}, BLOCK_X)", f"cdiv({height}, max(BLOCK // BLOCK_X, 1) * WALK)",
                 f"max(min({planes}, {MAX_GRID_Z}), 1)"]
         tunables = {"BLOCK": DEFAULT_BLOCK, "BLOCK_X": DEFAULT_BLOCK_X, "WALK": DEFAULT_WALK}
-        problem = emit.grid_problem(grid, [task.sizes, *task.l0_sizes], {**plan.get("tunables", {}), **tunables})
+        settings = {**plan.get("tunables", {}), **tunables}
+        problem = emit.grid_problem(grid, [task.sizes, *task.l0_sizes], settings)
         if problem:
             return problem
-        output = "\n".join([*((form.rebuild,) if flat else ()), f"if ({rows.name} < ({rows.bound}){inside}) {{",
-                            emit.indent(form.body, 4), "}"])
+        test = f"if ({rows.name} < ({rows.bound}){inside}) {{"
+        output = "\n".join([*((form.rebuild,) if flat else ()), test, emit.indent(form.body, 4), "}"])
         body = f"""    static_assert(BLOCK % BLOCK_X == 0, "BLOCK is whole rows of BLOCK_X threads");
     const long long optiml_column = (long long)blockIdx.x * BLOCK_X + threadIdx.x % BLOCK_X;
     const long long optiml_row0 = ((long long)blockIdx.y * (BLOCK / BLOCK_X) + threadIdx.x / BLOCK_X) * WALK;

@@ -182,7 +182,7 @@ def _window_access(work: list[Node], taps: dict[str, str], extents: dict[str, st
         if node.type != "binary_expression" or text(node.child_by_field_name("operator")) not in ("+", "-"):
             continue
         terms = [(term, _names(term)) for term in _terms(node)]
-        for (tap, tap_names), (at, at_names) in itertools.permutations(terms, 2):
+        for (tap, tap_names), (_, at_names) in itertools.permutations(terms, 2):
             counters, coordinates = tap_names & set(taps), at_names & set(extents)
             if not counters or not coordinates or tap_names & set(extents) or at_names & set(taps) \
                     or not _product(tap):  # a tap's own term: the counter, scaled at most
