@@ -45,7 +45,9 @@ class Tensor:
     name: str
     dtype: str
     shape: list[str]  # each dimension in the size constants, or a number
-    range: list[int] | None = None  # integer tensors: the values get_inputs draws (at L0)
+    range: list[float] | None = None  # the least and greatest values get_inputs drew (at L0)
+    # integer inputs drawn by torch.randint: [low, high) in the size constants
+    bounds: list[str] | None = None
 
 
 @dataclass
@@ -58,6 +60,8 @@ class Problem:
     scalars: list[dict] = field(default_factory=list)  # non-tensor inputs of forward
     init: list[dict] = field(default_factory=list)  # get_init_inputs(), described
     parameters: int = 0
+    weights: list[Tensor] = field(default_factory=list)  # the module's parameters, by their names
+    flops: list[dict] = field(default_factory=list)  # {"sizes", "flops"} where FlopCounterMode ran
     notes: list[str] = field(default_factory=list)
     refused: str | None = None
 
@@ -143,14 +147,20 @@ def read_problem(name: str, source: str, runs: list[dict], answers: dict) -> Pro
     try:
         problem.inputs = _tensors("x", [run for run, _ in ok], [f["inputs"] for _, f in ok], small)
         problem.outputs = _tensors("out", [run for run, _ in ok], [f["outputs"] for _, f in ok], [])
+        weights = [f.get("weights", []) for _, f in ok]
+        problem.weights = _tensors("w", [run for run, _ in ok], weights, [], key="weights",
+                                   names=[w["name"] for w in weights[0]])
     except ValueError as error:
         problem.refused = str(error)
         return problem
     problem.scalars = [v for v in reference["inputs"] if v["kind"] != "tensor"]
+    problem.flops = [{"sizes": run["values"], "flops": found["flops"]}
+                     for run, found in ok if "flops" in found]
     return problem
 
 
-def _tensors(prefix: str, runs: list[dict], seen: list[list[dict]], small) -> list[Tensor]:
+def _tensors(prefix: str, runs: list[dict], seen: list[list[dict]], small, *, key: str = "inputs",
+             names: list[str] | None = None) -> list[Tensor]:
     counts = {len(items) for items in seen}
     if len(counts) != 1:
         raise ValueError(f"the number of {prefix} tensors changes with the sizes")
@@ -172,16 +182,30 @@ def _tensors(prefix: str, runs: list[dict], seen: list[list[dict]], small) -> li
             axis = shape.index(None)
             raise ValueError(f"{prefix}{position}'s dimension {axis} follows no size constant "
                              f"({[i['shape'][axis] for i in items]} at {[r['values'] for r in runs]})")
-        ranges = [f[1]["inputs"][index].get("range") for f in small if f[1]["inputs"][index].get("range")]
+        ranges = [f[1][key][index].get("range") for f in small if f[1][key][index].get("range")]
         value_range = [min(r[0] for r in ranges), max(r[1] for r in ranges)] if ranges else None
-        out.append(Tensor(f"{prefix}{position}" if len(tensors) > 1 or prefix == "x" else prefix, dtype,
-                          shape, value_range))
+        name = (names[index] if names else
+                f"{prefix}{position}" if len(tensors) > 1 or prefix == "x" else prefix)
+        out.append(Tensor(name, dtype, shape, value_range, _bounds(points)))
     return out
 
 
+def _bounds(points: list[tuple[dict, dict]]) -> list[str] | None:
+    """[low, high) of an integer input that torch.randint drew in every run, each fitted to
+    the size constants (`[0, num_classes]`), or None."""
+    if not all(item.get("bounds") for _, item in points):
+        return None
+    fitted = [fit_dimension([(run["values"], item["bounds"][end]) for run, item in points]) for end in (0, 1)]
+    return None if None in fitted else fitted
+
+
 def fit_dimension(points: list[tuple[dict[str, int], int]]) -> str | None:
-    """A dimension as an expression of the constants, consistent at every point."""
+    """A dimension as an expression of the constants, consistent at every point. One that
+    is the same at every point is that number: only constants of at most SMALL could
+    explain it, and they never vary (a kernel size of 3 is not `in_channels`)."""
     names = list(points[0][0])
+    if len({dim for _, dim in points}) == 1:
+        return str(points[0][1])
 
     def holds(expression) -> bool:
         return all(expression(values) == dim for values, dim in points)
@@ -193,18 +217,15 @@ def fit_dimension(points: list[tuple[dict[str, int], int]]) -> str | None:
         if values0[c] and dim0 % values0[c] == 0 and dim0 // values0[c] > 1:
             k = dim0 // values0[c]
             candidates.append((f"{k} * {c}", lambda v, c=c, k=k: k * v[c]))
-        if values0[c] and values0[c] // max(dim0, 1) > 1:
+        if values0[c] and dim0 > 0 and values0[c] // dim0 > 1:
             k = values0[c] // dim0
             candidates.append((f"{c} // {k}", lambda v, c=c, k=k: v[c] // k))
         if abs(dim0 - values0[c]) <= SMALL:
             k = dim0 - values0[c]
             candidates.append((f"{c} {'+' if k >= 0 else '-'} {abs(k)}", lambda v, c=c, k=k: v[c] + k))
-    literal = {dim for _, dim in points}
     fixed = [(c, f) for c, f in candidates if holds(f)]
     if fixed:
         return fixed[0][0]
-    if len(literal) == 1:
-        return str(literal.pop())
     return _affine(points, names)
 
 

@@ -35,12 +35,17 @@ def _alarm(signum, frame):  # noqa: ARG001
     raise RunTimeout(f"ran past {RUN_LIMIT_S} s")
 
 
-def describe(value, torch, on_cpu: bool) -> dict:
+def describe(value, torch, on_cpu: bool, bounds: list | None = None) -> dict:
     if isinstance(value, torch.Tensor):
         dtype = str(value.dtype).removeprefix("torch.")
         found = {"kind": "tensor", "shape": list(value.shape), "dtype": dtype}
         if on_cpu and not value.is_floating_point() and value.numel() and value.dtype != torch.bool:
             found["range"] = [int(value.min()), int(value.max())]
+        if on_cpu and value.is_floating_point() and value.numel() and bool(torch.isfinite(value).all()):
+            found["range"] = [float(value.min()), float(value.max())]
+        bound = next(((low, high) for t, low, high in bounds or () if t is value), None)
+        if bound is not None:
+            found["bounds"] = list(bound)
         return found
     if isinstance(value, bool | int | float):
         return {"kind": type(value).__name__, "value": value}
@@ -55,7 +60,40 @@ def _elements(torch, namespace: dict) -> int:
         v.numel() for v in inputs if isinstance(v, torch.Tensor))
 
 
+def _randint_bounds(args: tuple, kwargs: dict) -> tuple[int, int] | None:
+    """(low, high) of a torch.randint call: randint(high, size) or randint(low, high, size)."""
+    ints = [a for a in args if type(a) is int]
+    low, high = (0, ints[0]) if len(ints) == 1 else tuple(ints[:2]) if len(ints) >= 2 else (0, None)
+    low, high = kwargs.get("low", low), kwargs.get("high", high)
+    return (low, high) if type(low) is int and type(high) is int else None
+
+
+def _watched_inputs(torch, namespace: dict) -> tuple[list, list]:
+    """get_inputs() with torch.randint watched: (its values, [(tensor, low, high)]). A
+    TorchFunctionMode, not a replaced torch.randint: torch's device context finds its
+    factory functions by identity, and a stand-in would escape it (a meta run allocating
+    its inputs for real)."""
+    from torch.overrides import TorchFunctionMode
+
+    class Watch(TorchFunctionMode):
+        def __init__(self):
+            super().__init__()
+            self.seen: list = []
+
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            bound = _randint_bounds(args, kwargs or {}) if func is torch.randint else None
+            if bound is not None:
+                self.seen.append((out, *bound))
+            return out
+
+    with Watch() as watch:
+        return list(namespace["get_inputs"]()), watch.seen
+
+
 def run(torch, source: str, device: str, seed: int) -> dict:
+    from torch.utils.flop_counter import FlopCounterMode
+
     namespace = {"__name__": "kernelbench_problem"}
     torch.manual_seed(seed)
     with torch.device(device):
@@ -67,11 +105,12 @@ def run(torch, source: str, device: str, seed: int) -> dict:
             return {"ok": False, "error": f"{count} elements at these sizes: not a small run"}
         init = list(namespace["get_init_inputs"]())
         model = namespace["Model"](*init)
-        inputs = list(namespace["get_inputs"]())
+        inputs, bounds = _watched_inputs(torch, namespace)
         on_cpu = device == "cpu"
         torch.manual_seed(seed + 1)
         with torch.no_grad():
-            out = model(*inputs)
+            with FlopCounterMode(display=False) as counter:
+                out = model(*inputs)
             again = None
             if on_cpu:
                 torch.manual_seed(seed + 2)
@@ -80,9 +119,11 @@ def run(torch, source: str, device: str, seed: int) -> dict:
     if not all(isinstance(o, torch.Tensor) for o in outputs):
         return {"ok": False, "error": "forward returns something other than tensors"}
     found = {"ok": True, "init": [describe(v, torch, on_cpu) for v in init],
-             "inputs": [describe(v, torch, on_cpu) for v in inputs],
+             "inputs": [describe(v, torch, on_cpu, bounds) for v in inputs],
              "outputs": [describe(o, torch, on_cpu) for o in outputs],
-             "parameters": sum(p.numel() for p in model.parameters())}
+             "parameters": sum(p.numel() for p in model.parameters()),
+             "weights": [{**describe(p, torch, False), "name": name} for name, p in model.named_parameters()],
+             "flops": int(counter.get_total_flops())}
     if on_cpu:
         repeated = list(again) if isinstance(again, tuple | list) else [again]
         found["deterministic"] = all(torch.equal(a, b) for a, b in zip(outputs, repeated, strict=True))
