@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from accounts.models import Membership, Team
+from accounts.models import Invitation, Membership, SignUp, Team
 
 
 class MembershipInline(admin.TabularInline):
@@ -26,3 +26,27 @@ class MembershipAdmin(admin.ModelAdmin):
     list_filter = ["role", "team"]
     search_fields = ["user__username", "team__name"]
     autocomplete_fields = ["user", "team"]
+
+
+@admin.register(Invitation)
+class InvitationAdmin(admin.ModelAdmin):
+    """Read-only: an invitation is made on the teams page (its token is shown only there,
+    once); here an administrator sees who invited whom, and may revoke by deleting."""
+
+    list_display = ["team", "created_by", "created", "expires", "used_by", "used_at", "revoked_at"]
+    list_filter = ["team"]
+    readonly_fields = ["team", "token_hash", "created_by", "expires", "used_by", "used_at", "revoked_at"]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+
+@admin.register(SignUp)
+class SignUpAdmin(admin.ModelAdmin):
+    list_display = ["user", "created", "ip_address", "invited"]
+    list_filter = ["invited"]
+    search_fields = ["user__username", "ip_address"]
+    readonly_fields = ["user", "ip_address", "invited"]
+
+    def has_add_permission(self, request) -> bool:
+        return False

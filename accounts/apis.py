@@ -1,18 +1,21 @@
 """Who am I: the signed-in user and their teams; the team a request may name; and the
-teams page's API (create a team, add members by username, set roles)."""
+teams page's API (create a team, add members by username, set roles, invite by link)."""
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema
+from django.urls import reverse
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from accounts import services
-from accounts.models import Membership, Team
-from accounts.selectors import team_members, team_role, user_team_ids, user_teams
+from accounts import joining, services
+from accounts.models import Invitation, Membership, Team
+from accounts.names import DISPLAY_NAME_PATTERN
+from accounts.selectors import team_invitations, team_members, team_role, user_team_ids, user_teams
+from optiml_web.schema import BAD_REQUEST_SCHEMA
 
 
 class TeamSerializer(serializers.Serializer):
@@ -56,8 +59,17 @@ class TeamRowSerializer(serializers.Serializer):
     members = MemberSerializer(many=True)
 
 
+@extend_schema_field({"type": "string", "pattern": DISPLAY_NAME_PATTERN})
+class TeamNameField(serializers.CharField):
+    """A team's name, documented as the service checks it (services.team_create_by): at
+    most the column's length, not blank, no control or text-direction characters."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(max_length=services.TEAM_NAME_MAX_LENGTH, **kwargs)
+
+
 class TeamCreateSerializer(serializers.Serializer):
-    name = serializers.CharField(max_length=200)
+    name = TeamNameField()
 
 
 class MemberAddSerializer(serializers.Serializer):
@@ -86,6 +98,8 @@ def _team_call(call):
         return call()
     except services.TeamForbidden as error:
         raise PermissionDenied(str(error)) from None
+    except services.MemberNotFound as error:  # no such user, or not in the team: one answer
+        raise NotFound(str(error)) from None
     except services.TeamError as error:
         raise ValidationError({error.field: [str(error)]}) from None
 
@@ -137,8 +151,58 @@ class TeamMemberApi(APIView):
                                                     role=form.validated_data["role"]))
         return Response(_team_row(team, request.user))
 
-    @extend_schema(responses={204: None})
+    @extend_schema(responses={204: None, 400: OpenApiResponse(BAD_REQUEST_SCHEMA, description=(
+        "the team would be left without an admin: make someone else admin first "
+        '({"role": ["..."]})'))})
     def delete(self, request: Request, team_id: int, username: str) -> Response:
         team = _my_team(request, team_id)
         _team_call(lambda: services.member_remove(team=team, actor=request.user, username=username))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+# --- invitations: a team's admins make links that let one person sign up into the team --
+
+class InvitationSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    created_by = serializers.CharField(allow_null=True, help_text="the admin who made it")
+    created = serializers.DateTimeField()
+    expires = serializers.DateTimeField(help_text="after this the link opens nothing")
+
+
+class InvitationCreatedSerializer(InvitationSerializer):
+    url = serializers.URLField(help_text="the link to send: shown this once, never stored (only its hash is)")
+
+
+def _invitation_row(invitation: Invitation) -> dict:
+    return {"id": invitation.pk, "created": invitation.created, "expires": invitation.expires,
+            "created_by": invitation.created_by.get_username() if invitation.created_by else None}
+
+
+class TeamInvitationsApi(APIView):
+    """GET: the team's open invitations (to its members). POST: an admin makes one; whoever
+    opens its link signs up as a member of the team, open sign-up or not. Used once, open
+    for settings.OPTIML_INVITATION_DAYS days."""
+
+    @extend_schema(responses=InvitationSerializer(many=True))
+    def get(self, request: Request, team_id: int) -> Response:
+        team = _my_team(request, team_id)
+        return Response([_invitation_row(i) for i in team_invitations(team=team)])
+
+    @extend_schema(request=None, responses={201: InvitationCreatedSerializer})
+    def post(self, request: Request, team_id: int) -> Response:
+        team = _my_team(request, team_id)
+        invitation, token = _team_call(lambda: joining.invitation_create(team=team, actor=request.user))
+        url = request.build_absolute_uri(reverse("invitation", args=[token]))
+        return Response({**_invitation_row(invitation), "url": url}, status=status.HTTP_201_CREATED)
+
+
+class TeamInvitationApi(APIView):
+    """DELETE: an admin revokes an open invitation; its link then opens nothing."""
+
+    @extend_schema(responses={204: None})
+    def delete(self, request: Request, team_id: int, invitation_id: int) -> Response:
+        team = _my_team(request, team_id)
+        if not _team_call(lambda: joining.invitation_revoke(team=team, actor=request.user,
+                                                            invitation_id=invitation_id)):
+            raise NotFound("no such open invitation")
         return Response(status=status.HTTP_204_NO_CONTENT)

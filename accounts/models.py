@@ -1,10 +1,15 @@
 """Teams: a user belongs to teams; a run shared with a team is visible to its members.
+People join by signing up (open, where the site allows it) or by a team admin's
+invitation.
 
 Users are Django's own (django.contrib.auth); this app only groups them. Writes go
-through accounts.services, reads through accounts.selectors.
+through accounts.services (teams) and accounts.joining (sign-up, invitations), reads
+through accounts.selectors.
 """
 
 from __future__ import annotations
+
+import hashlib
 
 from django.conf import settings
 from django.db import models
@@ -38,3 +43,45 @@ class Membership(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} in {self.team} ({self.role})"
+
+
+class Invitation(models.Model):
+    """A link that lets one person join `team` as a member: by signing up (even where open
+    sign-up is off) or, signed in already, as themselves. Made by one of the team's admins,
+    used once, open until `expires`. Only the token's SHA-256 is stored, as for a run's
+    share link: the raw token is shown once, and a leaked database lets nobody in."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="invitations")
+    token_hash = models.CharField(max_length=64, unique=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                   on_delete=models.SET_NULL, related_name="+")
+    created = models.DateTimeField(auto_now_add=True)
+    expires = models.DateTimeField()
+    used_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                on_delete=models.SET_NULL, related_name="+")
+    used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    @staticmethod
+    def digest(token: str) -> str:
+        return hashlib.sha256(token.encode()).hexdigest()
+
+    def __str__(self) -> str:
+        return f"invitation {self.pk} to {self.team}"
+
+
+class SignUp(models.Model):
+    """A user who made their own account: when, from which address, and whether by an
+    invitation (Invitation.used_by says which) or by open sign-up. The per-address limit
+    on open sign-up counts these rows. Users made in the admin or a shell have none."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="sign_up")
+    ip_address = models.GenericIPAddressField(null=True, blank=True)
+    invited = models.BooleanField(default=False)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["ip_address", "created"], name="sign_up_by_address")]
+
+    def __str__(self) -> str:
+        return f"{self.user} signed up {self.created:%Y-%m-%d}"

@@ -1,4 +1,5 @@
-"""Reads for teams, who a session signs in, and the failed sign-ins counted from an address."""
+"""Reads for teams, who a session signs in, the failed sign-ins counted from an address,
+and joining: open invitations, sign-ups counted from an address."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ from django.conf import settings
 from django.contrib import auth
 from django.contrib.auth.models import AnonymousUser
 from django.db.models import Sum
+from django.utils import timezone
 
-from accounts.models import Membership, Team
+from accounts.models import Invitation, Membership, SignUp, Team
 
 
 def user_teams(*, user) -> list[Team]:
@@ -71,3 +73,27 @@ def sign_in_failures_from(*, ip_address: str | None, since: datetime) -> int:
     after `since`: the same window axes counts a (username, address) pair's failures in."""
     rows = AccessAttempt.objects.filter(ip_address=ip_address, attempt_time__gte=since)
     return rows.aggregate(failures=Sum("failures_since_start"))["failures"] or 0
+
+
+# -- joining: invitations and sign-ups (accounts.joining) ---------------------------------
+
+
+def invitation_open(*, token: str) -> Invitation | None:
+    """The invitation this token opens now: not used, revoked or expired; else None."""
+    if not token:
+        return None
+    return (Invitation.objects.select_related("team")
+            .filter(token_hash=Invitation.digest(token), used_at__isnull=True, revoked_at__isnull=True,
+                    expires__gt=timezone.now()).first())
+
+
+def team_invitations(*, team: Team) -> list[Invitation]:
+    """The team's invitations still open, newest first."""
+    return list(Invitation.objects.select_related("created_by")
+                .filter(team=team, used_at__isnull=True, revoked_at__isnull=True, expires__gt=timezone.now())
+                .order_by("-created", "-pk"))
+
+
+def open_sign_ups_from(*, ip_address: str | None, since: datetime) -> int:
+    """Accounts made by open sign-up (not by invitation) from `ip_address` since `since`."""
+    return SignUp.objects.filter(ip_address=ip_address, invited=False, created__gte=since).count()

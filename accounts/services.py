@@ -3,7 +3,9 @@
 The people who manage a team are its admins: they add members by username, set roles
 and remove members; anyone may leave a team. A team always keeps at least one admin.
 Permission is checked here, so every caller (the API, the page, a command) gets the
-same rules; a refusal is a TeamError naming the field, or TeamForbidden.
+same rules; a refusal is a TeamError naming the field, TeamForbidden, or
+MemberNotFound (a username that is not one of the team's members: whether such a user
+exists at all is not said).
 """
 
 from __future__ import annotations
@@ -12,6 +14,10 @@ from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 
 from accounts.models import Membership, Team
+from accounts.names import display_name_problem
+
+# A team's name, as its column holds it; the API's schema says the same (accounts.apis).
+TEAM_NAME_MAX_LENGTH = Team._meta.get_field("name").max_length
 
 
 class TeamError(ValueError):
@@ -22,6 +28,10 @@ class TeamError(ValueError):
 
 class TeamForbidden(PermissionError):
     """Only the team's admins may do this."""
+
+
+class MemberNotFound(LookupError):
+    """No member of the team has this username: nobody does, or somebody who is not in it."""
 
 
 @transaction.atomic
@@ -39,12 +49,17 @@ def membership_set(*, team: Team, user, role: str = Membership.Role.MEMBER) -> M
 
 
 def team_create_by(*, name: str, user) -> Team:
-    """A team made in the app: its name checked, its creator its first admin."""
-    name = " ".join(str(name or "").split())
+    """A team made in the app: its name checked (accounts.names: no control or
+    text-direction characters; spaces collapsed), its creator its first admin."""
+    name = str(name or "")
+    problem = display_name_problem(name)
+    if problem:
+        raise TeamError(problem, "name")
+    name = " ".join(name.split())
     if not name:
         raise TeamError("give the team a name", "name")
-    if len(name) > 100:
-        raise TeamError("at most 100 characters", "name")
+    if len(name) > TEAM_NAME_MAX_LENGTH:
+        raise TeamError(f"at most {TEAM_NAME_MAX_LENGTH} characters", "name")
     if Team.objects.filter(name__iexact=name).exists():
         raise TeamError(f"a team named {name!r} exists already", "name")
     try:
@@ -104,7 +119,7 @@ def _membership(team: Team, username: str) -> Membership:
     membership = (Membership.objects.select_for_update().select_related("user")
                   .filter(team=team, user__username=username).first())
     if membership is None:
-        raise TeamError(f"{username!r} is not in the team", "username")
+        raise MemberNotFound(f"no member of this team is called {username!r}")
     return membership
 
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import logging
 
-from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig, SuspiciousOperation, TooManyFieldsSent
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views import defaults
 from rest_framework import status
@@ -32,12 +33,19 @@ def api_exception_handler(exc: Exception, context: dict) -> Response:
         return Response({"detail": "the request body is too large"},
                         status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
     if isinstance(exc, SuspiciousOperation):  # Django's "bad request" family
-        return Response({"detail": f"bad request: {exc}"}, status=status.HTTP_400_BAD_REQUEST)
+        return Response({"detail": _bad_request_text(exc)}, status=status.HTTP_400_BAD_REQUEST)
     request = context.get("request")
     where = f"{request.method} {request.path}" if request is not None else "the API"
     # The path is redacted by the logging filter (optiml_web.log_redaction) like any line.
     logger.error("unexpected error answering %s", where, exc_info=exc)
     return Response({"detail": INTERNAL_ERROR}, status=status.HTTP_500_INTERNAL_SERVER_ERROR)
+
+
+def _bad_request_text(exc: SuspiciousOperation) -> str:
+    # In our words: Django's own messages name its settings ("settings.DATA_UPLOAD_MAX_...").
+    if isinstance(exc, TooManyFieldsSent):
+        return f"bad request: more than {settings.DATA_UPLOAD_MAX_NUMBER_FIELDS} parameters"
+    return "bad request: the request is malformed"
 
 
 # -- answers Django gives outside DRF's views (optiml_web.urls handler404/400/500) -------

@@ -10,7 +10,6 @@ Django's DATA_UPLOAD_MAX_MEMORY_SIZE does not cover).
 
 from __future__ import annotations
 
-import io
 import json
 import math
 from typing import Any
@@ -18,7 +17,8 @@ from typing import Any
 from django.conf import settings
 from rest_framework import status
 from rest_framework.exceptions import APIException, ParseError
-from rest_framework.parsers import BaseParser, JSONParser
+from rest_framework.parsers import BaseParser, JSONParser, get_encoding
+from rest_framework.utils.json import strict_constant
 
 from profiling.harness.policy import MAX_SOURCE_BYTES
 
@@ -73,10 +73,21 @@ class LimitedJSONParser(BaseParser):
         body = stream.read(limit + 1)  # a chunked body has no length to trust
         if len(body) > limit:
             raise RequestTooLarge(limit)
+        # Decoded here, not by DRF's JSONParser, whose error would quote Python's codec
+        # ("'utf-8' codec can't decode byte 0xff in position 0: invalid start byte").
+        encoding = get_encoding(parser_context)
         try:
-            data = JSONParser().parse(io.BytesIO(body), media_type, parser_context)
-        except RecursionError:  # json.loads on "[[[[..." ; DRF catches only ValueError
+            text = body.decode(encoding)
+        except UnicodeDecodeError as error:
+            raise ParseError(f"JSON parse error - the body is not {encoding} text "
+                             f"(byte {error.start + 1} is not)") from None
+        del body
+        try:
+            data = json.loads(text, parse_constant=strict_constant if JSONParser.strict else None)
+        except RecursionError:  # json.loads on "[[[[..."
             raise ParseError(f"JSON parse error - nested more than {MAX_JSON_DEPTH} levels") from None
+        except ValueError as error:  # json's own words: "Expecting value: line 1 column 1 (char 0)"
+            raise ParseError(f"JSON parse error - {error}") from None
         problem = unstorable(data)
         if problem:
             raise ParseError(f"JSON parse error - {problem}")

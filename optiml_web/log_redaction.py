@@ -5,6 +5,8 @@ A share link's token opens a run to anyone who has it, so it is stored only as a
 /api/shared/<token>/..., and the live view's websocket ?share=<token>. Request logs
 (daphne's and runserver's, Django's "Not Found: <path>") write those URLs, so this
 filter, on every handler of settings.LOGGING, replaces the token before a line is written.
+A team invitation's token (accounts.models.Invitation: /accounts/invitations/<token>/, and
+?next= to it from the sign-in page) lets someone into a team, and is kept out the same way.
 """
 
 from __future__ import annotations
@@ -22,6 +24,9 @@ _TOKEN_IN_URL = [
     # the same, URL-encoded, as in ?next=%2Fshare%2F<token>%2F
     re.compile(r"(%2Fshared?%2F)[^%&#\s\"'<>]+", re.IGNORECASE),
     re.compile(r"((?:%3F|%26)share%3D)[^%&#\s\"'<>]+", re.IGNORECASE),
+    # /accounts/invitations/<token>/, plain and URL-encoded
+    re.compile(r"(/accounts/invitations/)[^/?#&\s\"'<>]+", re.IGNORECASE),
+    re.compile(r"(%2Faccounts%2Finvitations%2F)[^%&#\s\"'<>]+", re.IGNORECASE),
 ]
 
 

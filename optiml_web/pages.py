@@ -5,14 +5,31 @@ and the share page not even that (its token is checked by /api/shared/<token>/).
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.csrf import ensure_csrf_cookie
 
+from accounts.selectors import user_teams
+from search.selectors import runs_visible_to
+
 
 def home(request: HttpRequest) -> HttpResponse:
+    """The runs list; for a signed-in user who can see no run yet, the first-run page."""
+    if request.user.is_authenticated and not runs_visible_to(user=request.user).exists():
+        return redirect("welcome")
     return redirect("runs")
+
+
+@login_required
+def welcome(request: HttpRequest) -> HttpResponse:
+    """The first-run page: what to do next, after sign-up or with no runs yet. Server-drawn
+    text, no API: it says what this site's settings make true (the evaluator)."""
+    return render(request, "welcome.html", {
+        "page": "welcome", "teams": user_teams(user=request.user),
+        "recorded": settings.OPTIML_EVALUATOR.startswith("recorded:"),
+        "has_runs": runs_visible_to(user=request.user).exists()})
 
 
 @login_required

@@ -4,7 +4,8 @@ drf-spectacular documents what a view returns on success, and what @extend_schem
 The error answers follow from how the API is built, so they are added here by rule,
 once, rather than view by view (where the next view would forget them):
 
-- 400 where there is a request body or a query parameter to get wrong;
+- 400 on every operation: a query parameter it does not document is refused
+  (optiml_web.query_guard), and a body or a documented parameter may be wrong;
 - 401 where a session is required (accounts.authentication: signed out is 401);
 - 403 on writes of signed-in views (Django's CSRF check), and where a view says so;
 - 404 where the path names something (a run, a node, a share token);
@@ -13,6 +14,11 @@ once, rather than view by view (where the next view would forget them):
 
 Error bodies are DRF's: {"detail": "..."}, or for a 400 on input also
 {"field": ["message", ...], ...}.
+
+Request bodies say what the serializers refuse, also by rule: a text field that refuses
+blank text (DRF's CharField unless allow_blank, after trimming the spaces) is at least
+one character long and holds one that is not a space, so that a client, or a fuzzer,
+never sends as valid what the service then refuses.
 """
 
 from __future__ import annotations
@@ -85,11 +91,8 @@ class ApiSchema(AutoSchema):
 
     def _error_codes(self, operation: dict) -> list[str]:
         has_body = "requestBody" in operation
-        has_query = any(p.get("in") == "query" for p in operation.get("parameters", []))
         signed_in = self._needs_sign_in()
-        codes = []
-        if has_body or has_query:
-            codes.append("400")
+        codes = ["400"]  # every operation refuses a query parameter it does not document
         if signed_in:
             codes.append("401")
             if self.method in UNSAFE:
@@ -102,9 +105,27 @@ class ApiSchema(AutoSchema):
             codes.append("429")
         return codes
 
+    def _map_serializer_field(self, field, direction, bypass_extensions=False):
+        schema = super()._map_serializer_field(field, direction, bypass_extensions)
+        if direction == "request" and _refuses_blank(field) and isinstance(schema, dict) \
+                and schema.get("type") == "string":
+            schema.setdefault("minLength", 1)
+            if field.trim_whitespace and not {"pattern", "format", "enum"} & set(schema):
+                schema["pattern"] = NOT_BLANK_PATTERN
+        return schema
+
     def _needs_sign_in(self) -> bool:
         return not all(isinstance(permission, permissions.AllowAny)
                        for permission in self.view.get_permissions())
+
+
+# Holds a character that is not a space: what DRF's CharField takes once it has trimmed
+# the spaces around it (JSON Schema patterns are not anchored).
+NOT_BLANK_PATTERN = r"\S"
+
+
+def _refuses_blank(field) -> bool:
+    return isinstance(field, serializers.CharField) and not field.allow_blank and not field.read_only
 
 
 def _bound_whole_numbers(parameter: dict) -> None:

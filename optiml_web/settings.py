@@ -8,6 +8,8 @@ OPTIML_SECRET_KEY and OPTIML_DEBUG=false.
 from datetime import timedelta
 from pathlib import Path
 
+from django.core.exceptions import ImproperlyConfigured
+
 from optiml_web.env import (
     allowed_hosts,
     celery_broker,
@@ -77,6 +79,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",
+    # An API operation refuses a query parameter its schema does not document (a 400).
+    "optiml_web.query_guard.UndocumentedQueryMiddleware",
     # Last: it turns a sign-in refused for too many failures into the lock-out page.
     "axes.middleware.AxesMiddleware",
 ]
@@ -153,6 +157,17 @@ OPTIML_LOGIN_ADDRESS_FAILURE_LIMIT = env_int("OPTIML_LOGIN_ADDRESS_FAILURE_LIMIT
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 AXES_HTTP_RESPONSE_CODE = 429
+# Sign-up (accounts/joining.py). Open sign-up, where anyone who reaches the site makes an
+# account at /accounts/sign-up/, is on in the embedded default and off in production
+# (OPTIML_DEBUG=false), where people join by a team admin's invitation link: used once,
+# open for OPTIML_INVITATION_DAYS days. One address makes at most
+# OPTIML_SIGN_UP_ADDRESS_LIMIT accounts an hour by open sign-up: a person needs one, a
+# room of colleagues behind one NAT address a few, a script many.
+OPTIML_OPEN_SIGN_UP = env_bool("OPTIML_OPEN_SIGN_UP", DEBUG)
+OPTIML_INVITATION_DAYS = env_int("OPTIML_INVITATION_DAYS", 7)
+if OPTIML_INVITATION_DAYS < 1:
+    raise ImproperlyConfigured(f"OPTIML_INVITATION_DAYS={OPTIML_INVITATION_DAYS}: at least 1 day")
+OPTIML_SIGN_UP_ADDRESS_LIMIT = env_int("OPTIML_SIGN_UP_ADDRESS_LIMIT", 10)
 
 # Request bodies. Django's own limit (forms, the admin) at its default, 2.5 MiB, which
 # also bounds the API's JSON (optiml_web.limits.LimitedJSONParser): a kernel at the gate's

@@ -3,7 +3,16 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from accounts.apis import MeApi, TeamDetailApi, TeamListApi, TeamMemberApi, TeamMembersApi
+from accounts import views as accounts_views
+from accounts.apis import (
+    MeApi,
+    TeamDetailApi,
+    TeamInvitationApi,
+    TeamInvitationsApi,
+    TeamListApi,
+    TeamMemberApi,
+    TeamMembersApi,
+)
 from lineage import urls as lineage_urls
 from optiml_web import pages, params
 from profiling.apis import DeclaredTaskDetailApi, DeclaredTaskListApi, TaskListApi
@@ -21,6 +30,9 @@ api_urlpatterns = [
     path("teams/<id:team_id>/", TeamDetailApi.as_view(), name="api-team"),
     path("teams/<id:team_id>/members/", TeamMembersApi.as_view(), name="api-team-members"),
     path("teams/<id:team_id>/members/<username:username>/", TeamMemberApi.as_view(), name="api-team-member"),
+    path("teams/<id:team_id>/invitations/", TeamInvitationsApi.as_view(), name="api-team-invitations"),
+    path("teams/<id:team_id>/invitations/<id:invitation_id>/", TeamInvitationApi.as_view(),
+         name="api-team-invitation"),
     path("tasks/", TaskListApi.as_view(), name="api-tasks"),
     path("tasks/declared/", DeclaredTaskListApi.as_view(), name="api-declared-tasks"),
     path("tasks/declared/<task:name>/", DeclaredTaskDetailApi.as_view(), name="api-declared-task"),
@@ -37,8 +49,11 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     # Signing in and out (POST), and a signed-in user changing their own password; no
     # password reset: with no mail set up, Django's reset views would only fail. Sign-in is
-    # throttled (django-axes and accounts/backends.py, settings.AXES_*).
-    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    # throttled (django-axes and accounts/backends.py, settings.AXES_*). Signing up: open
+    # where settings.OPTIML_OPEN_SIGN_UP says so, else by a team admin's invitation link.
+    path("accounts/login/", accounts_views.SignInView.as_view(), name="login"),
+    path("accounts/sign-up/", accounts_views.SignUpView.as_view(), name="sign-up"),
+    path("accounts/invitations/<token:token>/", accounts_views.InvitationView.as_view(), name="invitation"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("accounts/password/",
          auth_views.PasswordChangeView.as_view(template_name="registration/password_change.html"),
@@ -49,6 +64,7 @@ urlpatterns = [
     path("api/", include(api_urlpatterns)),
     # The browser pages (optiml_web/pages.py); the front end draws them from the API.
     path("", pages.home, name="home"),
+    path("welcome/", pages.welcome, name="welcome"),
     path("runs/", pages.runs, name="runs"),
     path("runs/new/", pages.new_run, name="new-run"),
     path("runs/compare/", pages.compare_runs, name="compare-page"),

@@ -156,6 +156,10 @@ class RecordedEvaluator:
     `sleep_s` makes every `evaluate` take that long first, as the gate does on a GPU
     (`recorded:<file>?sleep=<seconds>`): the crash test kills a worker in the middle of
     one (tests/web/test_crash_safety.py). The verdict is the recorded one all the same.
+
+    Its errors name the recording by its file name, never its path on this server: they
+    become messages of a run's nodes and of the run, which its team and a share link's
+    viewers read.
     """
 
     source = "recorded"
@@ -172,7 +176,7 @@ class RecordedEvaluator:
             verdict = item["verdict"]
             if (verdict.get("task"), verdict.get("candidate_hash")) != key:
                 raise EvaluatorError(
-                    f"{self.path}: recorded[{index}] holds a verdict for another task or "
+                    f"{self.path.name}: recorded[{index}] holds a verdict for another task or "
                     "candidate than its 'task' and 'candidate_hash' say",
                     permanent=True,
                 )
@@ -192,7 +196,7 @@ class RecordedEvaluator:
             only = " (only the screen's verdict is recorded)" if key in self._screened else ""
             raise EvaluatorError(
                 f"no recorded verdict for candidate {content_hash[:12]} on task {task_name!r} "
-                f"in {self.path}{only}; recordings exist only for kernels measured on {self._gpu}",
+                f"in {self.path.name}{only}; recordings exist only for kernels measured on {self._gpu}",
                 permanent=True,
             )
         return _verdict(recorded), self.source
@@ -207,16 +211,17 @@ def _verdict(recorded: dict[str, Any]) -> Verdict:
 
 
 def _load_recordings(path: Path) -> dict[str, Any]:
+    name = path.name  # not the path: see RecordedEvaluator
     try:
         data = json.loads(path.read_text())
     except OSError as error:
-        raise EvaluatorError(f"cannot read recordings {path}: {error.strerror}", permanent=True) from None
+        raise EvaluatorError(f"cannot read recordings {name}: {error.strerror}", permanent=True) from None
     except json.JSONDecodeError as error:
-        raise EvaluatorError(f"recordings {path} are not JSON: {error}", permanent=True) from None
+        raise EvaluatorError(f"recordings {name} are not JSON: {error}", permanent=True) from None
     if not isinstance(data, dict) or not isinstance(data.get("gpu"), str) or not data["gpu"]:
-        raise EvaluatorError(f"recordings {path} must name their 'gpu'", permanent=True)
+        raise EvaluatorError(f"recordings {name} must name their 'gpu'", permanent=True)
     if not isinstance(data.get("recorded"), list | dict):
-        raise EvaluatorError(f"recordings {path} must hold a 'recorded' list (or the search "
+        raise EvaluatorError(f"recordings {name} must hold a 'recorded' list (or the search "
                              "engine's object of hash: measurement)", permanent=True)
     return data
 
@@ -226,7 +231,7 @@ def _recorded_items(path: Path, data: dict[str, Any]) -> list[dict[str, Any]]:
     recorded = data["recorded"]
     if isinstance(recorded, dict):  # the search engine's: one task, hash -> measurement
         if not isinstance(data.get("task"), str):
-            raise EvaluatorError(f"recordings {path} must name their 'task'", permanent=True)
+            raise EvaluatorError(f"recordings {path.name} must name their 'task'", permanent=True)
         recorded = [{"task": data["task"], "candidate_hash": digest,
                      "verdict": (item or {}).get("verdict") if isinstance(item, dict) else None}
                     for digest, item in recorded.items()]
@@ -234,7 +239,7 @@ def _recorded_items(path: Path, data: dict[str, Any]) -> list[dict[str, Any]]:
         if not isinstance(item, dict) or not {"task", "candidate_hash", "verdict"} <= set(item) \
                 or not isinstance(item["verdict"], dict):
             raise EvaluatorError(
-                f"{path}: recorded[{index}] needs 'task', 'candidate_hash' and 'verdict'",
+                f"{path.name}: recorded[{index}] needs 'task', 'candidate_hash' and 'verdict'",
                 permanent=True,
             )
     return recorded

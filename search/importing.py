@@ -28,8 +28,9 @@ from optiml_web.limits import (
     plan_error,
     source_error,
 )
+from profiling.harness.candidate import CandidateError
 from search.engine.judges import RuleJudge
-from search.engine.search import Search
+from search.engine.search import STATE_VERSION, Search
 from search.engine.tree import Tree
 
 FORMAT = "optiml-trajectory"
@@ -118,17 +119,31 @@ def _part(data: dict, key: str, kind: type) -> Any:
     return data[key]
 
 
+# What a state the engine cannot load is, when Python's own words are all there is to say
+# ("Measurement.__init__() missing 1 required positional argument", "'int' object is not
+# subscriptable"): those name the engine's classes, not the file's parts, so they stay out.
+NOT_A_STATE = ("not a search state this version of OptiML Studio reads: a part of it is missing "
+               "or of the wrong kind (export the run again)")
+
+
 def _search(state: dict, task: str) -> Search:
+    if state.get("version") != STATE_VERSION:
+        raise TrajectoryError("state", f"search state version {_shown(state.get('version'))}; "
+                              f"this version of OptiML Studio reads version {STATE_VERSION}")
     try:
         search = Search.from_dict(state, RuleJudge())
-    except KeyError as error:
-        raise TrajectoryError("state", f"not a search state: it lacks {error}") from None
-    except (TypeError, ValueError, AttributeError, ArithmeticError) as error:
-        raise TrajectoryError("state", f"not a search state: {error}") from None
+    except CandidateError as error:  # a node's kernel or plan: the harness says which field
+        raise TrajectoryError("state.tree", f"a node's kernel: {error}") from None
+    except KeyError as error:  # a key the file lacks, named as the file spells it
+        missing = _shown(error.args[0]) if error.args else "a part"
+        raise TrajectoryError("state", f"not a search state: it lacks {missing}") from None
+    except (TypeError, ValueError, AttributeError, ArithmeticError, LookupError):
+        raise TrajectoryError("state", NOT_A_STATE) from None
     if search.task != task:
-        raise TrajectoryError("state.task", f"the state is of task {search.task!r}, the run of {task!r}")
+        raise TrajectoryError("state.task",
+                              f"the state is of task {_shown(search.task)}, the run of {task!r}")
     tree = search.tree
-    if tree.root_id not in tree.nodes or tree.root.parent is not None:
+    if type(tree.root_id) is not int or tree.root_id not in tree.nodes or tree.root.parent is not None:
         raise TrajectoryError("state.tree", "the tree has no root")
     for node in tree.nodes.values():
         _check_numbers(node)

@@ -128,14 +128,13 @@ def run_why(*, run: Run) -> list[dict]:
 
 
 def run_queue(*, run: Run) -> dict:
-    """Progress, and how many runs are ahead of this one on the GPU queue (runs still
-    running that were made earlier: each holds the GPU worker until it is done)."""
+    """Progress, its pace, and where its evaluations are in the GPU queue (run_pace).
+
+    What it says of other people's work is one number, `queued_ahead`: how many of their
+    evaluations wait in the queue before this run's. Never which runs they are, how many,
+    or which GPU workers serve anyone: a share link's anonymous viewer reads this too."""
     pending = RunNode.objects.filter(run=run, state="pending").count()
-    ahead = 0
-    if run.status == Run.Status.RUNNING:
-        ahead = Run.objects.filter(status=Run.Status.RUNNING, pk__lt=run.pk, imported=False).count()
-    return {"pending": pending, "evaluated": run.evaluated, "budget": run.budget, "ahead": ahead,
-            **run_pace(run=run)}
+    return {"pending": pending, "evaluated": run.evaluated, "budget": run.budget, **run_pace(run=run)}
 
 
 PACE_WINDOW_S = 600
@@ -167,9 +166,10 @@ def run_pace(*, run: Run, now=None) -> dict:
 
 def _gpu_queue(run: Run) -> dict:
     """Where the run's issued evaluations are: `queued`, waiting in the GPU queue (issued,
-    no worker has taken them), with `queued_ahead` evaluations of running runs issued
-    before its first waiting one (the queue is first in, first out); and `workers`, the
-    GPU workers measuring one of them now (RunNode.worker, kept by services.node_evaluate)."""
+    no worker has taken them), with `queued_ahead` evaluations of other running runs
+    issued before its first waiting one (the queue is first in, first out); and
+    `measuring`, how many of them a GPU worker measures now. Counts only: which worker
+    measures (RunNode.worker) is for the operator, not for the run's viewers."""
     issued = RunNode.objects.filter(state="pending", result__isnull=True, issued_at__isnull=False)
     waiting = issued.filter(run=run, started_at__isnull=True)
     first = waiting.order_by("issued_at").values_list("issued_at", flat=True).first()
@@ -177,9 +177,8 @@ def _gpu_queue(run: Run) -> dict:
     if first is not None and run.status == Run.Status.RUNNING:
         ahead = (issued.filter(started_at__isnull=True, issued_at__lt=first, run__status=Run.Status.RUNNING)
                  .exclude(run=run).count())
-    workers = sorted(set(issued.filter(run=run, started_at__isnull=False).exclude(worker="")
-                         .values_list("worker", flat=True)))
-    return {"queued": waiting.count(), "queued_ahead": ahead, "workers": workers}
+    measuring = issued.filter(run=run, started_at__isnull=False).count()
+    return {"queued": waiting.count(), "queued_ahead": ahead, "measuring": measuring}
 
 
 def run_trajectory(*, run: Run) -> dict:

@@ -53,19 +53,21 @@ class RunSerializer(serializers.ModelSerializer):
 
 
 class QueueSerializer(serializers.Serializer):
+    """Counts only: other people's work is `queued_ahead`, never their runs or the GPU
+    workers (selectors.run_queue). A share link's anonymous viewer reads this too."""
+
     pending = serializers.IntegerField(help_text="nodes asked for and not yet measured")
     evaluated = serializers.IntegerField()
     budget = serializers.IntegerField()
-    ahead = serializers.IntegerField(help_text="running runs queued on the GPU before this one")
     per_minute = serializers.FloatField(allow_null=True, help_text="candidates finished per minute, "
                                         "over the last ten minutes; null when it cannot be told")
     minutes_left = serializers.FloatField(allow_null=True, help_text="minutes the budget needs at that pace")
     under_way = serializers.IntegerField(help_text="evaluations issued to the GPU queue, not yet measured")
     queued = serializers.IntegerField(help_text="of those, how many wait for a GPU worker")
-    queued_ahead = serializers.IntegerField(help_text="evaluations of running runs issued before this "
-                                            "run's first waiting one, and not yet taken by a worker")
-    workers = serializers.ListField(child=serializers.CharField(),
-                                    help_text="the GPU workers measuring this run's evaluations now")
+    queued_ahead = serializers.IntegerField(help_text="evaluations of other running runs issued before "
+                                            "this run's first waiting one, and not yet taken by a worker")
+    measuring = serializers.IntegerField(help_text="of this run's evaluations, how many a GPU worker "
+                                         "measures now")
 
 
 class GenerationAttemptSerializer(serializers.Serializer):

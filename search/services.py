@@ -422,8 +422,8 @@ def node_evaluate(*, run_id: int, node_id: int, best_full_ms: float | None,
     Returns what happened: "stored", "known" (a result or the node's measurement was there
     already: a repeated message), "idle" (the run is not running: a resume hands the node
     out again), "held" (another worker holds this kernel's full gate: look again later).
-    `worker` (Celery's hostname) is kept on the row while it measures: the run's page
-    shows which GPU workers serve it (selectors.run_pace)."""
+    `worker` (Celery's hostname) is kept on the row while it measures, for the operator;
+    the run's viewers see only how many are being measured (selectors.run_pace)."""
     from search.tasks import drive_run_enqueue
 
     row = (RunNode.objects.select_related("run__task", "candidate")

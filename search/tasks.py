@@ -9,6 +9,7 @@ from celery import shared_task
 from django.conf import settings
 from django.db import transaction
 
+from profiling.evaluators import EvaluatorError
 from search import services, writing_jobs
 from search.models import Run
 
@@ -29,9 +30,20 @@ def drive_run(run_id: int, token: int) -> str | None:
     except Exception as error:
         # A failure is a state people see on the run, not only a traceback in a log.
         logger.exception("driving run %s failed", run_id)
-        services.run_fail(run_id=run_id, message=f"{type(error).__name__}: {error}")
+        services.run_fail(run_id=run_id, message=failure_for_users("a step of the run", error))
         return Run.Status.FAILED
     return run.status if run is not None else None
+
+
+def failure_for_users(doing: str, error: Exception) -> str:
+    """A run's message when `doing` broke with `error`. The run's team and a share link's
+    viewers read it. An evaluator's error is written for them (profiling.evaluators: it
+    names a recording by its file name, never a path on this server); any other error's
+    text is the operator's, as Python or a library wrote it (a path, a setting, the code),
+    so the run says only its kind, and the log, which has the traceback, the rest."""
+    if isinstance(error, EvaluatorError):
+        return f"{doing} failed: {error}"
+    return f"{doing} failed: an unexpected {type(error).__name__} (the server's log has the details)"
 
 
 # How long an evaluation whose kernel another worker is measuring (for another run, say)
@@ -49,7 +61,7 @@ def evaluate_node(self, run_id: int, node_id: int, best_full_ms: float | None) -
                                          worker=self.request.hostname or "")
     except Exception as error:
         logger.exception("evaluating node %s of run %s failed", node_id, run_id)
-        services.run_fail(run_id=run_id, message=f"{type(error).__name__}: {error}")
+        services.run_fail(run_id=run_id, message=failure_for_users(f"evaluating node {node_id}", error))
         return "failed"
     if outcome == "held":
         raise self.retry(countdown=HELD_RETRY_S)
@@ -64,7 +76,7 @@ def compile_node(run_id: int, node_id: int, best_full_ms: float | None) -> str:
         return services.node_compile(run_id=run_id, node_id=node_id, best_full_ms=best_full_ms)
     except Exception as error:
         logger.exception("compiling node %s of run %s failed", node_id, run_id)
-        services.run_fail(run_id=run_id, message=f"{type(error).__name__}: {error}")
+        services.run_fail(run_id=run_id, message=failure_for_users(f"compiling node {node_id}", error))
         return "failed"
 
 

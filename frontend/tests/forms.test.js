@@ -118,8 +118,8 @@ describe("writtenSummary", () => {
 describe("progressLine", () => {
   const p = { evaluated: 90, budget: 100, pending: 2, nodes: 140 };
   it("counts against the budget while running, and says complete once ended", () => {
-    expect(progressLine(p, { status: "running", waiting: 3, ahead: 1 }))
-      .toBe("90 / 100 evaluated · 2 pending · 140 nodes · 3 waiting for their parent · 1 run(s) ahead on the GPU");
+    expect(progressLine(p, { status: "running", waiting: 3 }))
+      .toBe("90 / 100 evaluated · 2 pending · 140 nodes · 3 waiting for their parent");
     expect(progressLine(p, { status: "finished" })).toBe("90 evaluated · complete · 140 nodes");
     expect(progressLine(p, { status: "finished", imported: true })).toBe("90 evaluated · complete (imported) · 140 nodes");
     expect(progressLine(p, { status: "stopped", waiting: 3 })).toBe("90 evaluated · stopped · 140 nodes");
@@ -128,12 +128,12 @@ describe("progressLine", () => {
     expect(progressLine(p, { status: "running", perMinute: 0.1, minutesLeft: 100 })).toMatch(/about 1\.7 h left$/);
   });
 
-  it("names the GPU workers measuring the run, and what waits in the GPU queue behind whom", () => {
-    expect(progressLine(p, { status: "running", underWay: 3, workers: ["gpu0@h1", "gpu1@h1"], queued: 1, queuedAhead: 5 }))
-      .toBe("90 / 100 evaluated · 2 pending · 140 nodes · 3 under way on GPU workers (gpu0@h1, gpu1@h1)"
+  it("counts what GPU workers measure and what waits in the GPU queue, naming no worker or other run", () => {
+    expect(progressLine(p, { status: "running", underWay: 3, measuring: 2, queued: 1, queuedAhead: 5 }))
+      .toBe("90 / 100 evaluated · 2 pending · 140 nodes · 3 under way on GPU workers (2 being measured)"
         + " · 1 waiting for a GPU worker, 5 evaluation(s) of other runs ahead in the queue");
     expect(progressLine(p, { status: "running", underWay: 1, queued: 1 }))
       .toBe("90 / 100 evaluated · 2 pending · 140 nodes · 1 under way on GPU workers · 1 waiting for a GPU worker");
-    expect(progressLine(p, { status: "finished", workers: ["gpu0@h1"], queued: 2 })).toBe("90 evaluated · complete · 140 nodes");
+    expect(progressLine(p, { status: "finished", measuring: 1, queued: 2 })).toBe("90 evaluated · complete · 140 nodes");
   });
 });

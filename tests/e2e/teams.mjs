@@ -1,7 +1,9 @@
 // The browser half of test_explorer.py's teams test: a person (E2E_USER) makes a team on
 // /teams/, adds a colleague (E2E_MEMBER) by username, is refused an unknown name with a
 // message, makes the colleague an admin; the colleague, signed in apart, sees the team
-// with their new role. Prints "RESULT <json>"; exits non-zero on the first failure.
+// with their new role. Then an invitation link: a newcomer (E2E_NEWCOMER) opens it, signs
+// up and lands on the first-run page. Prints "RESULT <json>"; exits non-zero on the
+// first failure.
 import { join } from "node:path";
 import { env, launch, signIn, WAIT_MS } from "./browser.mjs";
 
@@ -41,6 +43,26 @@ try {
   await member.locator('section.team[data-team="attention kernels"]').waitFor({ timeout: WAIT_MS });
   result.member_badge = await member.locator('section.team[data-team="attention kernels"] .badge').textContent();
   await member.screenshot({ path: join(env("SHOTS_DIR"), "teams-member.png"), fullPage: true });
+
+  console.log("invite a newcomer by link; they sign up and land on the first-run page");
+  await panel.locator("button.invite").click();
+  const link = await panel.locator("input.invitation-url").inputValue({ timeout: WAIT_MS });
+  await panel.locator("table.invitations tbody tr").first().waitFor({ timeout: WAIT_MS });
+  result.open_invitations = await panel.locator("table.invitations tbody tr").count();
+  await owner.screenshot({ path: join(env("SHOTS_DIR"), "teams-invitation.png"), fullPage: true });
+  const newcomer = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
+  newcomer.on("pageerror", (error) => result.page_errors.push(error.message));
+  await newcomer.goto(link);
+  result.invitation_heading = await newcomer.locator("main h1").textContent();
+  await newcomer.screenshot({ path: join(env("SHOTS_DIR"), "invitation.png"), fullPage: true });
+  await newcomer.fill("input[name=username]", env("E2E_NEWCOMER"));
+  await newcomer.fill("input[name=password1]", env("E2E_NEWCOMER_PASSWORD"));
+  await newcomer.fill("input[name=password2]", env("E2E_NEWCOMER_PASSWORD"));
+  await Promise.all([newcomer.waitForURL(/\/welcome\/$/, { timeout: WAIT_MS }), newcomer.click("main form button[type=submit]")]);
+  result.welcome = await newcomer.locator("main").innerText();
+  await newcomer.screenshot({ path: join(env("SHOTS_DIR"), "welcome.png"), fullPage: true });
+  await newcomer.goto(link);
+  result.reused_heading = await newcomer.locator("main h1").textContent();
   console.log(`RESULT ${JSON.stringify(result)}`);
 } finally {
   await browser.close();

@@ -516,7 +516,8 @@ TEAMS_SCRIPT = Path(__file__).with_name("teams.mjs")
 def test_a_person_makes_a_team_and_a_colleague_sees_their_role(server, app_env):
     _manage(app_env, "shell", "-c", f"from django.contrib.auth.models import User\n"
                                     f"User.objects.create_user('{MEMBER}', password='{MEMBER_PASSWORD}')")
-    result = _browse(TEAMS_SCRIPT, *server, E2E_MEMBER=MEMBER, E2E_MEMBER_PASSWORD=MEMBER_PASSWORD)
+    result = _browse(TEAMS_SCRIPT, *server, E2E_MEMBER=MEMBER, E2E_MEMBER_PASSWORD=MEMBER_PASSWORD,
+                     E2E_NEWCOMER="grace", E2E_NEWCOMER_PASSWORD="compiler-1952")
 
     assert "in no team yet" in result["empty"]
     assert "no user is called 'nobody-here'" in result["refusal"]
@@ -526,8 +527,13 @@ def test_a_person_makes_a_team_and_a_colleague_sees_their_role(server, app_env):
         "from accounts.models import Membership\n"
         "members = Membership.objects.filter(team__name='attention kernels')\n"
         "print(sorted((m.user.username, m.role) for m in members))"))
-    assert stored.splitlines()[-1] == f"[('ada', 'admin'), ('{MEMBER}', 'admin')]"
-    for name in ("teams", "teams-member"):
+    assert stored.splitlines()[-1] == f"[('ada', 'admin'), ('{MEMBER}', 'admin'), ('grace', 'member')]"
+    # The invitation: one open link, the newcomer signed up by it onto the first-run page,
+    # and the link opens nothing a second time.
+    assert result["open_invitations"] == 1 and result["invitation_heading"] == "Join attention kernels"
+    assert "Welcome, grace" in result["welcome"] and "You are in attention kernels." in result["welcome"]
+    assert result["reused_heading"] == "This invitation cannot be used"
+    for name in ("teams", "teams-member", "teams-invitation", "invitation", "welcome"):
         assert (SHOTS / f"{name}.png").stat().st_size > 10_000, name
 
 

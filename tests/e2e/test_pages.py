@@ -51,6 +51,14 @@ def test_a_share_link_opens_without_signing_in(client):
     assert 'data-page="share"' in html and 'data-share-token="abc_DEF-123"' in html
 
 
-def test_the_home_page_is_the_runs_list(signed_in):
+def test_the_home_page_is_the_first_run_page_until_there_is_a_run_then_the_runs_list(signed_in):
+    from profiling.harness import tasks
+    from search import services
+
+    response = signed_in.get("/")
+    assert response.status_code == 302 and response["Location"] == "/welcome/"
+    relu = tasks.get("relu")
+    services.run_create(task_name="relu", source=relu.naive_source, plan=relu.naive_plan, budget=1,
+                        user=User.objects.get(username="grace"))
     response = signed_in.get("/")
     assert response.status_code == 302 and response["Location"] == "/runs/"

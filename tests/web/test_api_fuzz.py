@@ -77,6 +77,7 @@ def world(db, people, relu_run, api, task_dir, monkeypatch, settings, tmp_path):
     from search.models import WritingJob
 
     job = WritingJob.objects.create(task="relu", intent="relu, clamped at zero", created_by=alice)
+    invitation = api(people["dana"]).post(f"/api/teams/{people['team'].pk}/invitations/").json()
     client = Client()
     client.force_login(alice)
     csrf = _get_new_csrf_string()
@@ -84,7 +85,7 @@ def world(db, people, relu_run, api, task_dir, monkeypatch, settings, tmp_path):
         "ids": {"run_id": run.pk, "node_id": 0, "share_id": share["id"], "token": share["token"],
                 "name": declared.json()["name"], "card_id": "vec4-v1",
                 "lineage_id": store_recorded_lineage("relu").pk, "team_id": people["team"].pk,
-                "username": "bob", "job_id": job.pk},
+                "username": "bob", "job_id": job.pk, "invitation_id": invitation["id"]},
         "query_ids": {"a": run.pk, "b": run.pk},
         # As a browser sends them: the session and CSRF cookies, and the token as a header.
         "cookies": {"sessionid": client.cookies["sessionid"].value, "csrftoken": csrf},

@@ -15,7 +15,8 @@ PATHS = [
     "/api/runs/{run_id}/resume/", "/api/runs/{run_id}/stop/", "/api/runs/{run_id}/events/",
     "/api/runs/{run_id}/shares/", "/api/runs/{run_id}/shares/{share_id}/",
     "/api/runs/{run_id}/export/", "/api/shared/{token}/", "/api/shared/{token}/nodes/{node_id}/",
-    "/api/shared/{token}/events/",
+    "/api/shared/{token}/events/", "/api/teams/{team_id}/invitations/",
+    "/api/teams/{team_id}/invitations/{invitation_id}/",
 ]
 
 

@@ -28,6 +28,7 @@ from django.urls import URLResolver, get_resolver
 from rest_framework.test import APIClient
 
 from accounts import services as accounts
+from accounts.models import Invitation, Membership
 from lineage.models import SkillCard, SkillCardVersion, SkillComment, SkillReview
 from profiling.harness import tasks as task_registry
 from profiling.models import DeclaredTask, Evaluation
@@ -61,6 +62,8 @@ PUBLIC = expect(200)
 WRONG_PASSWORD = {"username": "alice", "password": "nope"}
 WRONG_OLD_PASSWORD = {"old_password": "nope", "new_password1": "new-secret-42",
                       "new_password2": "new-secret-42"}
+# Sent as JSON, which a form view does not read: an empty form, answered with its errors.
+MISTYPED_SIGN_UP = {"username": "newton", "password1": "new-secret-42", "password2": "new-secret-43"}
 
 
 @dataclass
@@ -93,6 +96,8 @@ class World:
     export: dict
     lineage_id: int
     writing_job: int  # alice's
+    invitation: str  # the path of dana's open invitation to the team (its token in it)
+    invitation_id: int
     users: dict[str, Any] = field(default_factory=dict)
     # marker -> the roles that may see it; a marker is text only that thing contains
     markers: dict[str, list[str]] = field(default_factory=dict)
@@ -100,6 +105,7 @@ class World:
 
 @pytest.fixture
 def world(people, relu_run, api, task_dir, settings, tmp_path) -> World:
+    settings.OPTIML_OPEN_SIGN_UP = True  # the embedded default; off, its page is a 404 to all
     erin = get_user_model().objects.create_user("erin", password="erin-secret-1")
     other_team = accounts.team_create(name="others", admin=erin)
     alice, team = people["alice"], people["team"]
@@ -141,16 +147,18 @@ def world(people, relu_run, api, task_dir, settings, tmp_path) -> World:
              "no_team": people["carol"]}
     # A kernel alice had written from an intent: hers alone, whatever team she is in.
     job = WritingJob.objects.create(task="relu", intent="MARK-WRITING-JOB intent", created_by=alice)
+    invitation = api(people["dana"]).post(f"/api/teams/{team.pk}/invitations/").json()
+    invitation_path = invitation["url"].removeprefix("http://testserver")
     return World(
         team_run=team_run, private_run=private_run, token=team_share["token"],
         private_token=private_share["token"], team_share=team_share["id"], private_share=private_share["id"],
         team_task=names["mark-team-task"], private_task=names["mark-private-task"], team_id=team.pk,
         other_team_id=other_team.pk, export=export, users=users, lineage_id=store_recorded_lineage("relu").pk,
-        writing_job=job.pk,
+        writing_job=job.pk, invitation=invitation_path, invitation_id=invitation["id"],
         # The team run's link opens it (and only it) to whoever holds the link.
         markers={"MARK-TEAM-RUN": [*TEAM, "share_holder"], "MARK-PRIVATE-RUN": ["owner"],
                  names["mark-team-task"]: TEAM, names["mark-private-task"]: ["owner"], "MARK-TEAM-CARD": TEAM,
-                 "MARK-WRITING-JOB": ["owner"],
+                 "MARK-WRITING-JOB": ["owner"], invitation_path.split("/")[-2]: [],
                  team_share["token"]: [], private_share["token"]: []})
 
 
@@ -203,6 +211,22 @@ def matrix(world: World, api) -> dict[str, dict[str, list[Probe]]]:
             "PUT": [Probe("PUT", "/accounts/password/", PAGE, body=WRONG_OLD_PASSWORD)],
         },
         "accounts/password/done/": {"GET": [Probe("GET", "/accounts/password/done/", PAGE)]},
+        # Signing up (open here): a visitor gets the form (again, with its errors); anyone
+        # signed in is sent on to the first-run page.
+        "accounts/sign-up/": {
+            "GET": [Probe("GET", "/accounts/sign-up/", expect(302, anonymous=200, share_holder=200))],
+            "POST": [Probe("POST", "/accounts/sign-up/", expect(302, anonymous=200, share_holder=200),
+                           body=MISTYPED_SIGN_UP)]},
+        # An invitation: its link opens the sign-up form to a visitor and a "join" button to
+        # anyone signed in (who joins on POST, or is in the team already); a guess opens nothing.
+        "accounts/invitations/<token:token>/": {
+            "GET": [Probe("GET", world.invitation, PUBLIC),
+                    Probe("GET", "/accounts/invitations/a-guessed-token/", expect(404))],
+            "POST": [Probe("POST", world.invitation, expect(302, anonymous=200, share_holder=200),
+                           body=MISTYPED_SIGN_UP),
+                     Probe("POST", "/accounts/invitations/a-guessed-token/", expect(404),
+                           body=MISTYPED_SIGN_UP)]},
+        "welcome/": {"GET": [Probe("GET", "/welcome/", PAGE)]},
         "api/me/": {"GET": [Probe("GET", "/api/me/", ANY_SIGNED_IN)]},
         # Teams: any signed-in user makes one; its members see it; its admins manage it
         # (dana is the team's admin; alice and bob are members); anyone else gets a 404.
@@ -221,6 +245,15 @@ def matrix(world: World, api) -> dict[str, dict[str, list[Probe]]]:
             "DELETE": [Probe("DELETE", f"/api/teams/{world.team_id}/members/bob/",  # bob may leave
                              expect(404, owner=403, member=204, admin=204, anonymous=401,
                                     share_holder=401))]},
+        # A team's invitations: its members see the open ones (never a token); its admins
+        # make and revoke them.
+        "api/teams/<id:team_id>/invitations/": {
+            "GET": [Probe("GET", f"/api/teams/{world.team_id}/invitations/", READ_TEAM_RUN)],
+            "POST": [Probe("POST", f"/api/teams/{world.team_id}/invitations/",
+                           expect(404, owner=403, member=403, admin=201, anonymous=401, share_holder=401))]},
+        "api/teams/<id:team_id>/invitations/<id:invitation_id>/": {"DELETE": [
+            Probe("DELETE", f"/api/teams/{world.team_id}/invitations/{world.invitation_id}/",
+                  expect(404, owner=403, member=403, admin=204, anonymous=401, share_holder=401))]},
         "teams/": {"GET": [Probe("GET", "/teams/", PAGE)]},
         "runs/compare/": {"GET": [Probe("GET", "/runs/compare/", PAGE)]},
         "api/runs/compare/": {"GET": [
@@ -412,7 +445,10 @@ def _state() -> tuple:
             list(DeclaredTask.objects.order_by("pk").values_list("pk", "name")),
             RunNode.objects.count(), list(SkillCard.objects.order_by("pk").values_list("pk", "status")),
             SkillReview.objects.count(), SkillComment.objects.count(), SkillCardVersion.objects.count(),
-            list(WritingJob.objects.order_by("pk").values_list("pk", "status")))
+            list(WritingJob.objects.order_by("pk").values_list("pk", "status")),
+            get_user_model().objects.count(),
+            list(Membership.objects.order_by("pk").values_list("pk", "role")),
+            list(Invitation.objects.order_by("pk").values_list("pk", "used_at", "revoked_at")))
 
 
 def _body_text(response) -> str:

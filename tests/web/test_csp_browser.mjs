@@ -42,6 +42,8 @@ try {
   await page.goto(`${BASE}/share/${TOKEN}/`);
   await page.locator("#app[data-ready=true]").waitFor({ timeout: WAIT_MS });
   await collect("share page");
+  await page.goto(`${BASE}/welcome/`);
+  await collect("first-run page");
   await page.goto(`${BASE}/api/docs/`);
   await page.locator(".swagger-ui .opblock").first().waitFor({ timeout: WAIT_MS });
   result.swagger_operations = await page.locator(".swagger-ui .opblock").count();

@@ -93,7 +93,7 @@ def test_every_page_works_in_chromium_with_no_policy_violation(served):
     result = json.loads(finished.stdout.split("RESULT ", 1)[1])
 
     assert result["violations"] == [] and result["page_errors"] == []
-    assert len(result["visited"]) == 6
+    assert len(result["visited"]) == 7
     assert result["delta_bar_widths"] and any(width > 0 for width in result["delta_bar_widths"])
     assert result["highlighted_tokens"] > 0  # the inspector's highlighted source (innerHTML) drew
     assert result["swagger_operations"] >= 20  # Swagger UI ran: its bundle and settings script

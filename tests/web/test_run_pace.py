@@ -38,7 +38,7 @@ def test_the_pace_comes_from_the_finish_times_of_the_runs_evaluations(relu_run, 
 def test_a_finished_run_or_one_with_nothing_recent_has_no_pace(relu_run):
     run = relu_run(2)
     assert selectors.run_pace(run=run) == {"per_minute": None, "minutes_left": None, "under_way": 0,
-                                           "queued": 0, "queued_ahead": 0, "workers": []}
+                                           "queued": 0, "queued_ahead": 0, "measuring": 0}
     Run.objects.filter(pk=run.pk).update(status=Run.Status.RUNNING)
     run.refresh_from_db()
     later = timezone.now() + datetime.timedelta(hours=1)

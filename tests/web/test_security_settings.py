@@ -36,7 +36,7 @@ def pages(client, people, relu_run, api):
     return [(client, "/accounts/login/"), (signed_in, "/runs/"), (signed_in, "/runs/new/"),
             (signed_in, f"/runs/{run.pk}/"), (client, f"/share/{token}/"), (signed_in, "/api/docs/"),
             (signed_in, f"/api/runs/{run.pk}/"), (client, "/api/runs/"), (client, "/admin/login/"),
-            (client, "/no/such/page/")]
+            (client, "/no/such/page/"), (client, "/accounts/sign-up/"), (signed_in, "/welcome/")]
 
 
 def test_every_page_and_answer_carries_the_content_security_policy_and_friends(pages):

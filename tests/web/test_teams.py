@@ -28,7 +28,7 @@ def test_a_person_makes_a_team_adds_a_colleague_and_makes_them_admin(api, people
 
 @pytest.mark.parametrize(("body", "field", "words"), [
     ({"name": ""}, "name", "blank"), ({"name": "   "}, "name", "blank"),
-    ({"name": "KERNELS"}, "name", "exists already"), ({"name": "x" * 201}, "name", "200"),
+    ({"name": "KERNELS"}, "name", "exists already"), ({"name": "x" * 101}, "name", "100"),
 ])
 def test_bad_team_names_are_refused_on_the_name(api, people, body, field, words):
     response = api(people["carol"]).post("/api/teams/", body, format="json")

@@ -93,23 +93,23 @@ export function statusLabel(run) {
  * owner), and an imported run is a complete record.
  * @param {{evaluated: number, budget: number|null, pending: number, nodes: number}} p
  * `queued` of the evaluations under way wait in the GPU queue behind `queuedAhead` of
- * other runs'; `workers` are the GPU workers measuring the others.
- * @param {{status?: string, imported?: boolean, waiting?: number, ahead?: number|null,
+ * other runs' (a count: the API names neither other runs nor GPU workers); `measuring`
+ * of them a GPU worker measures now.
+ * @param {{status?: string, imported?: boolean, waiting?: number,
  *   perMinute?: number|null, minutesLeft?: number|null, underWay?: number, queued?: number,
- *   queuedAhead?: number, workers?: string[]}} run
+ *   queuedAhead?: number, measuring?: number}} run
  */
-export function progressLine(p, { status, imported = false, waiting = 0, ahead = null, perMinute = null,
-  minutesLeft = null, underWay = 0, queued = 0, queuedAhead = 0, workers = [] }) {
+export function progressLine(p, { status, imported = false, waiting = 0, perMinute = null,
+  minutesLeft = null, underWay = 0, queued = 0, queuedAhead = 0, measuring = 0 }) {
   const ended = status === "finished" || status === "stopped" || status === "failed";
   const counted = ended
     ? `${p.evaluated} evaluated · ${imported ? "complete (imported)" : status === "finished" ? "complete" : status}`
     : `${p.evaluated} / ${p.budget ?? "?"} evaluated · ${p.pending} pending`;
   return `${counted} · ${p.nodes} nodes` + (!ended && waiting ? ` · ${waiting} waiting for their parent` : "")
-    + (!ended && ahead ? ` · ${ahead} run(s) ahead on the GPU` : "")
     + (!ended && perMinute ? ` · ${Number(perMinute.toPrecision(3))} candidates/min` : "")
     + (!ended && minutesLeft != null && perMinute ? ` · about ${minutesText(minutesLeft)} left` : "")
     + (!ended && underWay ? ` · ${underWay} under way on GPU workers` : "")
-    + (!ended && workers.length ? ` (${workers.join(", ")})` : "")
+    + (!ended && underWay && measuring ? ` (${measuring} being measured)` : "")
     + (!ended && queued ? ` · ${queued} waiting for a GPU worker`
       + (queuedAhead ? `, ${queuedAhead} evaluation(s) of other runs ahead in the queue` : "") : "");
 }

@@ -217,16 +217,15 @@ export async function mountSession(root, source) {
 
   function renderProgress(waiting) {
     const p = progress(state);
-    const ahead = state.run.status === "running" ? state.run.queue?.ahead : null;
-    if (!changedSince(el.progress, JSON.stringify([p.budget, p.evaluated, p.pending, p.nodes, waiting, ahead,
+    if (!changedSince(el.progress, JSON.stringify([p.budget, p.evaluated, p.pending, p.nodes, waiting,
       state.run.status, state.run.queue]))) return;
     fill(el.progress,
       h("progress", { max: p.budget ?? 1, value: p.evaluated, "aria-label": "evaluations" }),
       h("span", { class: "progress-text", "data-evaluated": p.evaluated },
-        progressLine(p, { status: state.run.status, imported: Boolean(state.run.imported), waiting, ahead,
+        progressLine(p, { status: state.run.status, imported: Boolean(state.run.imported), waiting,
           perMinute: state.run.queue?.per_minute ?? null, minutesLeft: state.run.queue?.minutes_left ?? null,
           underWay: state.run.queue?.under_way ?? 0, queued: state.run.queue?.queued ?? 0,
-          queuedAhead: state.run.queue?.queued_ahead ?? 0, workers: state.run.queue?.workers ?? [] })));
+          queuedAhead: state.run.queue?.queued_ahead ?? 0, measuring: state.run.queue?.measuring ?? 0 })));
   }
 
   function renderWhy() {

@@ -1,6 +1,7 @@
-// The teams page (/teams/): make a team, add colleagues by username, set their roles,
-// remove them or leave. The API decides who may (a team's admins manage it; anyone may
-// leave; a team keeps an admin), and its refusals are shown next to the field.
+// The teams page (/teams/): make a team, add colleagues by username or invite them by a
+// link, set their roles, remove them or leave. The API decides who may (a team's admins
+// manage it; anyone may leave; a team keeps an admin), and its refusals are shown next to
+// the field.
 import { api, ApiError } from "../api.js";
 import { fieldErrors } from "../transforms/forms.js";
 import { fill, h, table } from "./dom.js";
@@ -68,7 +69,40 @@ function teamPanel(team, me, errors, reload) {
         await api(base, { method: "POST", body: { username: username.value, role: /** @type {HTMLSelectElement} */ (role).value } });
         await reload();
       });
-    } }, h("label", null, "Add by username ", username), role, h("button", { type: "submit" }, "Add")) : null);
+    } }, h("label", null, "Add by username ", username), role, h("button", { type: "submit" }, "Add")) : null,
+    admin ? invitations(team, errors) : null);
+}
+
+/**
+ * An admin's invitation links: make one (its link is shown this once: only its hash is
+ * stored), see the open ones, revoke one. Whoever opens a link signs up as a member.
+ * @param {any} team
+ * @param {HTMLElement} errors
+ */
+function invitations(team, errors) {
+  const base = `/api/teams/${team.id}/invitations/`;
+  const made = h("div", { class: "invitation-made", "aria-live": "polite" });
+  const open = h("div", { class: "invitations-open" });
+  const load = async () => {
+    const rows = await api(base);
+    fill(open, rows.length ? table(["open invitation", "expires", ""], rows.map((/** @type {any} */ i) => [
+      `made by ${i.created_by ?? "a former member"}, ${new Date(i.created).toLocaleString()}`,
+      new Date(i.expires).toLocaleString(),
+      h("button", { type: "button", class: "danger", "data-revoke": i.id, onclick: () => attempt(errors, async () => {
+        await api(`${base}${i.id}/`, { method: "DELETE" });
+        await load();
+      }) }, "Revoke")]), { class: "invitations" }) : null);
+  };
+  const invite = h("button", { type: "button", class: "invite", onclick: () => attempt(errors, async () => {
+    const invitation = await api(base, { method: "POST" });
+    fill(made, h("label", null, "Send this link to one person (shown only now): ",
+      h("input", { class: "invitation-url", readonly: true, value: invitation.url, size: 60 })),
+    h("p", { class: "muted" }, `It works once, until ${new Date(invitation.expires).toLocaleString()}: `
+      + "whoever opens it makes an account and joins the team as a member."));
+    await load();
+  }) }, "Make an invitation link");
+  load().catch((error) => fill(open, h("p", { class: "error" }, String(error.message ?? error))));
+  return h("div", { class: "team-invite" }, invite, made, open);
 }
 
 /**

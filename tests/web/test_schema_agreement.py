@@ -1,0 +1,118 @@
+"""The schema says what the service enforces (issue 34, part 10): an operation refuses a
+query parameter it does not document, with a 400 naming it; every 400 an operation can
+give is documented (removing a team member included); and the limits of a request's
+fields are the service's, so that what the schema allows the service takes and what it
+refuses the service refuses (a team's name: its length, blank, control characters)."""
+
+from __future__ import annotations
+
+import jsonschema
+import pytest
+
+from accounts.models import Team
+from search.models import Run
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(scope="module")
+def schema() -> dict:
+    from drf_spectacular.generators import SchemaGenerator
+
+    return SchemaGenerator().get_schema(request=None, public=True)
+
+
+def _operations(schema: dict) -> dict[tuple[str, str], dict]:
+    return {(method.upper(), path): operation for path, operations in schema["paths"].items()
+            for method, operation in operations.items()}
+
+
+# -- query parameters -------------------------------------------------------------------------
+
+
+def test_a_query_parameter_an_operation_does_not_document_is_a_400_naming_it(api, people, relu_run):
+    run = relu_run(budget=3, user=people["alice"])
+    alice = api(people["alice"])
+    link = alice.post(f"/api/runs/{run.pk}/shares/").json()
+
+    for client, path, unknown in [
+        (alice, "/api/runs/?stauts=running", "stauts"),  # a misspelt filter once listed every run
+        (alice, "/api/runs/?status=running&sort=name", "sort"),
+        (alice, "/api/me/?verbose=1", "verbose"),  # an operation with no query parameters at all
+        (alice, f"/api/runs/{run.pk}/events/?after=0&limit=5", "limit"),
+        (api(), f"/api/shared/{link['token']}/events/?after=0&since=1", "since"),  # signed out
+    ]:
+        response = client.get(path)
+        assert response.status_code == 400, path
+        assert list(response.json()) == [unknown] and "not a query parameter" in response.json()[unknown][0]
+
+
+def test_documented_query_parameters_still_work_and_a_refused_write_writes_nothing(api, people, relu_run):
+    run = relu_run(budget=3, user=people["alice"], team=people["team"])
+    alice = api(people["alice"])
+    exported = alice.get(f"/api/runs/{run.pk}/export/").json()
+
+    assert alice.get("/api/runs/?status=finished&mine=1").status_code == 200
+    assert alice.get(f"/api/runs/{run.pk}/events/?after=2").status_code == 200
+    assert alice.get("/api/docs/?script=").status_code == 200  # not an operation: the docs page's own
+
+    before = Run.objects.count()
+    refused = alice.post(f"/api/runs/import/?team={people['team'].pk}&tema=1", exported, format="json")
+    assert refused.status_code == 400 and list(refused.json()) == ["tema"]
+    assert Run.objects.count() == before
+
+
+def test_every_operation_documents_a_400(schema):
+    for (method, path), operation in _operations(schema).items():
+        assert "400" in operation["responses"], (method, path)
+
+
+# -- removing a team member --------------------------------------------------------------------
+
+
+def test_removing_a_member_documents_its_400_and_answers_it(api, people, schema):
+    documented = _operations(schema)[("DELETE", "/api/teams/{team_id}/members/{username}/")]["responses"]
+    assert "admin" in documented["400"]["description"]
+
+    left_alone = api(people["dana"]).delete(f"/api/teams/{people['team'].pk}/members/dana/")
+
+    assert left_alone.status_code == 400 and list(left_alone.json()) == ["role"]
+
+
+# -- a field's limits are the service's --------------------------------------------------------
+
+
+def _name_schema(schema: dict) -> dict:
+    return schema["components"]["schemas"]["TeamCreate"]["properties"]["name"]
+
+
+def test_a_team_names_length_in_the_schema_is_the_services(schema):
+    assert _name_schema(schema)["maxLength"] == Team._meta.get_field("name").max_length == 100
+
+
+@pytest.mark.parametrize("name", [
+    "", "   ", "x" * 100, "x" * 101, " gpu  kernels ", "attention kernels", "a\u202eb", "a\tb", "équipe",
+])
+def test_the_schema_and_the_service_agree_on_a_team_name(api, people, schema, name):
+    try:
+        jsonschema.validate(name, _name_schema(schema))
+        allowed = True
+    except jsonschema.ValidationError:
+        allowed = False
+
+    response = api(people["carol"]).post("/api/teams/", {"name": name}, format="json")
+
+    assert (response.status_code == 201) is allowed, (name, response.json())
+
+
+@pytest.mark.parametrize(("component", "field"), [
+    ("MemberAdd", "username"), ("KernelWrite", "intent"), ("SkillCommentCreate", "text"),
+    ("RunCreate", "task"), ("DeclaredTaskCreate", "name"),
+])
+def test_text_the_service_refuses_when_blank_is_refused_by_the_schema(schema, component, field):
+    property_ = schema["components"]["schemas"][component]["properties"][field]
+
+    for blank in ("", "  ", "\n"):
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(blank, property_)
+    jsonschema.validate("relu", property_)
