@@ -1,0 +1,117 @@
+"""A first kernel without an LLM (issue 32, part 2): a PyTorch module traced with
+torch.fx (in a sandboxed child) and lowered, where it is a chain of pointwise operations,
+to a plain kernel of a thread per element. The lowered kernels compute the modules'
+outputs on the CPU emulator within the task's tolerance rule; what is not such a chain
+says why."""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass, field
+
+import pytest
+from cuda_on_cpu import CpuKernels, inputs_for, mismatch
+
+from profiling.harness.candidate import Candidate
+from search.engine import forms
+from search.generation.lowering import FirstKernel, NoKernel, lower
+
+needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="the CPU emulator needs g++")
+
+
+@dataclass
+class Described:  # the fields of torchtask.task.TorchTask that lowering reads
+    name: str = "act"
+    inputs: list = field(default_factory=lambda: [{"name": "x0", "dtype": "float32", "shape": ["b", "d"]}])
+    outputs: list = field(default_factory=lambda: [{"name": "out", "dtype": "float32", "shape": ["b", "d"]}])
+    weights: list = field(default_factory=list)
+    sizes: dict = field(default_factory=lambda: {"b": 64, "d": 96})
+    l0_sizes: list = field(default_factory=lambda: [{"b": 3, "d": 5}])
+
+
+def graph(*calls: dict) -> list[dict]:
+    nodes = [{"name": "x", "op": "placeholder", "target": "x", "args": [], "kwargs": {}, "shape": [3, 5],
+              "attributes": {}}]
+    for index, call in enumerate(calls):
+        nodes.append({"name": f"n{index}", "shape": [3, 5], "kwargs": {}, "attributes": {}, **call})
+    nodes.append({"name": "output", "op": "output", "target": "output",
+                  "args": [{"node": nodes[-1]["name"]}], "kwargs": {}, "shape": None, "attributes": {}})
+    return nodes
+
+
+def test_a_module_chain_becomes_one_thread_per_element_with_torchs_definitions():
+    found = lower(graph({"op": "call_module", "target": "LeakyReLU", "args": [{"node": "x"}],
+                         "attributes": {"negative_slope": 0.2, "inplace": False}},
+                        {"op": "call_function", "target": "gelu", "args": [{"node": "n0"}],
+                         "kwargs": {"approximate": "tanh"}},
+                        {"op": "call_function", "target": "mul", "args": [{"node": "n1"}, 2]}), Described())
+    assert isinstance(found, FirstKernel), found
+    assert "(v_x0) * 0.2f" in found.source and "tanhf(0.7978845608028654f" in found.source
+    assert "out[i] = t3;" in found.source and "(t2 * 2.0f)" in found.source
+    assert found.plan["launches"][0]["args"] == ["x0", "out", "b * d"]
+    form = forms.lift(found.source, found.plan)  # the plain kernel lifts as the map it is
+    assert isinstance(form, forms.Form) and form.family == forms.MAP and form.direct
+
+
+@pytest.mark.parametrize(("calls", "described", "cause"), [
+    ([{"op": "call_function", "target": "matmul", "args": [{"node": "x"}, {"node": "x"}]}], Described(),
+     "the operation matmul"),
+    ([{"op": "call_function", "target": "relu", "args": [{"node": "x"}]}],
+     Described(weights=[{"name": "fc_weight"}]), "parameters"),
+    ([{"op": "call_function", "target": "sum", "args": [{"node": "x"}], "shape": [3]}],
+     Described(outputs=[{"name": "out", "dtype": "float32", "shape": ["b"]}]), "another shape"),
+    ([{"op": "call_module", "target": "Linear", "args": [{"node": "x"}]}], Described(), "the module Linear"),
+    ([{"op": "call_function", "target": "clamp", "args": [{"node": "x"}, {"node": "x"}]}], Described(),
+     "a tensor where a number goes"),
+])
+def test_what_is_no_pointwise_chain_has_no_kernel_and_says_why(calls, described, cause):
+    found = lower(graph(*calls), described)
+    assert isinstance(found, NoKernel) and cause in found.reason, found
+
+
+# --- modules, traced in the sandboxed child and run on the CPU emulator --------------------------
+
+torch = pytest.importorskip("torch")
+HEADER = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n"
+MODULES = {
+    "chain": "torch.sigmoid(x) * 2.0 - x",
+    "activations": "F.hardtanh(F.elu(x, alpha=0.5), -0.5, 0.75) + F.softplus(x, beta=2.0) / (1.0 + x * x)",
+    "gelu_mish": "F.gelu(x) - F.mish(x) + torch.clamp(x, min=-0.25).pow(2)",
+}
+
+
+@needs_gxx
+def test_traced_modules_lower_to_kernels_that_compute_them(tmp_path):
+    from profiling.harness.torchtask.build import build_tasks
+    from profiling.harness.torchtask.task import to_task
+    from search.generation.from_module import first_kernel
+
+    paths = []
+    for name, forward in MODULES.items():
+        path = tmp_path / f"{name}.py"
+        path.write_text(f"{HEADER}class Model(nn.Module):\n    def __init__(self):\n"
+                        "        super().__init__()\n\n"
+                        f"    def forward(self, x):\n        return {forward}\n\nbatch = 64\ndim = 96\n\n"
+                        "def get_inputs():\n    return [torch.randn(batch, dim)]\n\n"
+                        "def get_init_inputs():\n    return []\n")
+        paths.append(path)
+    for path, described in zip(paths, build_tasks(paths), strict=True):
+        found = first_kernel(described, tmp_path / f"trace-{path.stem}")
+        assert isinstance(found, FirstKernel), (path.stem, found)
+        task = to_task(described)
+        candidate = Candidate.from_dict({**found.plan, "source": found.source})
+        kernels = CpuKernels(candidate, tmp_path / path.stem)
+        for sizes in task.l0_sizes:
+            inputs = inputs_for(task, sizes)
+            assert mismatch(task, sizes, inputs, kernels.run(task, sizes, inputs)) is None, (path.stem, sizes)
+
+
+def test_a_module_that_does_not_trace_says_so(tmp_path):
+    from profiling.harness.torchtask.trace import read_graph
+
+    source = (f"{HEADER}class Model(nn.Module):\n    def forward(self, x):\n"
+              "        return x if x.sum() > 0 else -x\n\n"
+              "def get_inputs():\n    return [torch.randn(4, 4)]\n\n"
+              "def get_init_inputs():\n    return []\n")
+    found = read_graph(source, tmp_path)
+    assert not found["ok"] and "TraceError" in found["error"], found
