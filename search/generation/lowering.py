@@ -11,6 +11,8 @@ family form and says why not otherwise:
   and on numbers (activations, arithmetic, clamps) becomes one kernel of a thread per
   element, each operation the C expression of torch's definition (`gelu`: the erf form,
   or the tanh form when `approximate='tanh'`), in float.
+- **matrix product** (lower_products.py): one product of forward's two tensors, maybe
+  transposed, maybe banded after (`triu`, `tril`), a thread per output.
 
 The kernel is written as a newcomer would (the search's skills and rewrites make it
 fast) and, like every candidate, only the gate says it is right. Pure: no torch here.
@@ -21,6 +23,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from typing import Any
+
+from .lower_products import NotProduct, lower_product
 
 BLOCK = 256
 
@@ -125,7 +129,13 @@ def lower(nodes: list[dict], task) -> FirstKernel | NoKernel:
     try:
         return _elementwise(nodes, task)
     except _Unsupported as error:
-        return NoKernel(f"not an elementwise chain: {error} (other families are not lowered yet)")
+        pointwise = str(error)
+    try:
+        source, plan, what = lower_product(nodes, task, _kernel_name(task.name))
+    except NotProduct as error:
+        return NoKernel(f"not an elementwise chain: {pointwise}; not a matrix product: {error} "
+                        "(other families are not lowered yet)")
+    return FirstKernel(source, plan, "batched_contraction", (f"lowered from torch.fx: {what}",))
 
 
 def _elementwise(nodes: list[dict], task) -> FirstKernel:

@@ -8,8 +8,9 @@ the shuffles (__shfl_down_sync, __shfl_xor_sync, __shfl_sync) exchange values th
 per-warp slot array between two barriers, atomicAdd takes a mutex, and __shared__
 becomes `static`, which the block's threads share (blocks never overlap in time).
 float2/float4 with make_float*, the fast intrinsics (__expf, __logf, __fdividef,
-rsqrtf, ...) as their precise libm counterparts, and __ldg are provided; 1-D blocks,
-1-, 2- or 3-D grids. Only what the kernels under test use is provided; anything else fails to compile,
+rsqrtf, ...) as their precise libm counterparts, and __ldg are provided; 1-D blocks
+(2-D ones for kernels without warp functions), 1-, 2- or 3-D grids. Only what the
+kernels under test use is provided; anything else fails to compile,
 loudly.
 """
 
@@ -116,10 +117,11 @@ template <typename T> T atomicAdd(T* address, T value) {
     return old;
 }
 
-void emu_launch(unsigned grid, unsigned grid_y, unsigned grid_z, unsigned block,
+void emu_launch(unsigned grid, unsigned grid_y, unsigned grid_z, unsigned block_x, unsigned block_y,
                 const std::function<void()>& kernel) {
     gridDim = {grid, grid_y, grid_z};
-    blockDim = {block, 1, 1};
+    blockDim = {block_x, block_y, 1};
+    const unsigned block = block_x * block_y;  // threads; warp functions assume block_y == 1
     const unsigned warps = (block + 31) / 32;
     emu::warp_slots.assign(warps * 32, 0);
     for (unsigned b = 0; b < grid * grid_y * grid_z; ++b) {
@@ -132,7 +134,7 @@ void emu_launch(unsigned grid, unsigned grid_y, unsigned grid_z, unsigned block,
         for (unsigned t = 0; t < block; ++t) {
             threads.emplace_back([&, t] {
                 blockIdx = {b % grid, b / grid % grid_y, b / (grid * grid_y)};
-                threadIdx = {t, 0, 0};
+                threadIdx = {t % block_x, t / block_x, 0};
                 kernel();
                 emu::warp_barriers[t / 32]->arrive_and_drop();
                 emu::block_barrier->arrive_and_drop();
@@ -162,8 +164,9 @@ def _launchers(source: str) -> str:
         args = ", ".join(f"{'' if p.pointer is not None else '*'}({p.base_type}*)args[{p.position}]"
                          for p in kernel.params)
         parts.append(f'extern "C" void launch_{kernel.name}(unsigned grid, unsigned grid_y, unsigned grid_z, '
-                     f"unsigned block, void** args) {{\n"
-                     f"    emu_launch(grid, grid_y, grid_z, block, [=] {{ {kernel.name}({args}); }});\n}}\n")
+                     f"unsigned block, unsigned block_y, void** args) {{\n"
+                     f"    emu_launch(grid, grid_y, grid_z, block, block_y,\n"
+                     f"               [=] {{ {kernel.name}({args}); }});\n}}\n")
     return "\n".join(parts)
 
 
@@ -203,9 +206,10 @@ class CpuKernels:
             grid_y = expr.evaluate_int(launch.grid[1], names) if len(launch.grid) > 1 else 1
             grid_z = expr.evaluate_int(launch.grid[2], names) if len(launch.grid) > 2 else 1
             block = expr.evaluate_int(launch.block[0], names)
+            block_y = expr.evaluate_int(launch.block[1], names) if len(launch.block) > 1 else 1
             launcher = getattr(self.library, f"launch_{launch.kernel}")
             launcher(ctypes.c_uint(grid), ctypes.c_uint(grid_y), ctypes.c_uint(grid_z), ctypes.c_uint(block),
-                     pointers)
+                     ctypes.c_uint(block_y), pointers)
         return {spec.name: buffers[spec.name] for spec in task.outputs}
 
     @staticmethod

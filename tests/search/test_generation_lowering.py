@@ -115,3 +115,41 @@ def test_a_module_that_does_not_trace_says_so(tmp_path):
               "def get_init_inputs():\n    return []\n")
     found = read_graph(source, tmp_path)
     assert not found["ok"] and "TraceError" in found["error"], found
+
+
+PRODUCTS = {  # forward, inputs, sizes: as KernelBench's matrix problems are written
+    "plain": ("torch.matmul(A, B)", "[torch.randn(M, K), torch.randn(K, N)]"),
+    "transposed_both": ("torch.matmul(A.T, B.T)", "[torch.randn(K, M), torch.randn(N, K)]"),
+    "transposed_b": ("torch.matmul(A, B.t())", "[torch.randn(M, K), torch.randn(N, K)]"),
+    "batched": ("torch.bmm(A, B)", "[torch.randn(Q, M, K), torch.randn(Q, K, N)]"),
+    "tensor_matrix": ("torch.matmul(A, B)", "[torch.randn(Q, M, K), torch.randn(K, N)]"),
+    "upper": ("torch.triu(torch.matmul(A, B))", "[torch.randn(M, M), torch.randn(M, M)]"),
+}
+
+
+@needs_gxx
+def test_matrix_products_lower_to_a_thread_per_output_that_computes_them(tmp_path):
+    from profiling.harness.torchtask.build import build_tasks
+    from profiling.harness.torchtask.task import to_task
+    from search.generation.from_module import first_kernel
+
+    paths = []
+    for name, (forward, inputs) in PRODUCTS.items():
+        path = tmp_path / f"{name}.py"
+        path.write_text(f"{HEADER}class Model(nn.Module):\n    def __init__(self):\n"
+                        "        super().__init__()\n\n"
+                        f"    def forward(self, A, B):\n        return {forward}\n\n"
+                        "Q = 20\nM = 40\nK = 36\nN = 28\n\n"
+                        f"def get_inputs():\n    return {inputs}\n\ndef get_init_inputs():\n    return []\n")
+        paths.append(path)
+    for path, described in zip(paths, build_tasks(paths), strict=True):
+        found = first_kernel(described, tmp_path / f"trace-{path.stem}")
+        assert isinstance(found, FirstKernel) and found.family == "batched_contraction", (path.stem, found)
+        lifted = forms.lift(found.source, found.plan)
+        assert isinstance(lifted, forms.Form) and lifted.family == forms.CONTRACTION, (path.stem, lifted)
+        task = to_task(described)
+        candidate = Candidate.from_dict({**found.plan, "source": found.source})
+        kernels = CpuKernels(candidate, tmp_path / path.stem)
+        for sizes in task.l0_sizes[:2]:
+            inputs = inputs_for(task, sizes)
+            assert mismatch(task, sizes, inputs, kernels.run(task, sizes, inputs)) is None, (path.stem, sizes)
