@@ -13,6 +13,9 @@ family form and says why not otherwise:
   or the tanh form when `approximate='tanh'`), in float.
 - **matrix product** (lower_products.py): one product of forward's two tensors, maybe
   transposed, maybe banded after (`triu`, `tril`), a thread per output.
+- **reductions along one dimension** (lower_reductions.py): sums, means, extrema, their
+  indices, norms, softmax and log-softmax over one dimension, pointwise operations
+  before and after, a thread per row.
 
 The kernel is written as a newcomer would (the search's skills and rewrites make it
 fast) and, like every candidate, only the gate says it is right. Pure: no torch here.
@@ -25,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .lower_products import NotProduct, lower_product
+from .lower_reductions import NotReduction, lower_reduction
 
 BLOCK = 256
 
@@ -132,10 +136,15 @@ def lower(nodes: list[dict], task) -> FirstKernel | NoKernel:
         pointwise = str(error)
     try:
         source, plan, what = lower_product(nodes, task, _kernel_name(task.name))
+        return FirstKernel(source, plan, "batched_contraction", (f"lowered from torch.fx: {what}",))
     except NotProduct as error:
-        return NoKernel(f"not an elementwise chain: {pointwise}; not a matrix product: {error} "
-                        "(other families are not lowered yet)")
-    return FirstKernel(source, plan, "batched_contraction", (f"lowered from torch.fx: {what}",))
+        product = str(error)
+    try:
+        source, plan, what = lower_reduction(nodes, task, _kernel_name(task.name), _expression)
+        return FirstKernel(source, plan, "row_map_reduce", (f"lowered from torch.fx: {what}",))
+    except (NotReduction, _Unsupported) as error:
+        return NoKernel(f"not an elementwise chain: {pointwise}; not a matrix product: {product}; "
+                        f"not reductions along one dimension: {error} (other families are not lowered yet)")
 
 
 def _elementwise(nodes: list[dict], task) -> FirstKernel:

@@ -153,3 +153,44 @@ def test_matrix_products_lower_to_a_thread_per_output_that_computes_them(tmp_pat
         for sizes in task.l0_sizes[:2]:
             inputs = inputs_for(task, sizes)
             assert mismatch(task, sizes, inputs, kernels.run(task, sizes, inputs)) is None, (path.stem, sizes)
+
+
+REDUCTIONS = {  # forward, as KernelBench's reductions and norms are written
+    "sum_keepdim": "torch.sum(x, dim=1, keepdim=True)",
+    "mean_last": "torch.mean(x, dim=-1)",
+    "max_values": "torch.max(x, dim=1)[0]",
+    "argmin": "torch.argmin(x, dim=1)",
+    "softmax": "torch.softmax(x, dim=2)",
+    "log_softmax": "torch.log_softmax(x, dim=1)",
+    "l1": "x / torch.mean(torch.abs(x), dim=1, keepdim=True)",
+    "l2": "x / torch.norm(x, p=2, dim=2, keepdim=True)",
+    "rms": "x / torch.sqrt(torch.mean(x ** 2, dim=1, keepdim=True) + 1e-5)",
+}
+
+
+@needs_gxx
+def test_reductions_along_a_dimension_lower_to_a_thread_per_row_that_computes_them(tmp_path):
+    from profiling.harness.torchtask.build import build_tasks
+    from profiling.harness.torchtask.task import to_task
+    from search.generation.from_module import first_kernel
+
+    paths = []
+    for name, forward in REDUCTIONS.items():
+        path = tmp_path / f"{name}.py"
+        path.write_text(f"{HEADER}class Model(nn.Module):\n    def __init__(self):\n"
+                        "        super().__init__()\n\n"
+                        f"    def forward(self, x):\n        return {forward}\n\nB = 20\nD = 40\nE = 36\n\n"
+                        "def get_inputs():\n    return [torch.randn(B, D, E)]\n\ndef get_init_inputs():\n"
+                        "    return []\n")
+        paths.append(path)
+    for path, described in zip(paths, build_tasks(paths), strict=True):
+        found = first_kernel(described, tmp_path / f"trace-{path.stem}")
+        assert isinstance(found, FirstKernel) and found.family == "row_map_reduce", (path.stem, found)
+        lifted = forms.lift(found.source, found.plan)
+        assert isinstance(lifted, forms.Form) and lifted.family == forms.ROWS, (path.stem, lifted)
+        task = to_task(described)
+        candidate = Candidate.from_dict({**found.plan, "source": found.source})
+        kernels = CpuKernels(candidate, tmp_path / path.stem)
+        for sizes in task.l0_sizes[:2]:
+            inputs = inputs_for(task, sizes)
+            assert mismatch(task, sizes, inputs, kernels.run(task, sizes, inputs)) is None, (path.stem, sizes)
