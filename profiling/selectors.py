@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from django.db.models import Q, QuerySet
 
 from accounts.selectors import user_team_ids
@@ -33,6 +35,20 @@ def task_specs_visible_to(*, user) -> list[TaskSpec]:
 def declared_task_visible(*, user, name: str) -> DeclaredTask | None:
     """The task if `user` may see it; None when it does not exist or is not theirs."""
     return declared_tasks_visible_to(user=user).filter(name=name).first()
+
+
+# Each vendor description names the GPU it was timed on the same way: "torch 2.11 relu,
+# 2**28 fp32, on H200 (GPU.md)" (the VendorReference of every task in profiling/harness/tasks/).
+_VENDOR_GPU = re.compile(r"\bon ([A-Z]{1,2}\d{2,4}\w*)\b")
+
+
+def task_vendor_gpu(*, task: Task) -> str | None:
+    """The GPU the task's vendor library was timed on ("H200"); None without a vendor
+    time, or when its description does not say."""
+    if task.vendor_ms is None:
+        return None
+    found = _VENDOR_GPU.search(task.vendor_what)
+    return found.group(1) if found else None
 
 
 def standard_settings_key() -> str:

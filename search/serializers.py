@@ -21,6 +21,7 @@ from optiml_web.limits import (
     source_error,
 )
 from optiml_web.params import MAX_DB_INT, WholeNumberField
+from profiling import selectors as gate_selectors
 from search import selectors
 from search.models import Run, ShareLink, WritingJob
 
@@ -31,14 +32,18 @@ class RunSerializer(serializers.ModelSerializer):
     created_by = serializers.SerializerMethodField()
     team = serializers.IntegerField(source="team_id", allow_null=True)
     vendor_ms = serializers.FloatField(source="task.vendor_ms", allow_null=True,
-                                       help_text="the vendor library's time for the task on the H200")
+                                       help_text="the vendor library's time for the task (on vendor_gpu)")
+    vendor_gpu = serializers.SerializerMethodField(help_text="the GPU the vendor was timed on; null "
+                                                   "when the task has no vendor time or does not say")
+    speedup_vs_vendor = serializers.SerializerMethodField(help_text="vendor time / best time; null when "
+                                                          "either is unknown")
 
     class Meta:
         model = Run
         fields = ["id", "task", "status", "judge", "budget", "evaluated", "root_ms", "best_ms",
                   "speedup", "gpu_seconds", "created", "created_by", "team", "sources", "seed",
                   "intent", "imported", "message", "best_node", "best_found_at", "vendor_ms", "updated",
-                  "screen", "parallel", "outcome"]
+                  "screen", "parallel", "outcome", "vendor_gpu", "speedup_vs_vendor"]
         read_only_fields = fields
 
     outcome = serializers.SerializerMethodField(
@@ -50,6 +55,16 @@ class RunSerializer(serializers.ModelSerializer):
 
     def get_outcome(self, run: Run) -> str:
         return selectors.run_outcome(run=run)
+
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_vendor_gpu(self, run: Run) -> str | None:
+        return gate_selectors.task_vendor_gpu(task=run.task)
+
+    @extend_schema_field(serializers.FloatField(allow_null=True))
+    def get_speedup_vs_vendor(self, run: Run) -> float | None:
+        if run.task.vendor_ms and run.best_ms:
+            return run.task.vendor_ms / run.best_ms
+        return None
 
 
 class QueueSerializer(serializers.Serializer):
@@ -352,3 +367,40 @@ class SharedRunSerializer(serializers.Serializer):
 
 class SourceSerializer(serializers.Serializer):
     name = serializers.CharField()
+
+
+class NodeTableRowSerializer(serializers.Serializer):
+    """One node of a run's node table (search.node_table): CSV has the same columns."""
+
+    id = serializers.IntegerField()
+    parent = serializers.IntegerField(allow_null=True)
+    source = serializers.CharField(help_text="who proposed it: root, tunable, rewrite:<name>, llm:<model>")
+    title = serializers.CharField()
+    state = serializers.CharField(help_text="pending | done")
+    status = serializers.CharField(help_text="the verdict: passed, rejected, error; blank while pending")
+    guard = serializers.CharField(help_text="the check that rejected it, if one did")
+    median_ms = serializers.FloatField(allow_null=True, help_text="the median of its timed runs")
+    spread_ms = serializers.FloatField(allow_null=True)
+    speedup_vs_root = serializers.FloatField(allow_null=True, help_text="the root's time / its time; "
+                                             "null unless it passed")
+    speedup_vs_vendor = serializers.FloatField(allow_null=True, help_text="the vendor library's time / its "
+                                               "time; null unless it passed and the task has a vendor time")
+    level = serializers.CharField(help_text="full (the gate) | screen (screened, not profiled); blank while "
+                                  "pending")
+    depth = serializers.IntegerField(help_text="steps from the root (0)")
+    gpu = serializers.CharField(help_text="the GPU it was measured on; blank when not measured")
+
+
+class NodeTableRunSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    task = serializers.CharField()
+    root_ms = serializers.FloatField(allow_null=True)
+    best_ms = serializers.FloatField(allow_null=True)
+    vendor_ms = serializers.FloatField(allow_null=True)
+    vendor_gpu = serializers.CharField(allow_null=True, help_text="the GPU the vendor was timed on")
+
+
+class NodeTableSerializer(serializers.Serializer):
+    run = NodeTableRunSerializer()
+    columns = serializers.ListField(child=serializers.CharField(), help_text="the CSV's header, in order")
+    nodes = NodeTableRowSerializer(many=True)

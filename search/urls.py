@@ -5,7 +5,7 @@ anything else is a 404 before a view runs."""
 from django.urls import path
 
 from optiml_web import params
-from search import apis
+from search import apis, node_table_apis
 
 params.register_converters()
 
@@ -18,6 +18,10 @@ urlpatterns = [
     path("runs/compare/", apis.RunCompareApi.as_view(), name="api-run-compare"),
     path("runs/<id:run_id>/", apis.RunDetailApi.as_view(), name="api-run"),
     path("runs/<id:run_id>/nodes/", apis.RunNodesApi.as_view(), name="api-run-nodes"),
+    path("runs/<id:run_id>/nodes.csv", node_table_apis.RunNodeTableCsvApi.as_view(),
+         name="api-run-nodes-csv"),
+    path("runs/<id:run_id>/nodes.json", node_table_apis.RunNodeTableJsonApi.as_view(),
+         name="api-run-nodes-json"),
     path("runs/<id:run_id>/nodes/<id:node_id>/", apis.RunNodeApi.as_view(), name="api-run-node"),
     path("runs/<id:run_id>/nodes/<id:node_id>/ncu-report/", apis.RunNodeReportApi.as_view(),
          name="api-run-node-report"),
@@ -30,6 +34,10 @@ urlpatterns = [
     path("runs/<id:run_id>/export/", apis.RunExportApi.as_view(), name="api-run-export"),
     path("shared/<token:token>/", apis.SharedRunApi.as_view(), name="api-shared"),
     path("shared/<token:token>/events/", apis.SharedEventsApi.as_view(), name="api-shared-events"),
+    path("shared/<token:token>/nodes.csv", node_table_apis.SharedNodeTableCsvApi.as_view(),
+         name="api-shared-nodes-csv"),
+    path("shared/<token:token>/nodes.json", node_table_apis.SharedNodeTableJsonApi.as_view(),
+         name="api-shared-nodes-json"),
     path("shared/<token:token>/nodes/<id:node_id>/", apis.SharedNodeApi.as_view(), name="api-shared-node"),
     path("shared/<token:token>/nodes/<id:node_id>/ncu-report/", apis.SharedNodeReportApi.as_view(),
          name="api-shared-node-report"),

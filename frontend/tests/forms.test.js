@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { fieldErrors, prefillFor, runPayload, writtenSummary } from "../src/transforms/forms.js";
-import { filtersFromQuery, format, progressLine, runOutcome, runsQuery, runsSummary, statusLabel } from "../src/transforms/runs.js";
+import { filtersFromQuery, format, progressLine, runOutcome, runsQuery, runsSummary, statusLabel, vendorSpeedup } from "../src/transforms/runs.js";
 
 const good = { task: "relu", source: "__global__ void k() {}", plan: '{"launches": []}', budget: "12", judge: "rules", seed: "0" };
 
@@ -80,6 +80,19 @@ describe("runs list", () => {
     expect(format.speedup(2)).toBe("2.00×");
     expect(format.bytes(2048)).toBe("2.0 KiB");
     expect(format.rate(4.8e12, "B/s")).toBe("4.8 TB/s");
+  });
+});
+
+describe("vendorSpeedup", () => {
+  it("puts the best time over the vendor's, with the GPU the vendor was timed on", () => {
+    expect(vendorSpeedup({ best_ms: 0.25, vendor_ms: 0.5059, vendor_gpu: "H200" })).toBe("2.02× (vendor on H200)");
+    expect(vendorSpeedup({ best_ms: 1.0, vendor_ms: 0.5, vendor_gpu: null })).toBe("0.50×");
+  });
+  it("says nothing when either time is unknown", () => {
+    expect(vendorSpeedup({ best_ms: 0.25, vendor_ms: null, vendor_gpu: null })).toBeNull();
+    expect(vendorSpeedup({ best_ms: null, vendor_ms: 0.5, vendor_gpu: "H200" })).toBeNull();
+    expect(vendorSpeedup({ best_ms: 0, vendor_ms: 0.5 })).toBeNull();
+    expect(vendorSpeedup({})).toBeNull();
   });
 });
 

@@ -60,6 +60,18 @@ describe("the node table's view", () => {
     expect(container.querySelector(".node-count")?.textContent).toBe("2 of 5 nodes");
   });
 
+  it("links the whole table's CSV and JSON when it is given where they are, and nothing otherwise", async () => {
+    const { NodeTable } = await import("../src/views/nodeTable.js");
+    const withLinks = document.createElement("div");
+    new NodeTable(withLinks, { onSelect: () => {}, downloads: { csv: "/api/runs/7/nodes.csv", json: "/api/runs/7/nodes.json" } });
+    const links = [...withLinks.querySelectorAll("a[data-download]")];
+    expect(links.map((a) => [a.textContent, a.getAttribute("href"), a.hasAttribute("download")])).toEqual([
+      ["CSV", "/api/runs/7/nodes.csv", true], ["JSON", "/api/runs/7/nodes.json", true]]);
+    const without = document.createElement("div");
+    new NodeTable(without, { onSelect: () => {} });
+    expect(without.querySelector("a[data-download]")).toBeNull();
+  });
+
   it("gives the tree every node its search matches, past the first page, by the table's rule", () => {
     expect(matchingIds(ROWS, defaultQuery())).toBeNull(); // nothing asked: nothing to highlight
     expect([...(matchingIds(ROWS, { ...defaultQuery(), text: "block" }) ?? [])]).toEqual([3, 4]);

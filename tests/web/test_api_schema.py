@@ -14,7 +14,9 @@ PATHS = [
     "/api/runs/{run_id}/nodes/{node_id}/ncu-report/", "/api/runs/{run_id}/pause/",
     "/api/runs/{run_id}/resume/", "/api/runs/{run_id}/stop/", "/api/runs/{run_id}/events/",
     "/api/runs/{run_id}/shares/", "/api/runs/{run_id}/shares/{share_id}/",
-    "/api/runs/{run_id}/export/", "/api/shared/{token}/", "/api/shared/{token}/nodes/{node_id}/",
+    "/api/runs/{run_id}/export/", "/api/runs/{run_id}/nodes.csv", "/api/runs/{run_id}/nodes.json",
+    "/api/shared/{token}/", "/api/shared/{token}/nodes/{node_id}/",
+    "/api/shared/{token}/nodes.csv", "/api/shared/{token}/nodes.json",
     "/api/shared/{token}/events/", "/api/teams/{team_id}/invitations/",
     "/api/teams/{team_id}/invitations/{invitation_id}/",
 ]

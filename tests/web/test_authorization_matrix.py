@@ -292,6 +292,8 @@ def matrix(world: World, api) -> dict[str, dict[str, list[Probe]]]:
                   expect(400, anonymous=401, share_holder=401, other_team=201), body=world.export)]},
         "api/runs/<id:run_id>/": {"GET": _run_probes(world, "read", "/api/runs/{run}/")},
         "api/runs/<id:run_id>/nodes/": {"GET": _run_probes(world, "read", "/api/runs/{run}/nodes/")},
+        "api/runs/<id:run_id>/nodes.csv": {"GET": _run_probes(world, "read", "/api/runs/{run}/nodes.csv")},
+        "api/runs/<id:run_id>/nodes.json": {"GET": _run_probes(world, "read", "/api/runs/{run}/nodes.json")},
         "api/runs/<id:run_id>/nodes/<id:node_id>/": {
             "GET": _run_probes(world, "read", "/api/runs/{run}/nodes/0/")},
         "api/runs/<id:run_id>/nodes/<id:node_id>/ncu-report/": {
@@ -322,6 +324,9 @@ def matrix(world: World, api) -> dict[str, dict[str, list[Probe]]]:
         "api/runs/<id:run_id>/export/": {"GET": _run_probes(world, "read", "/api/runs/{run}/export/")},
         "api/shared/<token:token>/": {"GET": [Probe("GET", _by_link(world, ""), BY_LINK)]},
         "api/shared/<token:token>/events/": {"GET": [Probe("GET", _by_link(world, "events/"), BY_LINK)]},
+        "api/shared/<token:token>/nodes.csv": {"GET": [Probe("GET", _by_link(world, "nodes.csv"), BY_LINK)]},
+        "api/shared/<token:token>/nodes.json": {
+            "GET": [Probe("GET", _by_link(world, "nodes.json"), BY_LINK)]},
         "api/shared/<token:token>/nodes/<id:node_id>/": {
             "GET": [Probe("GET", _by_link(world, "nodes/0/"), BY_LINK)]},
         "api/shared/<token:token>/nodes/<id:node_id>/ncu-report/": {

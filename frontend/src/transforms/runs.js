@@ -77,6 +77,19 @@ export function runOutcome(run) {
 }
 
 /**
+ * The run's best time over the vendor library's, with the GPU the vendor was timed on:
+ * "1.23× (vendor on H200)". From the times, not the API's `speedup_vs_vendor`, which a
+ * live page's events do not update. Null when either time is unknown.
+ * @param {{best_ms?: number|null, vendor_ms?: number|null, vendor_gpu?: string|null}} run
+ * @returns {string|null}
+ */
+export function vendorSpeedup(run) {
+  const { best_ms: best, vendor_ms: vendor } = run;
+  if (best == null || vendor == null || !(best > 0) || !(vendor > 0)) return null;
+  return format.speedup(vendor / best) + (run.vendor_gpu ? ` (vendor on ${run.vendor_gpu})` : "");
+}
+
+/**
  * The status badge's words: a finished run says when it found nothing, so a run whose
  * every kernel failed is not shown as a plain green "finished".
  * @param {{status?: string, outcome?: string, imported?: boolean}} run

@@ -10,10 +10,12 @@ export class NodeTable {
   /**
    * @param {HTMLElement} container
    * @param {{onSelect: (id: number) => void,
-   *   onQuery?: (query: import("../transforms/nodeTable.js").TableQuery) => void}} options
-   *   onQuery: told each new search or filter (the tree highlights what it matches)
+   *   onQuery?: (query: import("../transforms/nodeTable.js").TableQuery) => void,
+   *   downloads?: {csv: string, json: string}|null}} options
+   *   onQuery: told each new search or filter (the tree highlights what it matches);
+   *   downloads: where the whole table is served as CSV and JSON (the API's node table)
    */
-  constructor(container, { onSelect, onQuery = () => {} }) {
+  constructor(container, { onSelect, onQuery = () => {}, downloads = null }) {
     this.container = container;
     this.onSelect = onSelect;
     this.onQuery = onQuery;
@@ -35,7 +37,10 @@ export class NodeTable {
     ...[["", "any level"], ["full", "full gate"], ["screen", "screened only"]].map(([v, t]) => h("option", { value: v }, t)));
     this.count = h("span", { class: "muted node-count" });
     this.body = h("div", { class: "node-table-body" });
-    fill(container, h("div", { class: "toolbar" }, search, status, level, this.count), this.body);
+    const links = downloads ? h("span", { class: "node-downloads" }, "Download: ",
+      h("a", { href: downloads.csv, download: "", "data-download": "csv" }, "CSV"), " · ",
+      h("a", { href: downloads.json, download: "", "data-download": "json" }, "JSON")) : null;
+    fill(container, h("div", { class: "toolbar" }, search, status, level, this.count, links), this.body);
   }
 
   /** @param {Partial<import("../transforms/nodeTable.js").TableQuery>} change */

@@ -6,7 +6,7 @@ import { applyEvents, initialState, mergeSnapshot, progress } from "../transform
 import { rowChanges } from "../transforms/rows.js";
 import { stratifyRows } from "../transforms/stratify.js";
 import { bestSoFar } from "../transforms/timeline.js";
-import { format, progressLine, statusLabel } from "../transforms/runs.js";
+import { format, progressLine, statusLabel, vendorSpeedup } from "../transforms/runs.js";
 import { formatPercent, metricDeltas } from "../transforms/deltas.js";
 import { defaultQuery, matchingIds } from "../transforms/nodeTable.js";
 import { generationChain } from "../transforms/generation.js";
@@ -40,6 +40,7 @@ export function runSource(runId) {
     share: () => api(`${base}/shares/`, { method: "POST" }),
     unshare: (shareId) => api(`${base}/shares/${shareId}/`, { method: "DELETE" }),
     exportUrl: `${base}/export/`,
+    tableUrls: { csv: `${base}/nodes.csv`, json: `${base}/nodes.json` },
   };
 }
 
@@ -61,6 +62,7 @@ export function sharedSource(token) {
     share: null,
     unshare: null,
     exportUrl: null,
+    tableUrls: { csv: `${base}/nodes.csv`, json: `${base}/nodes.json` },
   };
 }
 
@@ -69,7 +71,7 @@ export function sharedSource(token) {
  *   node: (id: number) => Promise<any>, events: ((after: number) => Promise<any[]>)|null,
  *   socketUrl: (after: number) => string, control: ((action: string) => Promise<any>)|null,
  *   share: (() => Promise<any>)|null, unshare: ((shareId: number) => Promise<any>)|null,
- *   exportUrl: string|null}} SessionSource
+ *   exportUrl: string|null, tableUrls: {csv: string, json: string}}} SessionSource
  */
 
 /**
@@ -136,7 +138,7 @@ export async function mountSession(root, source) {
   const timeline = new TimelineView(el.timeline, { onSelect: (id) => select(id) });
   let query = defaultQuery();
   const nodeTable = new NodeTable(el.table, { onSelect: (id) => select(id),
-    onQuery: (next) => { query = next; scheduleRender(); } });
+    onQuery: (next) => { query = next; scheduleRender(); }, downloads: source.tableUrls });
   let rowsVersion = 0;
   // What the table's search matches, highlighted in the tree: worked out again only when
   // the rows or the search changed.
@@ -197,8 +199,10 @@ export async function mountSession(root, source) {
 
   function renderHeader() {
     const run = state.run;
+    const overVendor = vendorSpeedup(run);
     if (!changedSince(el.header, JSON.stringify([run.id, run.task, run.status, run.judge, run.root_ms, run.best_ms,
-      run.speedup, run.gpu_seconds, run.created_by, run.message, run.outcome, run.intent, run.imported]))) return;
+      run.speedup, overVendor, run.gpu_seconds, run.created_by, run.message, run.outcome, run.intent,
+      run.imported]))) return;
     fill(el.header,
       h("h1", null, `Run #${run.id} `, h("span", { class: "task" }, run.task ?? ""), " ",
         h("span", { class: `badge status-${run.status} outcome-${run.outcome || "none"}`, "data-run-status": run.status,
@@ -208,7 +212,7 @@ export async function mountSession(root, source) {
       run.intent ? h("p", { class: "run-intent", "data-run-intent": "" }, h("span", { class: "muted" }, "Intent: "), run.intent) : null,
       facts([["judge", run.judge], ["root", format.ms(run.root_ms)], ["best", format.ms(run.best_ms)],
         ["speedup", format.speedup(run.speedup ?? (run.root_ms && run.best_ms ? run.root_ms / run.best_ms : null))],
-        ["GPU time", format.seconds(run.gpu_seconds)], ["by", run.created_by ?? null]], "facts inline"));
+        overVendor ? ["vs vendor", overVendor] : null, ["GPU time", format.seconds(run.gpu_seconds)], ["by", run.created_by ?? null]], "facts inline"));
     for (const button of root.querySelectorAll("[data-action]")) {
       const action = /** @type {HTMLElement} */ (button).dataset.action;
       /** @type {HTMLButtonElement} */ (button).disabled = !allowed(action, run.status);

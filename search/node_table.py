@@ -1,0 +1,87 @@
+"""A run's node table for download (issue 35, "CSV and JSON export of node tables"): one
+row per node of the search tree, the same columns as CSV and as JSON.
+
+The rows are the stored node rows (RunNode), read once; the speed-ups and depths are
+worked out here, by `table_rows`, which is pure. A speed-up is given only for a node that
+passed: a rejected kernel's time is no speed-up of anything.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterable
+from typing import Any
+
+from django.db.models.fields.json import KT
+
+from profiling import selectors as gate_selectors
+from search.models import Run, RunNode
+
+COLUMNS = ("id", "parent", "source", "title", "state", "status", "guard", "median_ms", "spread_ms",
+           "speedup_vs_root", "speedup_vs_vendor", "level", "depth", "gpu")
+# A spreadsheet runs a cell that starts with one of these as a formula; a node's title
+# comes from a proposer (an LLM, an imported file), so such a cell is quoted as text
+# (OWASP, "CSV Injection").
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def node_table(*, run: Run) -> dict[str, Any]:
+    """The run (what the speed-ups are over) and its nodes' rows, in node order."""
+    nodes = (RunNode.objects.filter(run=run).order_by("node_id")
+             .values("node_id", "parent_id", "source", "title", "state", "status", "guard", "level",
+                     "time_ms", "spread_ms", gpu=KT("detail__measurement__gpu")))
+    vendor_ms = run.task.vendor_ms
+    return {
+        "run": {"id": run.pk, "task": run.task.name, "root_ms": run.root_ms, "best_ms": run.best_ms,
+                "vendor_ms": vendor_ms, "vendor_gpu": gate_selectors.task_vendor_gpu(task=run.task)},
+        "columns": list(COLUMNS),
+        "nodes": table_rows(nodes, root_ms=run.root_ms, vendor_ms=vendor_ms),
+    }
+
+
+def table_rows(nodes: Iterable[dict[str, Any]], *, root_ms: float | None,
+               vendor_ms: float | None) -> list[dict[str, Any]]:
+    """RunNode values (node_id, parent_id, ..., time_ms, gpu) -> rows with COLUMNS, in order."""
+    nodes = list(nodes)
+    parents = {node["node_id"]: node["parent_id"] for node in nodes}
+    return [{
+        "id": node["node_id"], "parent": node["parent_id"], "source": node["source"],
+        "title": node["title"], "state": node["state"], "status": node["status"], "guard": node["guard"],
+        "median_ms": node["time_ms"], "spread_ms": node["spread_ms"],
+        "speedup_vs_root": _speedup(root_ms, node), "speedup_vs_vendor": _speedup(vendor_ms, node),
+        "level": node["level"], "depth": _depth(node["node_id"], parents), "gpu": node["gpu"] or "",
+    } for node in nodes]
+
+
+def table_csv(table: dict[str, Any]) -> str:
+    """The rows as CSV with a header line; an empty cell for no value."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(table["columns"])
+    for row in table["nodes"]:
+        writer.writerow([_cell(row[column]) for column in table["columns"]])
+    return out.getvalue()
+
+
+def _speedup(reference_ms: float | None, node: dict[str, Any]) -> float | None:
+    if not reference_ms or node["status"] != "passed" or not node["time_ms"]:
+        return None
+    return reference_ms / node["time_ms"]
+
+
+def _depth(node_id: int, parents: dict[int, int | None]) -> int:
+    # Bounded by the number of nodes, so a parent that is missing or a loop (an imported
+    # file is anybody's) ends the walk instead of hanging it.
+    depth, at = 0, parents.get(node_id)
+    while at is not None and at in parents and depth < len(parents):
+        depth, at = depth + 1, parents[at]
+    return depth
+
+
+def _cell(value: Any) -> Any:
+    if value is None:
+        return ""
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return "'" + value
+    return value

@@ -1,0 +1,67 @@
+"""A run's node table as a download, CSV or JSON (search.node_table), for whoever may see
+the run: its creator and its team (/api/runs/<id>/nodes.csv), or a share link's holder
+(/api/shared/<token>/nodes.csv). Who may see a run is search.apis's rule, used as is."""
+
+from __future__ import annotations
+
+from django.http import HttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from search import node_table
+from search.apis import SharedApi, _shared_run, _visible_run
+from search.models import Run
+from search.serializers import NodeTableSerializer
+
+CSV_RESPONSE = {(200, "text/csv"): OpenApiResponse(
+    OpenApiTypes.STR, description=f"a header line ({', '.join(node_table.COLUMNS)}), then a line per node")}
+JSON_RESPONSE = {200: OpenApiResponse(NodeTableSerializer,
+                                      description="the same rows as the CSV, as objects")}
+
+
+def _filename(run: Run, extension: str) -> str:
+    # Task names are slugs (the registry's and declared.py's rule): nothing to escape.
+    return f"optiml-run-{run.pk}-{run.task.name}-nodes.{extension}"
+
+
+def _csv(run: Run) -> HttpResponse:
+    response = HttpResponse(node_table.table_csv(node_table.node_table(run=run)),
+                            content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{_filename(run, "csv")}"'
+    return response
+
+
+def _json(run: Run) -> Response:
+    return Response(node_table.node_table(run=run),
+                    headers={"Content-Disposition": f'attachment; filename="{_filename(run, "json")}"'})
+
+
+class RunNodeTableCsvApi(APIView):
+    @extend_schema(responses=CSV_RESPONSE)
+    def get(self, request: Request, run_id: int) -> HttpResponse:
+        """The run's nodes as CSV: who proposed each, its verdict, median time and speed-ups."""
+        return _csv(_visible_run(request, run_id))
+
+
+class RunNodeTableJsonApi(APIView):
+    @extend_schema(responses=JSON_RESPONSE)
+    def get(self, request: Request, run_id: int) -> Response:
+        """The run's nodes as JSON, with what the speed-ups are over."""
+        return _json(_visible_run(request, run_id))
+
+
+class SharedNodeTableCsvApi(SharedApi):
+    @extend_schema(responses=CSV_RESPONSE)
+    def get(self, request: Request, token: str) -> HttpResponse:
+        """The shared run's nodes as CSV."""
+        return _csv(_shared_run(token))
+
+
+class SharedNodeTableJsonApi(SharedApi):
+    @extend_schema(responses=JSON_RESPONSE)
+    def get(self, request: Request, token: str) -> Response:
+        """The shared run's nodes as JSON."""
+        return _json(_shared_run(token))
