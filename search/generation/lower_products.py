@@ -24,6 +24,12 @@ class NotProduct(ValueError):
     pass
 
 
+def _product(dims: list[str]) -> str:
+    """Sizes multiplied, each parenthesised (`W + 1`); one alone as it is (a grid's plane
+    must name the very argument the kernel gets)."""
+    return dims[0] if len(dims) == 1 else " * ".join(f"({d})" for d in dims)
+
+
 def lower_product(nodes: list[dict], task, kernel_name: str) -> tuple[str, dict, str]:
     """(source, plan, what it computes) or NotProduct."""
     calls = [n for n in nodes if n["op"] in ("call_function", "call_method", "call_module")]
@@ -50,8 +56,8 @@ def lower_product(nodes: list[dict], task, kernel_name: str) -> tuple[str, dict,
         raise NotProduct(f"inner sizes {k} and {k2} that are not one symbol")
     batched = len(b_shape) == len(a_shape) > 2
     lead = [str(d) for d in a_shape[:-2]]
-    rows = m if batched or not lead else " * ".join([*lead, str(m)])
-    batch = " * ".join(lead) if batched else ""
+    rows = str(m) if batched or not lead else _product([*lead, str(m)])
+    batch = _product(lead) if batched else ""
     a_name, b_name = task.inputs[a_index]["name"], task.inputs[b_index]["name"]
     a_elem = f"{a_name}[((long long)b * K + k) * M + row]" if a_t else \
         f"{a_name}[((long long)b * M + row) * K + k]"

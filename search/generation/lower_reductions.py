@@ -47,7 +47,10 @@ def lower_reduction(nodes: list[dict], task, kernel_name: str,
     if len(dims) != 1:
         raise NotReduction("reductions over different dimensions")
     (dim,) = dims
-    outer, reduced, inner = (" * ".join(shape[:dim]) or "1"), shape[dim], (" * ".join(shape[dim + 1:]) or "1")
+    def product(dims: list[str]) -> str:
+        return " * ".join(f"({d})" for d in dims) or "1"
+
+    outer, reduced, inner = product(shape[:dim]), shape[dim], product(shape[dim + 1:])
     state = _State()
     for node in nodes:
         if node["op"] == "placeholder":

@@ -16,6 +16,8 @@ family form and says why not otherwise:
 - **reductions along one dimension** (lower_reductions.py): sums, means, extrema, their
   indices, norms, softmax and log-softmax over one dimension, pointwise operations
   before and after, a thread per row.
+- **convolutions and pooling** (lower_windows.py): `ConvNd` (stride, padding, dilation,
+  groups, bias) and max/average `PoolNd`, a thread per output over its window.
 
 The kernel is written as a newcomer would (the search's skills and rewrites make it
 fast) and, like every candidate, only the gate says it is right. Pure: no torch here.
@@ -29,6 +31,7 @@ from typing import Any
 
 from .lower_products import NotProduct, lower_product
 from .lower_reductions import NotReduction, lower_reduction
+from .lower_windows import NotWindow, lower_window
 
 BLOCK = 256
 
@@ -143,8 +146,14 @@ def lower(nodes: list[dict], task) -> FirstKernel | NoKernel:
         source, plan, what = lower_reduction(nodes, task, _kernel_name(task.name), _expression)
         return FirstKernel(source, plan, "row_map_reduce", (f"lowered from torch.fx: {what}",))
     except (NotReduction, _Unsupported) as error:
+        reduction = str(error)
+    try:
+        source, plan, what = lower_window(nodes, task, _kernel_name(task.name))
+        return FirstKernel(source, plan, "window", (f"lowered from torch.fx: {what}",))
+    except NotWindow as error:
         return NoKernel(f"not an elementwise chain: {pointwise}; not a matrix product: {product}; "
-                        f"not reductions along one dimension: {error} (other families are not lowered yet)")
+                        f"not reductions along one dimension: {reduction}; not a convolution or pooling: "
+                        f"{error} (other families are not lowered yet)")
 
 
 def _elementwise(nodes: list[dict], task) -> FirstKernel:
@@ -190,7 +199,7 @@ extern "C" __global__ void {_kernel_name(task.name)}({params}) {{
     }}
 }}
 """
-    size = " * ".join(str(d) for d in shape) or "1"
+    size = " * ".join(f"({d})" for d in shape) or "1"
     plan = {"launches": [{"kernel": _kernel_name(task.name), "grid": [f"cdiv({size}, BLOCK)"],
                           "block": ["BLOCK"], "shared_bytes": 0,
                           "args": [*(t["name"] for t in task.inputs), out, size]}],
@@ -223,6 +232,7 @@ def _expression(node: dict, values: dict[str, str]) -> str:
             raise _Unsupported(f"the module {target}")
         name, kwargs = _MODULES[target], {**node["attributes"]}
         kwargs.pop("inplace", None)
+        kwargs.pop("parameters", None)
         if name == "identity":
             return _value(args[0], values)
     else:

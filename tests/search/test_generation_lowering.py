@@ -48,7 +48,7 @@ def test_a_module_chain_becomes_one_thread_per_element_with_torchs_definitions()
     assert isinstance(found, FirstKernel), found
     assert "(v_x0) * 0.2f" in found.source and "tanhf(0.7978845608028654f" in found.source
     assert "out[i] = t3;" in found.source and "(t2 * 2.0f)" in found.source
-    assert found.plan["launches"][0]["args"] == ["x0", "out", "b * d"]
+    assert found.plan["launches"][0]["args"] == ["x0", "out", "(b) * (d)"]
     form = forms.lift(found.source, found.plan)  # the plain kernel lifts as the map it is
     assert isinstance(form, forms.Form) and form.family == forms.MAP and form.direct
 
@@ -188,6 +188,46 @@ def test_reductions_along_a_dimension_lower_to_a_thread_per_row_that_computes_th
         assert isinstance(found, FirstKernel) and found.family == "row_map_reduce", (path.stem, found)
         lifted = forms.lift(found.source, found.plan)
         assert isinstance(lifted, forms.Form) and lifted.family == forms.ROWS, (path.stem, lifted)
+        task = to_task(described)
+        candidate = Candidate.from_dict({**found.plan, "source": found.source})
+        kernels = CpuKernels(candidate, tmp_path / path.stem)
+        for sizes in task.l0_sizes[:2]:
+            inputs = inputs_for(task, sizes)
+            assert mismatch(task, sizes, inputs, kernels.run(task, sizes, inputs)) is None, (path.stem, sizes)
+
+
+WINDOWS = {  # module, input shape: convolutions and pooling as KernelBench's are written
+    "conv2d": ("nn.Conv2d(3, 5, 3, stride=2, padding=1, dilation=1, groups=1, bias=True)", "B, 3, H, W"),
+    "conv2d_grouped_dilated": (
+        "nn.Conv2d(4, 6, (3, 2), padding=(2, 1), dilation=(2, 1), groups=2, bias=False)", "B, 4, H, W"),
+    "depthwise": ("nn.Conv2d(4, 4, 3, padding=1, groups=4, bias=False)", "B, 4, H, W"),
+    "conv1d": ("nn.Conv1d(3, 4, 5, stride=3, bias=True)", "B, 3, W"),
+    "conv3d": ("nn.Conv3d(2, 3, 2, padding=1, bias=False)", "B, 2, H, W, W"),
+    "maxpool2d": ("nn.MaxPool2d(3, stride=2, padding=1)", "B, 3, H, W"),
+    "avgpool1d": ("nn.AvgPool1d(4, stride=2, padding=1)", "B, 3, W"),
+    "maxpool3d_dilated": ("nn.MaxPool3d(2, stride=1, padding=1, dilation=2)", "B, 2, H, W, W"),
+}
+
+
+@needs_gxx
+def test_convolutions_and_pooling_lower_to_a_thread_per_output_that_computes_them(tmp_path):
+    from profiling.harness.torchtask.build import build_tasks
+    from profiling.harness.torchtask.task import to_task
+    from search.generation.from_module import first_kernel
+
+    paths = []
+    for name, (layer, shape) in WINDOWS.items():
+        path = tmp_path / f"{name}.py"
+        path.write_text(f"{HEADER}class Model(nn.Module):\n    def __init__(self):\n"
+                        f"        super().__init__()\n        self.layer = {layer}\n\n"
+                        "    def forward(self, x):\n        return self.layer(x)\n\n"
+                        "B = 20\nH = 23\nW = 29\n\n"
+                        f"def get_inputs():\n    return [torch.randn({shape})]\n\ndef get_init_inputs():\n"
+                        "    return []\n")
+        paths.append(path)
+    for path, described in zip(paths, build_tasks(paths), strict=True):
+        found = first_kernel(described, tmp_path / f"trace-{path.stem}")
+        assert isinstance(found, FirstKernel) and found.family == "window", (path.stem, found)
         task = to_task(described)
         candidate = Candidate.from_dict({**found.plan, "source": found.source})
         kernels = CpuKernels(candidate, tmp_path / path.stem)

@@ -45,8 +45,10 @@ def _target(node, modules) -> tuple[str, str, dict]:
     """(name, where it comes from, the module's scalar attributes)."""
     if node.op == "call_module":
         module = modules[node.target]
-        attributes = {k: v for k, v in vars(module).items()
-                      if not k.startswith("_") and isinstance(v, _SCALARS) and k != "training"}
+        attributes = {k: list(v) if isinstance(v, tuple) else v for k, v in vars(module).items()
+                      if not k.startswith("_") and k != "training" and (isinstance(v, _SCALARS) or (
+                          isinstance(v, tuple) and all(isinstance(e, _SCALARS) for e in v)))}
+        attributes["parameters"] = [name for name, _ in module.named_parameters(recurse=False)]
         return type(module).__name__, type(module).__module__, attributes
     if node.op == "call_function":
         name = getattr(node.target, "__name__", str(node.target))

@@ -1,0 +1,148 @@
+"""Lowering a traced module's convolution or pooling to a plain kernel (lowering.py
+dispatches): a thread per output, loops over its window, as a newcomer writes it.
+
+- `Conv1d`/`Conv2d`/`Conv3d` (stride, padding, dilation, groups, bias; zero padding):
+  out[n][oc][o...] = bias[oc] + sum over the group's input channels and the taps of
+  x[n][g * ICG + ic][o * s - p + k * d] * w[oc][ic][k], taps outside the input skipped;
+- `MaxPool1d/2d/3d` (padding as -inf) and `AvgPool1d/2d/3d` (padding counted as zeros,
+  torch's default `count_include_pad`), floor mode.
+
+The output's sizes are the task's (the importer fitted them to the module's own
+constants); the window's numbers come from the module. Anything else (transposed
+convolutions, ceil mode, reflect padding, indices returned) is NotWindow.
+"""
+
+from __future__ import annotations
+
+_CONVS = {"Conv1d": 1, "Conv2d": 2, "Conv3d": 3}
+_POOLS = {"MaxPool1d": 1, "MaxPool2d": 2, "MaxPool3d": 3, "AvgPool1d": 1, "AvgPool2d": 2, "AvgPool3d": 3}
+
+
+class NotWindow(ValueError):
+    pass
+
+
+def lower_window(nodes: list[dict], task, kernel_name: str) -> tuple[str, dict, str]:
+    """(source, plan, what it computes) or NotWindow."""
+    calls = [n for n in nodes if n["op"] in ("call_function", "call_method", "call_module")]
+    if len(calls) != 1 or calls[0]["op"] != "call_module" or calls[0]["target"] not in (*_CONVS, *_POOLS):
+        raise NotWindow("not one convolution or pooling module")
+    node = calls[0]
+    spatial = (_CONVS | _POOLS)[node["target"]]
+    a = node["attributes"]
+    if len(task.inputs) != 1 or len(task.outputs) != 1 or task.inputs[0]["dtype"] != "float32":
+        raise NotWindow("not one float32 tensor in and one out")
+    x, out = task.inputs[0], task.outputs[0]
+    if len(x["shape"]) != spatial + 2 or len(out["shape"]) != spatial + 2:
+        raise NotWindow(f"a {node['target']} of a tensor of {len(x['shape'])} dimensions (no batch?)")
+    size = _tuple(a.get("kernel_size"), spatial, "kernel_size")
+    stride = _tuple(a.get("stride") or a.get("kernel_size"), spatial, "stride")
+    padding = _tuple(a.get("padding", 0), spatial, "padding")
+    dilation = _tuple(a.get("dilation", 1), spatial, "dilation")
+    if a.get("ceil_mode") or a.get("return_indices") or a.get("padding_mode", "zeros") != "zeros":
+        raise NotWindow("ceil mode, returned indices or a padding mode other than zeros")
+    if a.get("divisor_override") is not None:
+        raise NotWindow("an average pool with a divisor override")
+    ins = [str(d) for d in x["shape"][2:]]
+    outs = [str(d) for d in out["shape"][2:]]
+    lines = ["long long rest = t;"]
+    for i in reversed(range(spatial)):
+        lines.append(f"int o{i} = (int)(rest % O{i});\n        rest /= O{i};")
+    lines.append("int c = (int)(rest % C_OUT);\n        int n = (int)(rest / C_OUT);")
+    loops, close, inside = [], [], []
+    for i in range(spatial):
+        loops.append(f"for (int k{i} = 0; k{i} < {size[i]}; k{i}++) {{\n"
+                     f"            int i{i} = o{i} * {stride[i]} - {padding[i]} + k{i} * {dilation[i]};")
+        inside.append(f"i{i} >= 0 && i{i} < I{i}")
+        close.append("}")
+    spatial_index = "".join(f") * I{i} + i{i}" for i in range(spatial))  # ((base) * I0 + i0) * I1 + i1
+    params = [f"const float* {x['name']}"]
+    args = [x["name"]]
+    if node["target"] in _CONVS:
+        body, what = _convolution(node, task, spatial, spatial_index, loops, inside, close, params, args,
+                                  size)
+    else:
+        body, what = _pool(node, (x["name"], out["name"]), spatial_index, loops, inside, close, size, spatial)
+    params += [f"float* {out['name']}", "long long TOTAL", "int C_IN", "int C_OUT",
+               *(f"int I{i}" for i in range(spatial)), *(f"int O{i}" for i in range(spatial))]
+    total = " * ".join(f"({d})" for d in out["shape"])
+    args += [out["name"], total, str(x["shape"][1]), str(out["shape"][1]), *ins, *outs]
+    source = f"""// The module's {node['target']}, a thread per output (lowered from torch.fx).
+extern "C" __global__ void {kernel_name}({", ".join(params)}) {{
+    long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t < TOTAL) {{
+        {chr(10).join("        " + line if j else line for j, line in enumerate(lines))}
+{body}
+    }}
+}}
+"""
+    plan = {"launches": [{"kernel": kernel_name, "grid": [f"cdiv({total}, BLOCK)"], "block": ["BLOCK"],
+                          "shared_bytes": 0, "args": args}], "scratch": [], "tunables": {"BLOCK": 256}}
+    return source, plan, what
+
+
+def _convolution(node, task, spatial, spatial_index, loops, inside, close, params, args, size):
+    a = node["attributes"]
+    groups = int(a.get("groups", 1))
+    held = a.get("parameters", [])
+    weight = _parameter(task, "weight")
+    bias = _parameter(task, "bias") if "bias" in held else None
+    if weight is None or ("bias" in held and bias is None) or len(task.weights) != 1 + (bias is not None):
+        raise NotWindow("a convolution whose parameters are not its weight and bias")
+    params.append(f"const float* {weight}")
+    args.append(weight)
+    if bias:
+        params.append(f"const float* {bias}")
+        args.append(bias)
+    taps = "".join(f") * {size[i]} + k{i}" for i in range(spatial))
+    pad = "    " * (spatial + 3)
+    body = [f"        const int ICG = C_IN / {groups}, OCG = C_OUT / {groups};",
+            "        const int g = c / OCG;",
+            f"        float acc = {f'{bias}[c]' if bias else '0.0f'};",
+            "        for (int ic = 0; ic < ICG; ic++) {"]
+    for depth, loop in enumerate(loops):
+        body.append("    " * (depth + 3) + loop.replace("\n", "\n" + "    " * (depth + 3 - 2)))
+    body.append(f"{pad}if ({' && '.join(inside)}) {{")
+    opened = "(" * spatial
+    channel = "(long long)n * C_IN + g * ICG + ic"
+    body.append(f"{pad}    acc += {task.inputs[0]['name']}[{opened}({channel}){spatial_index}] *\n"
+                f"{pad}           {weight}[{opened}((long long)c * ICG + ic){taps}];")
+    body.append(f"{pad}}}")
+    for depth in reversed(range(len(close))):
+        body.append("    " * (depth + 3) + "}")
+    body.append("        }")
+    body.append(f"        {task.outputs[0]['name']}[t] = acc;")
+    what = f"{node['target']}, groups {groups}{', bias' if bias else ''}"
+    return "\n".join(body), what
+
+
+def _pool(node, names, spatial_index, loops, inside, close, size, spatial):
+    x, out = names
+    is_max = node["target"].startswith("Max")
+    pad = "    " * (spatial + 2)
+    body = [f"        float acc = {'-INFINITY' if is_max else '0.0f'};"]
+    for depth, loop in enumerate(loops):
+        body.append("    " * (depth + 2) + loop.replace("\n", "\n" + "    " * (depth + 2 - 2)))
+    update = "acc = fmaxf(acc, v);" if is_max else "acc += v;"
+    body.append(f"{pad}if ({' && '.join(inside)}) {{")
+    body.append(f"{pad}    float v = {x}[{'(' * spatial}((long long)n * C_IN + c){spatial_index}];")
+    body.append(f"{pad}    {update}")
+    body.append(f"{pad}}}")
+    for depth in reversed(range(len(close))):
+        body.append("    " * (depth + 2) + "}")
+    count = " * ".join(str(s) for s in size)
+    body.append(f"        {out}[t] = {'acc' if is_max else f'acc / (float)({count})'};")
+    return "\n".join(body), node["target"]
+
+
+def _parameter(task, kind: str) -> str | None:
+    found = [w["name"] for w in task.weights if str(w.get("parameter", "")).endswith(f".{kind}")]
+    return found[0] if len(found) == 1 else None
+
+
+def _tuple(value, spatial: int, what: str) -> list[int]:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return [value] * spatial
+    if isinstance(value, list) and len(value) == spatial and all(isinstance(v, int) for v in value):
+        return list(value)
+    raise NotWindow(f"a {what} of {value!r}")
