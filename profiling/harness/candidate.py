@@ -106,6 +106,8 @@ class Candidate:
         options = data.get("compile_options", []) or []
         if not isinstance(options, list) or not all(isinstance(o, str) for o in options):
             raise CandidateError("'compile_options' must be a list of strings")
+        if not isinstance(data.get("scratch") or [], list):
+            raise CandidateError("'scratch' must be a list of buffers")
         return cls(
             source=source,
             launches=tuple(_parse_launch(i, item) for i, item in enumerate(launches)),

@@ -60,6 +60,14 @@ def test_a_negative_scratch_buffer_is_a_plan_verdict():
     assert verdict.status == "rejected" and verdict.guard == "plan", verdict.message
 
 
+@pytest.mark.parametrize("scratch", [5, "tmp", {"name": "tmp"}])
+def test_scratch_that_is_not_a_list_is_a_candidate_error(scratch):
+    """(A plan with "scratch": 5 was a TypeError, a 500 at the API: issue 34's audit.)"""
+    task = tasks.get("relu")
+    with pytest.raises(CandidateError, match="'scratch' must be a list"):
+        Candidate.from_source_and_plan(task.naive_source, {**task.naive_plan, "scratch": scratch})
+
+
 def test_fold_puts_flags_in_and_leaves_the_launch_as_a_person_writes_it():
     from profiling.harness.expr import evaluate, fold
 
