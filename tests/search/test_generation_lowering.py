@@ -73,7 +73,42 @@ def test_what_is_no_pointwise_chain_has_no_kernel_and_says_why(calls, described,
 
 torch = pytest.importorskip("torch")
 HEADER = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n"
-MODULES = {
+
+
+def module(forward: str, inputs: str, sizes: str, *, layer: str = "", arguments: str = "x") -> str:
+    init = f"        self.layer = {layer}\n" if layer else ""
+    return (f"{HEADER}class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n{init}\n"
+            f"    def forward(self, {arguments}):\n        return {forward}\n\n{sizes}\n\n"
+            f"def get_inputs():\n    return {inputs}\n\ndef get_init_inputs():\n    return []\n")
+
+
+def lowered_and_run(tmp_path, sources: dict[str, str], family: str, lifts_as: str | None = None) -> None:
+    """Each module read as a task, traced, lowered to `family`, lifted (as `lifts_as`) and
+    run on the CPU emulator against the module at its first two L0 sizes."""
+    from profiling.harness.torchtask.build import build_tasks
+    from profiling.harness.torchtask.task import to_task
+    from search.generation.from_module import first_kernel
+
+    paths = []
+    for name, source in sources.items():
+        path = tmp_path / f"{name}.py"
+        path.write_text(source)
+        paths.append(path)
+    for path, described in zip(paths, build_tasks(paths), strict=True):
+        found = first_kernel(described, tmp_path / f"trace-{path.stem}")
+        assert isinstance(found, FirstKernel) and found.family == family, (path.stem, found)
+        if lifts_as:
+            lifted = forms.lift(found.source, found.plan)
+            assert isinstance(lifted, forms.Form) and lifted.family == lifts_as, (path.stem, lifted)
+        task = to_task(described)
+        candidate = Candidate.from_dict({**found.plan, "source": found.source})
+        kernels = CpuKernels(candidate, tmp_path / path.stem)
+        for sizes in task.l0_sizes[:2]:
+            inputs = inputs_for(task, sizes)
+            assert mismatch(task, sizes, inputs, kernels.run(task, sizes, inputs)) is None, (path.stem, sizes)
+
+
+POINTWISE = {
     "chain": "torch.sigmoid(x) * 2.0 - x",
     "activations": "F.hardtanh(F.elu(x, alpha=0.5), -0.5, 0.75) + F.softplus(x, beta=2.0) / (1.0 + x * x)",
     "gelu_mish": "F.gelu(x) - F.mish(x) + torch.clamp(x, min=-0.25).pow(2)",
@@ -82,42 +117,19 @@ MODULES = {
 
 @needs_gxx
 def test_traced_modules_lower_to_kernels_that_compute_them(tmp_path):
-    from profiling.harness.torchtask.build import build_tasks
-    from profiling.harness.torchtask.task import to_task
-    from search.generation.from_module import first_kernel
-
-    paths = []
-    for name, forward in MODULES.items():
-        path = tmp_path / f"{name}.py"
-        path.write_text(f"{HEADER}class Model(nn.Module):\n    def __init__(self):\n"
-                        "        super().__init__()\n\n"
-                        f"    def forward(self, x):\n        return {forward}\n\nbatch = 64\ndim = 96\n\n"
-                        "def get_inputs():\n    return [torch.randn(batch, dim)]\n\n"
-                        "def get_init_inputs():\n    return []\n")
-        paths.append(path)
-    for path, described in zip(paths, build_tasks(paths), strict=True):
-        found = first_kernel(described, tmp_path / f"trace-{path.stem}")
-        assert isinstance(found, FirstKernel), (path.stem, found)
-        task = to_task(described)
-        candidate = Candidate.from_dict({**found.plan, "source": found.source})
-        kernels = CpuKernels(candidate, tmp_path / path.stem)
-        for sizes in task.l0_sizes:
-            inputs = inputs_for(task, sizes)
-            assert mismatch(task, sizes, inputs, kernels.run(task, sizes, inputs)) is None, (path.stem, sizes)
+    sources = {name: module(forward, "[torch.randn(batch, dim)]", "batch = 64\ndim = 96")
+               for name, forward in POINTWISE.items()}
+    lowered_and_run(tmp_path, sources, "elementwise_map", forms.MAP)
 
 
 def test_a_module_that_does_not_trace_says_so(tmp_path):
     from profiling.harness.torchtask.trace import read_graph
 
-    source = (f"{HEADER}class Model(nn.Module):\n    def forward(self, x):\n"
-              "        return x if x.sum() > 0 else -x\n\n"
-              "def get_inputs():\n    return [torch.randn(4, 4)]\n\n"
-              "def get_init_inputs():\n    return []\n")
-    found = read_graph(source, tmp_path)
+    found = read_graph(module("x if x.sum() > 0 else -x", "[torch.randn(4, 4)]", ""), tmp_path)
     assert not found["ok"] and "TraceError" in found["error"], found
 
 
-PRODUCTS = {  # forward, inputs, sizes: as KernelBench's matrix problems are written
+PRODUCTS = {  # forward, inputs: as KernelBench's matrix problems are written
     "plain": ("torch.matmul(A, B)", "[torch.randn(M, K), torch.randn(K, N)]"),
     "transposed_both": ("torch.matmul(A.T, B.T)", "[torch.randn(K, M), torch.randn(N, K)]"),
     "transposed_b": ("torch.matmul(A, B.t())", "[torch.randn(M, K), torch.randn(N, K)]"),
@@ -129,30 +141,9 @@ PRODUCTS = {  # forward, inputs, sizes: as KernelBench's matrix problems are wri
 
 @needs_gxx
 def test_matrix_products_lower_to_a_thread_per_output_that_computes_them(tmp_path):
-    from profiling.harness.torchtask.build import build_tasks
-    from profiling.harness.torchtask.task import to_task
-    from search.generation.from_module import first_kernel
-
-    paths = []
-    for name, (forward, inputs) in PRODUCTS.items():
-        path = tmp_path / f"{name}.py"
-        path.write_text(f"{HEADER}class Model(nn.Module):\n    def __init__(self):\n"
-                        "        super().__init__()\n\n"
-                        f"    def forward(self, A, B):\n        return {forward}\n\n"
-                        "Q = 20\nM = 40\nK = 36\nN = 28\n\n"
-                        f"def get_inputs():\n    return {inputs}\n\ndef get_init_inputs():\n    return []\n")
-        paths.append(path)
-    for path, described in zip(paths, build_tasks(paths), strict=True):
-        found = first_kernel(described, tmp_path / f"trace-{path.stem}")
-        assert isinstance(found, FirstKernel) and found.family == "batched_contraction", (path.stem, found)
-        lifted = forms.lift(found.source, found.plan)
-        assert isinstance(lifted, forms.Form) and lifted.family == forms.CONTRACTION, (path.stem, lifted)
-        task = to_task(described)
-        candidate = Candidate.from_dict({**found.plan, "source": found.source})
-        kernels = CpuKernels(candidate, tmp_path / path.stem)
-        for sizes in task.l0_sizes[:2]:
-            inputs = inputs_for(task, sizes)
-            assert mismatch(task, sizes, inputs, kernels.run(task, sizes, inputs)) is None, (path.stem, sizes)
+    sources = {name: module(forward, inputs, "Q = 20\nM = 40\nK = 36\nN = 28", arguments="A, B")
+               for name, (forward, inputs) in PRODUCTS.items()}
+    lowered_and_run(tmp_path, sources, "batched_contraction", forms.CONTRACTION)
 
 
 REDUCTIONS = {  # forward, as KernelBench's reductions and norms are written
@@ -170,33 +161,12 @@ REDUCTIONS = {  # forward, as KernelBench's reductions and norms are written
 
 @needs_gxx
 def test_reductions_along_a_dimension_lower_to_a_thread_per_row_that_computes_them(tmp_path):
-    from profiling.harness.torchtask.build import build_tasks
-    from profiling.harness.torchtask.task import to_task
-    from search.generation.from_module import first_kernel
-
-    paths = []
-    for name, forward in REDUCTIONS.items():
-        path = tmp_path / f"{name}.py"
-        path.write_text(f"{HEADER}class Model(nn.Module):\n    def __init__(self):\n"
-                        "        super().__init__()\n\n"
-                        f"    def forward(self, x):\n        return {forward}\n\nB = 20\nD = 40\nE = 36\n\n"
-                        "def get_inputs():\n    return [torch.randn(B, D, E)]\n\ndef get_init_inputs():\n"
-                        "    return []\n")
-        paths.append(path)
-    for path, described in zip(paths, build_tasks(paths), strict=True):
-        found = first_kernel(described, tmp_path / f"trace-{path.stem}")
-        assert isinstance(found, FirstKernel) and found.family == "row_map_reduce", (path.stem, found)
-        lifted = forms.lift(found.source, found.plan)
-        assert isinstance(lifted, forms.Form) and lifted.family == forms.ROWS, (path.stem, lifted)
-        task = to_task(described)
-        candidate = Candidate.from_dict({**found.plan, "source": found.source})
-        kernels = CpuKernels(candidate, tmp_path / path.stem)
-        for sizes in task.l0_sizes[:2]:
-            inputs = inputs_for(task, sizes)
-            assert mismatch(task, sizes, inputs, kernels.run(task, sizes, inputs)) is None, (path.stem, sizes)
+    sources = {name: module(forward, "[torch.randn(B, D, E)]", "B = 20\nD = 40\nE = 36")
+               for name, forward in REDUCTIONS.items()}
+    lowered_and_run(tmp_path, sources, "row_map_reduce", forms.ROWS)
 
 
-WINDOWS = {  # module, input shape: convolutions and pooling as KernelBench's are written
+WINDOWS = {  # layer, input shape: convolutions and pooling as KernelBench's are written
     "conv2d": ("nn.Conv2d(3, 5, 3, stride=2, padding=1, dilation=1, groups=1, bias=True)", "B, 3, H, W"),
     "conv2d_grouped_dilated": (
         "nn.Conv2d(4, 6, (3, 2), padding=(2, 1), dilation=(2, 1), groups=2, bias=False)", "B, 4, H, W"),
@@ -211,26 +181,6 @@ WINDOWS = {  # module, input shape: convolutions and pooling as KernelBench's ar
 
 @needs_gxx
 def test_convolutions_and_pooling_lower_to_a_thread_per_output_that_computes_them(tmp_path):
-    from profiling.harness.torchtask.build import build_tasks
-    from profiling.harness.torchtask.task import to_task
-    from search.generation.from_module import first_kernel
-
-    paths = []
-    for name, (layer, shape) in WINDOWS.items():
-        path = tmp_path / f"{name}.py"
-        path.write_text(f"{HEADER}class Model(nn.Module):\n    def __init__(self):\n"
-                        f"        super().__init__()\n        self.layer = {layer}\n\n"
-                        "    def forward(self, x):\n        return self.layer(x)\n\n"
-                        "B = 20\nH = 23\nW = 29\n\n"
-                        f"def get_inputs():\n    return [torch.randn({shape})]\n\ndef get_init_inputs():\n"
-                        "    return []\n")
-        paths.append(path)
-    for path, described in zip(paths, build_tasks(paths), strict=True):
-        found = first_kernel(described, tmp_path / f"trace-{path.stem}")
-        assert isinstance(found, FirstKernel) and found.family == "window", (path.stem, found)
-        task = to_task(described)
-        candidate = Candidate.from_dict({**found.plan, "source": found.source})
-        kernels = CpuKernels(candidate, tmp_path / path.stem)
-        for sizes in task.l0_sizes[:2]:
-            inputs = inputs_for(task, sizes)
-            assert mismatch(task, sizes, inputs, kernels.run(task, sizes, inputs)) is None, (path.stem, sizes)
+    sources = {name: module("self.layer(x)", f"[torch.randn({shape})]", "B = 20\nH = 23\nW = 29", layer=layer)
+               for name, (layer, shape) in WINDOWS.items()}
+    lowered_and_run(tmp_path, sources, "window")

@@ -131,6 +131,14 @@ def run(torch, source: str, device: str, seed: int) -> dict:
     return found
 
 
+def module_failure(error: BaseException) -> str:
+    """The module's own failure in one line: its type, message and line in the module."""
+    where = traceback.extract_tb(error.__traceback__)
+    line = next((f" (line {f.lineno})" for f in reversed(where) if f.filename == "<module>"), "")
+    message = str(error).splitlines()[0][:300] if str(error) else ""
+    return f"{type(error).__name__}: {message}{line}"
+
+
 def main(argv: list[str]) -> int:
     from profiling.harness.sandbox import Channel
 
@@ -148,10 +156,7 @@ def main(argv: list[str]) -> int:
         except RunTimeout as error:
             found = {"ok": False, "error": str(error)}
         except BaseException as error:  # noqa: BLE001  (the module's own failure is the answer)
-            where = traceback.extract_tb(error.__traceback__)
-            line = next((f" (line {f.lineno})" for f in reversed(where) if f.filename == "<module>"), "")
-            message = str(error).splitlines()[0][:300] if str(error) else ""
-            found = {"ok": False, "error": f"{type(error).__name__}: {message}{line}"}
+            found = {"ok": False, "error": module_failure(error)}
         finally:
             signal.alarm(0)
         channel.send("run", problem=item["problem"], label=item["label"], **found)

@@ -22,7 +22,6 @@ import json
 import os
 import signal
 import sys
-import traceback
 from pathlib import Path
 
 TRACE_LIMIT_S = 60
@@ -119,10 +118,9 @@ def main(argv: list[str]) -> int:
     try:
         found = trace(torch, request["source"])
     except BaseException as error:  # noqa: BLE001  (the module's own failure is the answer)
-        where = traceback.extract_tb(error.__traceback__)
-        line = next((f" (line {f.lineno})" for f in reversed(where) if f.filename == "<module>"), "")
-        message = str(error).splitlines()[0][:300] if str(error) else ""
-        found = {"ok": False, "error": f"{type(error).__name__}: {message}{line}"}
+        from .probe import module_failure
+
+        found = {"ok": False, "error": module_failure(error)}
     finally:
         signal.alarm(0)
     channel.send("graph", **found)
