@@ -73,3 +73,43 @@ def test_macros_expand_with_their_arguments_nested_parentheses_and_objects():
         "((((f(a, b))) * (((1024))) + ((j + 1))))"
     assert strides.stride(strides.expand_macros("IDX(row, j, WIDTH)", helpers), "j") == 1
     assert strides.expand_macros("IDX[3]", helpers) == "IDX[3]"  # not a call: left alone
+
+
+# A reduction over one dimension written for any layout: the row's elements INNER apart.
+GENERIC_ROWS = """extern "C" __global__ void row_max(const float* x, float* y, long long OUTER, long long R,
+                                   long long INNER) {
+    long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t < OUTER * INNER) {
+        long long o = t / INNER;
+        long long i = t % INNER;
+        const float* xr = x + o * R * INNER + i;
+        float m = -INFINITY;
+        for (long long j = 0; j < R; j++) m = fmaxf(m, xr[j * INNER]);
+        y[t] = m;
+    }
+}
+"""
+
+
+def _generic_plan(inner: str) -> dict:
+    return {"launches": [{"kernel": "row_max", "grid": ["cdiv(M, BLOCK)"], "block": ["BLOCK"],
+                          "args": ["x", "y", "M", "N", inner]}], "tunables": {"BLOCK": 256}}
+
+
+def test_a_stride_the_plan_passes_as_a_number_is_that_number():
+    form = lift(GENERIC_ROWS, _generic_plan("(1)"))
+    assert strides.literal_arguments(form, _generic_plan("(1)")["launches"][0]["args"]) == {"INNER": 1}
+    loop = next(step for step in form.steps if isinstance(step, LoopHole))
+    assert strides.contiguity_problem(loop, fixed={"INNER": 1}) is None
+    assert "steps by a size" in strides.contiguity_problem(loop)  # INNER unknown: any size
+    # rows side by side are a row apart when INNER is 1: not a column layout
+    assert "do not read side by side" in strides.neighbour_problem(form, {"INNER": 1})
+    assert strides.neighbour_problem(form) is None  # INNER unknown: the next row is the next address
+
+
+def test_block_per_row_takes_a_generic_kernel_only_where_its_stride_is_one():
+    task = tasks.get("softmax")  # sizes M and N; the kernel's own names do not matter here
+    emitted = by_name("rows.block_per_row").emit(lift(GENERIC_ROWS, _generic_plan("1")), _generic_plan("1"), task)
+    assert not isinstance(emitted, str), emitted
+    refused = by_name("rows.block_per_row").emit(lift(GENERIC_ROWS, _generic_plan("N")), _generic_plan("N"), task)
+    assert isinstance(refused, str) and "steps by" in refused

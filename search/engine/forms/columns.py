@@ -31,6 +31,7 @@ from .skeleton_base import (
     Skeleton,
     flat_total,
     kernel_text,
+    last_launch,
     plan_with,
     set_aside,
     short_rows_problem,
@@ -61,7 +62,8 @@ class SplitStridedRows(Skeleton):
                "combined through shared memory in slice order")
 
     def _emit(self, form: Form, plan: dict[str, Any], task: Task, sizes: list[str]) -> Emitted | str:
-        problem = strides.neighbour_problem(form) or short_rows_problem(form, plan, task)
+        fixed = strides.literal_arguments(form, last_launch(plan).get("args", []))
+        problem = strides.neighbour_problem(form, fixed) or short_rows_problem(form, plan, task)
         if problem:
             return problem
         total = flat_total(form)

@@ -147,8 +147,9 @@ class BlockPerRow(Skeleton):
 
     def _emit(self, form: Form, plan: dict[str, Any], task: Task, sizes: list[str]) -> Emitted | str:
         rows = sizes[0]
+        fixed = strides.literal_arguments(form, last_launch(plan).get("args", []))
         for loop in (step for step in form.steps if isinstance(step, LoopHole)):
-            problem = strides.contiguity_problem(loop, form.helpers)
+            problem = strides.contiguity_problem(loop, form.helpers, fixed)
             if problem:
                 return problem
         problem = short_rows_problem(form, plan, task)

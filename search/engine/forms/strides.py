@@ -40,8 +40,9 @@ def accesses(loop: LoopHole) -> list[tuple[str, str]]:
     return found
 
 
-def stride(index: str, variable: str) -> int | None:
-    """index(variable + 1) - index(variable), other names fixed; None if not arithmetic."""
+def stride(index: str, variable: str, fixed: dict[str, int] | None = None) -> int | None:
+    """index(variable + 1) - index(variable), other names fixed (those in `fixed` at their
+    values: parameters every launch passes as a number); None if not arithmetic."""
     python = _CASTS.sub("", index).replace("/", "//")
     try:
         tree = ast.parse(python, mode="eval")
@@ -52,6 +53,7 @@ def stride(index: str, variable: str) -> int | None:
     names = sorted({n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} - {variable})
     rng = random.Random(20261206)  # fixed: the answer must not change from run to run
     values = {name: rng.randrange(1_000, 1_000_000) for name in names}
+    values.update({name: value for name, value in (fixed or {}).items() if name in values})
     code = compile(tree, "<index>", "eval")
     try:
         at = [eval(code, {"__builtins__": {}}, {**values, variable: j}) for j in (7, 8)]  # noqa: S307
@@ -60,13 +62,14 @@ def stride(index: str, variable: str) -> int | None:
     return at[1] - at[0]
 
 
-def contiguity_problem(loop: LoopHole, helpers: str = "") -> str | None:
+def contiguity_problem(loop: LoopHole, helpers: str = "", fixed: dict[str, int] | None = None) -> str | None:
     """Why a block striding over this loop would not read contiguous memory, or None
-    (`helpers`: the kernel's #defines, expanded in the indices first)."""
+    (`helpers`: the kernel's #defines, expanded in the indices first; `fixed`: parameters
+    the plan passes as numbers, `literal_arguments`)."""
     variable = loop.variables[-1].name  # the innermost: consecutive flattened iterations
     strides = []
     for pointer, index in accesses(loop):
-        step = stride(expand_macros(index, helpers), variable)
+        step = stride(expand_macros(index, helpers), variable, fixed)
         if step is None:
             return f"{pointer}[{index}]: an index whose stride in {variable} cannot be worked out"
         if step not in (0, 1, -1):
@@ -76,7 +79,21 @@ def contiguity_problem(loop: LoopHole, helpers: str = "") -> str | None:
     return None if any(strides) or not strides else f"no access walks along {variable}"
 
 
-def neighbour_problem(form: Form) -> str | None:
+def literal_arguments(form: Form, args: list[str]) -> dict[str, int]:
+    """The integer parameters the launch passes as a number (a generic kernel's stride of 1,
+    `x[j * INNER]` launched with INNER = 1): the skeletons keep the launch's arguments, so
+    the number holds wherever the kernel runs."""
+    found = {}
+    for name, arg in zip(form.params, args, strict=False):
+        literal = str(arg).strip()
+        while literal.startswith("(") and literal.endswith(")"):
+            literal = literal[1:-1].strip()
+        if re.fullmatch(r"-?\d+", literal):
+            found[name] = int(literal)
+    return found
+
+
+def neighbour_problem(form: Form, fixed: dict[str, int] | None = None) -> str | None:
     """Why neighbouring rows would not read neighbouring addresses in the row's loops (a
     reduction across columns reads x[i * D + col]: the next row is the next address), or
     None. Index locals declared before the loops (`int b = idx / D2;`) are read through."""
@@ -91,7 +108,7 @@ def neighbour_problem(form: Form) -> str | None:
     steps = []
     for pointer, index in found:
         offset = f"({offsets[pointer]}) + " if pointer in offsets else ""
-        step = stride(through(expand_macros(offset + f"({index})", form.helpers), locals_, row), row)
+        step = stride(through(expand_macros(offset + f"({index})", form.helpers), locals_, row), row, fixed)
         if step is None:
             return f"{pointer}[{index}]: an index whose stride in {row} cannot be worked out"
         if step not in (0, 1, -1):
