@@ -82,37 +82,59 @@ extern "C" __global__ void {kernel_name}({", ".join(params)}) {{
 
 
 def _convolution(node, task, spatial, spatial_index, loops, inside, close, params, args, size):
-    a = node["attributes"]
-    groups = int(a.get("groups", 1))
-    held = a.get("parameters", [])
+    """The group structure comes from the weight's shape, (C_OUT, C_IN / groups, taps...):
+    its second dimension is the channels a group reads (ICG), as a size of the task, so a
+    module whose groups follow its channels (a depthwise one: groups = in_channels) is
+    lowered right at every size, not only at the size it was traced at. One group (ICG is
+    C_IN) reads every channel; one channel a group (ICG is 1, a depthwise convolution)
+    has no channel loop."""
+    held = node["attributes"].get("parameters", [])
     weight = _parameter(task, "weight")
     bias = _parameter(task, "bias") if "bias" in held else None
     if weight is None or ("bias" in held and bias is None) or len(task.weights) != 1 + (bias is not None):
         raise NotWindow("a convolution whose parameters are not its weight and bias")
+    shape = next(w["shape"] for w in task.weights if w["name"] == weight)
+    if len(shape) != spatial + 2:
+        raise NotWindow(f"a weight of {len(shape)} dimensions for a {spatial}-D convolution")
     params.append(f"const float* {weight}")
     args.append(weight)
     if bias:
         params.append(f"const float* {bias}")
         args.append(bias)
     taps = "".join(f") * {size[i]} + k{i}" for i in range(spatial))
-    pad = "    " * (spatial + 3)
-    body = [f"        const int ICG = C_IN / {groups}, OCG = C_OUT / {groups};",
-            "        const int g = c / OCG;",
-            f"        float acc = {f'{bias}[c]' if bias else '0.0f'};",
-            "        for (int ic = 0; ic < ICG; ic++) {"]
-    for depth, loop in enumerate(loops):
-        body.append("    " * (depth + 3) + loop.replace("\n", "\n" + "    " * (depth + 3 - 2)))
-    body.append(f"{pad}if ({' && '.join(inside)}) {{")
+    channels_in, channels_out, per_group = (str(d) for d in (task.inputs[0]["shape"][1],
+                                                              task.outputs[0]["shape"][1], shape[1]))
     opened = "(" * spatial
-    channel = "(long long)n * C_IN + g * ICG + ic"
-    body.append(f"{pad}    acc += {task.inputs[0]['name']}[{opened}({channel}){spatial_index}] *\n"
-                f"{pad}           {weight}[{opened}((long long)c * ICG + ic){taps}];")
+    x = task.inputs[0]["name"]
+    body = [f"        float acc = {f'{bias}[c]' if bias else '0.0f'};"]
+    depth0 = 2
+    if per_group == channels_in:  # one group
+        body.append("        for (int ic = 0; ic < C_IN; ic++) {")
+        depth0, channel, filter_ = 3, "(long long)n * C_IN + ic", "(long long)c * C_IN + ic"
+    elif per_group == "1":  # a channel a group: depthwise (C_OUT / C_IN filters a channel)
+        group = "c" if channels_out == channels_in else "c / (C_OUT / C_IN)"
+        channel, filter_ = f"(long long)n * C_IN + {group}", "(long long)c"
+    else:
+        params.append("int ICG")
+        args.append(per_group)
+        body[:0] = ["        const int OCG = C_OUT / (C_IN / ICG);  // output channels a group",
+                    "        const int g = c / OCG;"]
+        body.append("        for (int ic = 0; ic < ICG; ic++) {")
+        depth0, channel, filter_ = 3, "(long long)n * C_IN + g * ICG + ic", "(long long)c * ICG + ic"
+    pad = "    " * (spatial + depth0)
+    for depth, loop in enumerate(loops):
+        body.append("    " * (depth + depth0) + loop.replace("\n", "\n" + "    " * (depth + depth0 - 2)))
+    body.append(f"{pad}if ({' && '.join(inside)}) {{")
+    body.append(f"{pad}    acc += {x}[{opened}({channel}){spatial_index}] *\n"
+                f"{pad}           {weight}[{opened}({filter_}){taps}];")
     body.append(f"{pad}}}")
     for depth in reversed(range(len(close))):
-        body.append("    " * (depth + 3) + "}")
-    body.append("        }")
+        body.append("    " * (depth + depth0) + "}")
+    if depth0 == 3:
+        body.append("        }")
     body.append(f"        {task.outputs[0]['name']}[t] = acc;")
-    what = f"{node['target']}, groups {groups}{', bias' if bias else ''}"
+    groups = node["attributes"].get("groups", 1)
+    what = f"{node['target']}, groups {groups} ({per_group} input channels a group){', bias' if bias else ''}"
     return "\n".join(body), what
 
 

@@ -109,7 +109,8 @@ def test_a_stride_the_plan_passes_as_a_number_is_that_number():
 
 def test_block_per_row_takes_a_generic_kernel_only_where_its_stride_is_one():
     task = tasks.get("softmax")  # sizes M and N; the kernel's own names do not matter here
-    emitted = by_name("rows.block_per_row").emit(lift(GENERIC_ROWS, _generic_plan("1")), _generic_plan("1"), task)
+    skeleton = by_name("rows.block_per_row")
+    emitted = skeleton.emit(lift(GENERIC_ROWS, _generic_plan("1")), _generic_plan("1"), task)
     assert not isinstance(emitted, str), emitted
-    refused = by_name("rows.block_per_row").emit(lift(GENERIC_ROWS, _generic_plan("N")), _generic_plan("N"), task)
+    refused = skeleton.emit(lift(GENERIC_ROWS, _generic_plan("N")), _generic_plan("N"), task)
     assert isinstance(refused, str) and "steps by" in refused

@@ -82,9 +82,11 @@ def module(forward: str, inputs: str, sizes: str, *, layer: str = "", arguments:
             f"def get_inputs():\n    return {inputs}\n\ndef get_init_inputs():\n    return []\n")
 
 
-def lowered_and_run(tmp_path, sources: dict[str, str], family: str, lifts_as: str | None = None) -> None:
-    """Each module read as a task, traced, lowered to `family`, lifted (as `lifts_as`) and
-    run on the CPU emulator against the module at its first two L0 sizes."""
+def lowered_and_run(tmp_path, sources: dict[str, str], family: str,
+                    lifts_as: str | dict[str, str] | None = None) -> None:
+    """Each module read as a task, traced, lowered to `family`, lifted (as `lifts_as`, one
+    family or one per module) and run on the CPU emulator against the module at its first
+    two L0 sizes."""
     from profiling.harness.torchtask.build import build_tasks
     from profiling.harness.torchtask.task import to_task
     from search.generation.from_module import first_kernel
@@ -97,9 +99,10 @@ def lowered_and_run(tmp_path, sources: dict[str, str], family: str, lifts_as: st
     for path, described in zip(paths, build_tasks(paths), strict=True):
         found = first_kernel(described, tmp_path / f"trace-{path.stem}")
         assert isinstance(found, FirstKernel) and found.family == family, (path.stem, found)
-        if lifts_as:
+        expected = lifts_as.get(path.stem) if isinstance(lifts_as, dict) else lifts_as
+        if expected:
             lifted = forms.lift(found.source, found.plan)
-            assert isinstance(lifted, forms.Form) and lifted.family == lifts_as, (path.stem, lifted)
+            assert isinstance(lifted, forms.Form) and lifted.family == expected, (path.stem, lifted)
         task = to_task(described)
         candidate = Candidate.from_dict({**found.plan, "source": found.source})
         kernels = CpuKernels(candidate, tmp_path / path.stem)
@@ -166,21 +169,28 @@ def test_reductions_along_a_dimension_lower_to_a_thread_per_row_that_computes_th
     lowered_and_run(tmp_path, sources, "row_map_reduce", forms.ROWS)
 
 
-WINDOWS = {  # layer, input shape: convolutions and pooling as KernelBench's are written
-    "conv2d": ("nn.Conv2d(3, 5, 3, stride=2, padding=1, dilation=1, groups=1, bias=True)", "B, 3, H, W"),
+WINDOWS = {  # layer, input shape, family it lifts as: convolutions and pooling as KernelBench's are written
+    "conv2d": ("nn.Conv2d(3, 5, 3, stride=2, padding=1, dilation=1, groups=1, bias=True)", "B, 3, H, W",
+               forms.CONTRACTION),
     "conv2d_grouped_dilated": (
-        "nn.Conv2d(4, 6, (3, 2), padding=(2, 1), dilation=(2, 1), groups=2, bias=False)", "B, 4, H, W"),
-    "depthwise": ("nn.Conv2d(4, 4, 3, padding=1, groups=4, bias=False)", "B, 4, H, W"),
-    "conv1d": ("nn.Conv1d(3, 4, 5, stride=3, bias=True)", "B, 3, W"),
-    "conv3d": ("nn.Conv3d(2, 3, 2, padding=1, bias=False)", "B, 2, H, W, W"),
-    "maxpool2d": ("nn.MaxPool2d(3, stride=2, padding=1)", "B, 3, H, W"),
-    "avgpool1d": ("nn.AvgPool1d(4, stride=2, padding=1)", "B, 3, W"),
-    "maxpool3d_dilated": ("nn.MaxPool3d(2, stride=1, padding=1, dilation=2)", "B, 2, H, W, W"),
+        "nn.Conv2d(4, 6, (3, 2), padding=(2, 1), dilation=(2, 1), groups=2, bias=False)", "B, 4, H, W",
+        None),  # no family: a group's input channels follow the output channel, in neither factor alone
+    "depthwise": ("nn.Conv2d(4, 4, 3, padding=1, groups=4, bias=False)", "B, 4, H, W", forms.WINDOW),
+    # groups follow a size of the module: right at every size, not only the traced one
+    "depthwise_sized": ("nn.Conv2d(C, C, 3, padding=1, groups=C, bias=False)", "B, C, H, W", forms.WINDOW),
+    "depthwise_multiplier": ("nn.Conv2d(C, 2 * C, (3, 1), stride=(1, 2), groups=C, bias=True)", "B, C, H, W",
+                             forms.WINDOW),
+    "conv1d": ("nn.Conv1d(3, 4, 5, stride=3, bias=True)", "B, 3, W", forms.CONTRACTION),
+    "conv3d": ("nn.Conv3d(2, 3, 2, padding=1, bias=False)", "B, 2, H, W, W", forms.CONTRACTION),
+    "maxpool2d": ("nn.MaxPool2d(3, stride=2, padding=1)", "B, 3, H, W", forms.WINDOW),
+    "avgpool1d": ("nn.AvgPool1d(4, stride=2, padding=1)", "B, 3, W", forms.WINDOW),
+    "maxpool3d_dilated": ("nn.MaxPool3d(2, stride=1, padding=1, dilation=2)", "B, 2, H, W, W", forms.WINDOW),
 }
 
 
 @needs_gxx
 def test_convolutions_and_pooling_lower_to_a_thread_per_output_that_computes_them(tmp_path):
-    sources = {name: module("self.layer(x)", f"[torch.randn({shape})]", "B = 20\nH = 23\nW = 29", layer=layer)
-               for name, (layer, shape) in WINDOWS.items()}
-    lowered_and_run(tmp_path, sources, "window")
+    sources = {name: module("self.layer(x)", f"[torch.randn({shape})]", "B = 20\nC = 6\nH = 23\nW = 29",
+                            layer=layer)
+               for name, (layer, shape, _) in WINDOWS.items()}
+    lowered_and_run(tmp_path, sources, "window", {name: lifts for name, (_, _, lifts) in WINDOWS.items()})

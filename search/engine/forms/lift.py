@@ -31,6 +31,7 @@ from ..rewrites.syntax import (
 )
 from . import contraction, radix, rows, windows
 from .accumulators import _accumulation
+from .peeled import peeled_digits_as_divisions
 from .reading import NotRead, _declaration, condition_of, plane_bounds, read_space, reads_thread
 from .types import CONTRACTION, FULL_REDUCE, MAP, Form, Refusal
 
@@ -47,7 +48,7 @@ _LOOPS = ("for_statement", "while_statement", "do_statement")
 def lift(source: str, plan: dict[str, Any]) -> Form | Refusal:
     """The family form of the plan's kernel (the last launch's, after a zeroing launch)."""
     launches = plan.get("launches") or []
-    source = skips_as_tests(counted_whiles_as_fors(one_declarator_each(source)))
+    source = skips_as_tests(counted_whiles_as_fors(peeled_digits_as_divisions(one_declarator_each(source))))
     tree = parse(source)
     kernels = {k.name: k for k in find_kernels(tree)}
     zeroed = None
