@@ -24,6 +24,7 @@ results are written after every problem, so a run cut short keeps what it measur
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import json
 import os
@@ -116,7 +117,7 @@ def prepare(args) -> int:
                 row = {"task": described.name, "first_kernel": found.family, "lift": lift_summary(first),
                        "proposals": [{k: v for k, v in p.items() if k != "candidate"} for p in offered]}
                 (folder / f"{path.stem}.json").write_text(json.dumps(
-                    {"problem": path.stem, "task": described.name,
+                    {"problem": path.stem, "task": described.name, "family": found.family,
                      "first": {**found.plan, "source": found.source}, "proposals": offered}, indent=1))
         report["problems"][path.stem] = row
         print(path.stem, json.dumps({k: v for k, v in row.items() if k != "proposals"})[:240],
@@ -178,9 +179,9 @@ def run(args) -> int:
               "gate": {"sanitize": not args.no_sanitize, "profile": False}, "problems": {}}
     prepared = sorted(folder.glob("*.json"), key=lambda p: int(p.stem.split("_")[0]))
     only = set(args.only.split(",")) if args.only else None
+    prepared = interleaved([p for p in prepared if not only or p.stem in only or p.stem.split("_")[0] in only])
+    report["compile_seconds"] = precompile(prepared, args.all_cards)
     for path in prepared:
-        if only and path.stem not in only and path.stem.split("_")[0] not in only:
-            continue
         if time.monotonic() > deadline:
             report["stopped"] = f"deadline reached before {path.stem}"
             break
@@ -188,8 +189,11 @@ def run(args) -> int:
         saved = folder / "tasks" / f"{entry['task']}.torchtask"
         described = TorchTask.from_dict(json.loads(saved.read_text()))
         task = to_task(described)
-        options = GateOptions(profile=False, workdir=str(Path(tempfile.mkdtemp(prefix="kb-gate-"))),
-                              time_limit_s=args.gate_limit_s)
+        # one seed for the problem's candidates, so that the second reuses the inputs and
+        # the references the first drew and computed (inputs.py's cache)
+        work = Path(tempfile.mkdtemp(prefix="kb-gate-"))
+        options = GateOptions(profile=False, workdir=str(work), time_limit_s=args.gate_limit_s,
+                              seed=args.seed, input_cache=str(work / "inputs"))
         if args.no_sanitize:
             options = dataclasses.replace(options, sanitize=())
         row: dict = {"task": entry["task"]}
@@ -217,6 +221,45 @@ def run(args) -> int:
     write_json_atomically(args.out, report)
     print(json.dumps(report["summary"]))
     return 0
+
+
+def interleaved(prepared: list[Path]) -> list[Path]:
+    """One problem of each family in turn (products, rows, maps, windows), so that a run
+    cut short by its deadline has measured some of every family."""
+    families: dict[str, list[Path]] = {}
+    for path in prepared:
+        families.setdefault(json.loads(path.read_text()).get("family", ""), []).append(path)
+    queues = list(families.values())
+    order = []
+    while any(queues):
+        for queue in queues:
+            if queue:
+                order.append(queue.pop(0))
+    return order
+
+
+def precompile(prepared: list[Path], all_cards: bool) -> float:
+    """nvcc for every candidate at once, on the host's cores, into the compile cache the
+    gate reads (compile.py): the gates then run one after another without compiling."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from profiling.harness.compile import compile_candidate
+
+    candidates = []
+    for path in prepared:
+        entry = json.loads(path.read_text())
+        candidates.append(entry["first"])
+        candidates += [p["candidate"] for p in entry["proposals"]
+                       if all_cards or p["admission"] == "admitted"]
+
+    def one(candidate: dict) -> None:
+        with contextlib.suppress(Exception):  # the gate reports it, in its own words
+            compile_candidate(Candidate.from_dict(candidate))
+
+    started = time.monotonic()
+    with ThreadPoolExecutor(max_workers=max(1, (os.cpu_count() or 2) - 2)) as pool:
+        list(pool.map(one, candidates))
+    return round(time.monotonic() - started, 1)
 
 
 def summary(problems: dict) -> dict:
@@ -263,6 +306,7 @@ def main() -> int:
     r.add_argument("--all-cards", action="store_true", help="also proposals of cards not admitted")
     r.add_argument("--deadline-s", type=float, default=540.0, help="start no problem after this")
     r.add_argument("--gate-limit-s", type=float, default=120.0, help="each gate's time limit")
+    r.add_argument("--seed", type=int, default=20261206, help="the gates' base seed (recorded)")
     args = parser.parse_args()
     return prepare(args) if args.phase == "prepare" else run(args)
 

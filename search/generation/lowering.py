@@ -26,7 +26,8 @@ fast) and, like every candidate, only the gate says it is right. Pure: no torch 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+import re
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .lower_products import NotProduct, lower_product
@@ -133,6 +134,29 @@ _ALIASES = {"relu_": "relu", "sigmoid_": "sigmoid", "tanh_": "tanh", "negative":
 
 def lower(nodes: list[dict], task) -> FirstKernel | NoKernel:
     """The module's first kernel, or why there is none."""
+    found = _lower(nodes, task)
+    if isinstance(found, NoKernel):
+        return found
+    return replace(found, plan=with_widths(found.source, found.plan))
+
+
+_WIDE = re.compile(r"\b(?:long\s+long|int64_t|uint64_t|size_t)\b")
+
+
+def with_widths(source: str, plan: dict[str, Any]) -> dict[str, Any]:
+    """The plan with each argument of a 64-bit integer parameter marked `i64:` (the gate
+    passes a plain size as 4 bytes, and refuses a launch whose parameter is wider)."""
+    launches = []
+    for launch in plan["launches"]:
+        match = re.search(rf"__global__\s+void\s+{re.escape(launch['kernel'])}\s*\(([^)]*)\)", source)
+        params = [p.strip() for p in match.group(1).split(",")] if match else []
+        args = [f"i64:{arg}" if i < len(params) and "*" not in params[i] and _WIDE.search(params[i])
+                and not str(arg).startswith("i64:") else arg for i, arg in enumerate(launch["args"])]
+        launches.append({**launch, "args": args})
+    return {**plan, "launches": launches}
+
+
+def _lower(nodes: list[dict], task) -> FirstKernel | NoKernel:
     try:
         return _elementwise(nodes, task)
     except _Unsupported as error:

@@ -99,6 +99,7 @@ def _generic_plan(inner: str) -> dict:
 def test_a_stride_the_plan_passes_as_a_number_is_that_number():
     form = lift(GENERIC_ROWS, _generic_plan("(1)"))
     assert strides.literal_arguments(form, _generic_plan("(1)")["launches"][0]["args"]) == {"INNER": 1}
+    assert strides.literal_arguments(form, ["x", "y", "i64:M", "i64:N", "i64:1"]) == {"INNER": 1}
     loop = next(step for step in form.steps if isinstance(step, LoopHole))
     assert strides.contiguity_problem(loop, fixed={"INNER": 1}) is None
     assert "steps by a size" in strides.contiguity_problem(loop)  # INNER unknown: any size

@@ -85,7 +85,7 @@ def literal_arguments(form: Form, args: list[str]) -> dict[str, int]:
     the number holds wherever the kernel runs."""
     found = {}
     for name, arg in zip(form.params, args, strict=False):
-        literal = str(arg).strip()
+        literal = str(arg).strip().removeprefix("i64:").strip()
         while literal.startswith("(") and literal.endswith(")"):
             literal = literal[1:-1].strip()
         if re.fullmatch(r"-?\d+", literal):
