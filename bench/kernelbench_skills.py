@@ -179,7 +179,8 @@ def run(args) -> int:
               "gate": {"sanitize": not args.no_sanitize, "profile": False}, "problems": {}}
     prepared = sorted(folder.glob("*.json"), key=lambda p: int(p.stem.split("_")[0]))
     only = set(args.only.split(",")) if args.only else None
-    prepared = interleaved([p for p in prepared if not only or p.stem in only or p.stem.split("_")[0] in only])
+    prepared = interleaved([p for p in prepared
+                            if not only or p.stem in only or p.stem.split("_")[0] in only])
     report["compile_seconds"] = precompile(prepared, args.all_cards)
     for path in prepared:
         if time.monotonic() > deadline:
