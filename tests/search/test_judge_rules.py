@@ -207,3 +207,38 @@ def test_the_rule_judge_proposes_nothing_itself() -> None:
     context = naive_context("relu")
     judge = RuleJudge()
     assert judge.propose(context, judge.diagnose(context)) == []
+
+
+@pytest.mark.parametrize("task, first", [("sgemm", "tile"), ("conv2d", "tile"), ("softmax", "coalesce"),
+                                         ("relu", "vectorize"), ("maxpool3d", "tile")])
+def test_without_a_profile_the_family_a_kernel_lifts_to_says_what_it_wants_first(task, first) -> None:
+    spec = tasks.get(task)
+    candidate = Candidate.from_source_and_plan(spec.naive_source, spec.naive_plan)
+    bare = Measurement(status="passed", time_ms=1.0)
+    for measured in (None, bare):
+        diagnosis = RuleJudge().diagnose(NodeContext(task, candidate, measured, None))
+        assert diagnosis.bottleneck == "unknown" and diagnosis.wants[0] == first, diagnosis
+        assert "lifts to a" in diagnosis.summary
+
+
+def test_an_unprofiled_product_puts_a_tile_before_a_block_size() -> None:
+    """A 0.4-minute search without profiles on addmm + GELU (3 ms a run, two evaluations)
+    tried a block size and ran out before the tile card (2026-12-06, H200)."""
+    spec = tasks.get("sgemm")
+    candidate = Candidate.from_source_and_plan(spec.naive_source, spec.naive_plan)
+    judge = RuleJudge()
+    bare = Measurement(status="passed", time_ms=3.0)
+    diagnosis = judge.diagnose(NodeContext("sgemm", candidate, bare, None))
+    tile = Proposal("skill:skeleton:contraction.smem_register_tile", "t", "r", candidate, families=("tile",),
+                    expected_speedup=5.7)
+    block = Proposal("tunable", "t", "r", candidate, families=("occupancy", "parallelism"))
+    assert judge.score(tile, diagnosis) > judge.score(block, diagnosis)
+
+
+def test_a_kernel_that_lifts_to_no_family_keeps_the_generic_wants() -> None:
+    source = 'extern "C" __global__ void k(float* y) { __shared__ float s[32]; s[threadIdx.x] = 1.0f;' \
+             ' __syncthreads(); y[threadIdx.x] = s[31 - threadIdx.x]; }'
+    launch = {"kernel": "k", "grid": [1], "block": [32], "args": ["y"]}
+    candidate = Candidate.from_source_and_plan(source, {"launches": [launch]})
+    diagnosis = RuleJudge().diagnose(NodeContext("relu", candidate, None, None))
+    assert "lifts to" not in diagnosis.summary and diagnosis.wants[0] == "vectorize"

@@ -8,12 +8,16 @@ proposal sources do); they diagnose and they score.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable
+from functools import lru_cache
 from typing import Any
 
 from profiling.harness import profile
 
+from .. import forms
+from ..forms import splice
 from ..types import FAMILIES, Diagnosis, Measurement, NodeContext, Proposal
 
 # What a diagnosis may name. "failed": the measurement has no profile to read because
@@ -30,6 +34,28 @@ CLASS_WANTS: dict[str, tuple[str, ...]] = {
     "compute": ("fast_math", "unroll", "tile", "warp_reduce"),
     "unknown": ("vectorize", "coalesce", "grid_stride", "occupancy", "unroll"),
 }
+
+# Without a profile, what a kernel computes still says where a plain one loses: the
+# family its kernel lifts to (search/engine/forms) and the cure that family's plain
+# schedule asks for first. The generic "unknown" wants follow these.
+FORM_WANTS: dict[str, tuple[tuple[str, ...], str]] = {
+    forms.CONTRACTION: (("tile", "vectorize", "unroll"),
+                        "a thread per output of a product reads a whole row and column from memory for "
+                        "each output, so every input is read once per output that uses it: reuse "
+                        "through shared memory and registers (tile) comes first"),
+    forms.WINDOW: (("tile", "unroll", "coalesce"),
+                   "a thread per output of a window reads inputs its neighbours read too: reuse (tile) "
+                   "comes first"),
+    forms.ROWS: (("coalesce", "parallelism", "warp_reduce", "vectorize"),
+                 "a thread per row walks its row alone: a warp's threads read addresses a row apart "
+                 "(coalesce), and there are as many threads as rows (parallelism)"),
+    forms.FULL_REDUCE: (("warp_reduce", "grid_stride", "parallelism"),
+                        "every element is added into one output: sums within warps and blocks first"),
+    forms.MAP: (("vectorize", "grid_stride", "unroll", "restrict"),
+                "an elementwise map moves each byte once: fewer, wider accesses (vectorize) first"),
+}
+# Several launches: the family whose plain schedule loses most is read first.
+FORM_ORDER = (forms.CONTRACTION, forms.WINDOW, forms.ROWS, forms.FULL_REDUCE, forms.MAP)
 
 SUMMARIES = {
     "memory": "memory-bound: the memory system is the busiest unit, and DRAM bandwidth is "
@@ -102,15 +128,13 @@ class RuleJudge:
     def diagnose(self, context: NodeContext) -> Diagnosis:
         m = context.measurement
         if m is None:
-            return Diagnosis("unknown", "not measured yet: nothing to read",
-                             wants=CLASS_WANTS["unknown"], source=self.name)
+            return self._from_form(context, "not measured yet: nothing to read", ())
         if not m.passed:
             return self._failed(m)
         if not m.metrics and context.profiled_ancestor is not None:
             return self._inherited(m, *context.profiled_ancestor)
         if not m.metrics:
-            return Diagnosis("unknown", SUMMARIES["unknown"], self._resources(m),
-                             CLASS_WANTS["unknown"], source=self.name)
+            return self._from_form(context, SUMMARIES["unknown"], tuple(self._resources(m)))
         metrics = m.metrics
         bottleneck = m.bottleneck if m.bottleneck in BOTTLENECKS[:4] else profile.classify(metrics)[0]
         flavour = self._flavour(bottleneck, metrics)
@@ -128,6 +152,18 @@ class RuleJudge:
         if m.time_ms is not None:
             evidence.insert(0, f"time {m.time_ms:.4g} ms (CUDA events, median)")
         return Diagnosis(bottleneck, SUMMARIES[flavour], tuple(evidence), wants, self.name)
+
+    def _from_form(self, context: NodeContext, summary: str, evidence: tuple[str, ...]) -> Diagnosis:
+        """No profile to read: the wants of the family the kernel lifts to, then the
+        generic ones (a kernel that lifts to none gets those alone)."""
+        family = lifted_family(context.candidate.source, json.dumps(context.candidate.plan_dict(),
+                                                                    sort_keys=True))
+        if family is None:
+            return Diagnosis("unknown", summary, evidence, CLASS_WANTS["unknown"], source=self.name)
+        wants, why = FORM_WANTS[family]
+        ordered = tuple(dict.fromkeys((*wants, *CLASS_WANTS["unknown"])))
+        return Diagnosis("unknown", f"{summary}; the kernel lifts to a {family} form: {why}",
+                         (*evidence, f"lifted (search/engine/forms): {family}"), ordered, source=self.name)
 
     def _inherited(self, m: Measurement, node_id: int, ancestor: Diagnosis) -> Diagnosis:
         """No profile of its own (the search's screen does not profile): the nearest
@@ -296,6 +332,20 @@ def evidence_weight(expected_speedup: float | None) -> float:
         expected_speedup = NO_EXPECTATION
     share = min(max(expected_speedup / EVIDENCE_FULL, EVIDENCE_FLOOR), 1.0)
     return math.sqrt(share)
+
+
+@lru_cache(maxsize=512)
+def lifted_family(source: str, plan_json: str) -> str | None:
+    """The family the plan's kernel lifts to (of several launches, the first in
+    FORM_ORDER that any launch lifts to), or None."""
+    plan = json.loads(plan_json)
+    whole = forms.lift(source, plan)
+    if isinstance(whole, forms.Form):
+        return whole.family
+    if len(plan.get("launches") or []) < 2:
+        return None
+    found = {form.family for _, form in splice.per_launch(source, plan) if isinstance(form, forms.Form)}
+    return next((family for family in FORM_ORDER if family in found), None)
 
 
 def _rank(lead: Iterable[str], by_class: tuple[str, ...], signals: Iterable[str]) -> tuple[str, ...]:
