@@ -48,7 +48,7 @@ def test_a_module_chain_becomes_one_thread_per_element_with_torchs_definitions()
     assert isinstance(found, FirstKernel), found
     assert "(v_x0) * 0.2f" in found.source and "tanhf(0.7978845608028654f" in found.source
     assert "out[i] = t3;" in found.source and "(t2 * 2.0f)" in found.source
-    assert found.plan["launches"][0]["args"] == ["x0", "out", "(b) * (d)"]
+    assert found.plan["launches"][0]["args"] == ["x0", "out", "i64:(b) * (d)"]  # a 64-bit n
     form = forms.lift(found.source, found.plan)  # the plain kernel lifts as the map it is
     assert isinstance(form, forms.Form) and form.family == forms.MAP and form.direct
 
