@@ -190,11 +190,12 @@ def run(args) -> int:
         saved = folder / "tasks" / f"{entry['task']}.torchtask"
         described = TorchTask.from_dict(json.loads(saved.read_text()))
         task = to_task(described)
-        # one seed for the problem's candidates, so that the second reuses the inputs and
-        # the references the first drew and computed (inputs.py's cache)
+        # one seed for the problem's candidates; with --input-cache the second reuses the
+        # inputs and references the first drew (inputs.py's cache: files on the host's disk,
+        # 6 GiB an array at KernelBench's largest sizes)
         work = Path(tempfile.mkdtemp(prefix="kb-gate-"))
         options = GateOptions(profile=False, workdir=str(work), time_limit_s=args.gate_limit_s,
-                              seed=args.seed, input_cache=str(work / "inputs"))
+                              seed=args.seed, input_cache=str(work / "inputs") if args.input_cache else None)
         if args.no_sanitize:
             options = dataclasses.replace(options, sanitize=())
         row: dict = {"task": entry["task"]}
@@ -308,6 +309,8 @@ def main() -> int:
     r.add_argument("--deadline-s", type=float, default=540.0, help="start no problem after this")
     r.add_argument("--gate-limit-s", type=float, default=120.0, help="each gate's time limit")
     r.add_argument("--seed", type=int, default=20261206, help="the gates' base seed (recorded)")
+    r.add_argument("--input-cache", action="store_true",
+                   help="keep a problem's inputs on disk for its next gate")
     args = parser.parse_args()
     return prepare(args) if args.phase == "prepare" else run(args)
 
