@@ -131,6 +131,10 @@ FLAT_PLAN = {"launches": [{"kernel": "bmm", "grid": ["cdiv(Bt * M * N, 128)"], "
 PLANE_PLAN = {"launches": [{"kernel": "bmm", "grid": ["cdiv(N, 16)", "cdiv(M, 16)", "Bt"], "block": [16, 16],
                             "args": ["A", "B", "C", "Bt", "M", "N", "K"]}]}
 
+# The batch count only in the grid, as people write it: the lift passes it (planes.py).
+BMM_UNTOLD = BMM_PLANE.replace("int Bt, int M, int N, int K", "int M, int N, int K")
+UNTOLD_PLAN = {"launches": [{**PLANE_PLAN["launches"][0], "args": ["A", "B", "C", "M", "N", "K"]}]}
+
 
 def _bmm_reference(inputs, sizes):
     return {"C": (inputs["A"].astype(np.float64) @ inputs["B"].astype(np.float64)).astype(np.float32)}
@@ -148,19 +152,34 @@ def _bmm_task(source: str, plan: dict) -> Task:
 
 
 @pytest.mark.parametrize(("source", "plan"),
-                         [(BMM_PLANE, PLANE_PLAN), (BMM_FLAT, FLAT_PLAN), (BMM_REST, FLAT_PLAN)],
-                         ids=["grid plane", "flat index", "flat index through a local"])
+                         [(BMM_PLANE, PLANE_PLAN), (BMM_FLAT, FLAT_PLAN), (BMM_REST, FLAT_PLAN),
+                          (BMM_UNTOLD, UNTOLD_PLAN)],
+                         ids=["grid plane", "flat index", "flat index through a local", "untold plane"])
 def test_a_batched_product_lifts_with_the_batch_as_a_coordinate_of_its_own(source, plan):
     form = lift(source, plan)
     assert form.family == CONTRACTION, form
     assert [c.name for c in form.coordinates] == ["b", "i", "j"]
     assert form.factors[0].startswith("A[") and form.factors[1].startswith("B[")
     assert ("const int t =" in form.rebuild) == (plan is FLAT_PLAN)
+    # a plane the kernel is not told the extent of is passed to it: the grid's own expression
+    assert form.extra_args == (("Bt",) if plan is UNTOLD_PLAN else ())
+
+
+def test_an_untold_plane_becomes_a_parameter_every_skeleton_launch_passes():
+    form = lift(BMM_UNTOLD, UNTOLD_PLAN)
+    assert form.signature.endswith("int K, int optiml_planes_z)")
+    task = _bmm_task(BMM_UNTOLD, UNTOLD_PLAN)
+    emitted = by_name("contraction.smem_register_tile").emit(form, UNTOLD_PLAN, task)
+    assert emitted.plan["launches"][0]["args"] == ["A", "B", "C", "M", "N", "K", "Bt"]
+    assert "int optiml_planes_z" in emitted.source
+    # a plane read through blockIdx.z that is told stays as it was: nothing added
+    assert lift(BMM_PLANE, PLANE_PLAN).signature.endswith("int K)")
 
 
 @needs_gxx
-@pytest.mark.parametrize(("source", "plan"), [(BMM_PLANE, PLANE_PLAN), (BMM_REST, FLAT_PLAN)],
-                         ids=["grid plane", "flat index through a local"])
+@pytest.mark.parametrize(("source", "plan"), [(BMM_PLANE, PLANE_PLAN), (BMM_REST, FLAT_PLAN),
+                                              (BMM_UNTOLD, UNTOLD_PLAN)],
+                         ids=["grid plane", "flat index through a local", "untold plane"])
 def test_the_tiled_skeleton_computes_batched_products_on_a_grid_of_batch_planes(source, plan, tmp_path):
     task = _bmm_task(source, plan)
     emitted = by_name("contraction.smem_register_tile").emit(lift(source, plan), plan, task)

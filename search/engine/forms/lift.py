@@ -29,7 +29,7 @@ from ..rewrites.syntax import (
     text,
     walk,
 )
-from . import contraction, radix, rows, windows
+from . import contraction, planes, radix, rows, windows
 from .accumulators import _accumulation
 from .peeled import peeled_digits_as_divisions
 from .reading import NotRead, _declaration, condition_of, plane_bounds, read_space, reads_thread
@@ -63,16 +63,27 @@ def lift(source: str, plan: dict[str, Any]) -> Form | Refusal:
     if kernel is None:
         return Refusal(f"no extern \"C\" kernel named {launch.get('kernel')!r}")
     helpers = defined_functions(tree.root_node) - set(kernels)
+    extra: tuple[str, ...] = ()
     try:
         space = read_space(kernel, plane_bounds(launch.get("grid", []), launch.get("args", []),
                                                 [p.name for p in kernel.params]))
     except NotRead as error:
-        return Refusal(str(error))
+        widened = planes.told(source, launch, [p.name for p in kernel.params], error)
+        if widened is None:
+            return Refusal(str(error))
+        source, launch, extra = widened  # the grid's extents passed as parameters
+        tree = parse(source)
+        kernel = {k.name: k for k in find_kernels(tree)}[launch["kernel"]]
+        try:
+            names = [p.name for p in kernel.params]
+            space = read_space(kernel, plane_bounds(launch["grid"], launch["args"], names))
+        except NotRead as again:
+            return Refusal(str(again))
     problem = _hazard(space.body, space.thread_names | {"blockIdx", "threadIdx", "blockDim", "gridDim"},
                       helpers)
     if problem:
         return Refusal(problem)
-    common = _common(kernel, source, space, helpers, launch.get("args", []))
+    common = {**_common(kernel, source, space, helpers, launch.get("args", [])), "extra_args": extra}
     if space.after:
         return _partial_sums(space, common, zeroed)
     if any(n.type in _LOOPS for statement in space.body for n in walk(statement)):

@@ -34,6 +34,12 @@ def buffer_names(task: Task, plan: dict[str, Any]) -> set[str]:
     return {t.name for t in task.all_tensors()} | {s.get("name", "") for s in plan.get("scratch", [])}
 
 
+def launch_of(form: Form, plan: dict[str, Any]) -> dict[str, Any]:
+    """The plan's launch of the lifted kernel, with the arguments the lift added."""
+    launch = last_launch(plan)
+    return {**launch, "args": [*launch.get("args", []), *form.extra_args]}
+
+
 def plan_with(form: Form, plan: dict[str, Any], task: Task, grid: str, tunables: dict[str, int],
              before: list[dict[str, Any]] | None = None) -> dict[str, Any] | str:
     sizes = [task.sizes, *task.l0_sizes]
@@ -41,7 +47,7 @@ def plan_with(form: Form, plan: dict[str, Any], task: Task, grid: str, tunables:
     if problem:
         return problem
     launch = {"kernel": form.kernel, "grid": [grid], "block": ["BLOCK"], "shared_bytes": 0,
-              "args": list(last_launch(plan).get("args", []))}
+              "args": list(launch_of(form, plan)["args"])}
     return {"launches": [*(before or []), launch], "scratch": list(plan.get("scratch", [])),
             "tunables": {**plan.get("tunables", {}), **tunables}}
 
@@ -50,7 +56,7 @@ def size_expression(form: Form, text: str, plan: dict[str, Any], task: Task) -> 
     """A kernel-side size as a plan expression (the kernel's #defines expanded first)."""
     locals_ = {name: strides.expand_macros(value, form.helpers)
                for name, value in emit.uniform_locals(form.prelude).items()}
-    return emit.plan_expression(strides.expand_macros(text, form.helpers), form, last_launch(plan),
+    return emit.plan_expression(strides.expand_macros(text, form.helpers), form, launch_of(form, plan),
                                 buffer_names(task, plan), locals_)
 
 

@@ -28,7 +28,7 @@ from profiling.harness.spec import Task
 
 from ..rewrites.syntax import parse, text, walk
 from . import contraction, emit, strides
-from .skeleton_base import Emitted, Skeleton, kernel_text, last_launch, size_expression
+from .skeleton_base import Emitted, Skeleton, kernel_text, launch_of, size_expression
 from .types import CONTRACTION, Form
 
 THREADS = 256  # 16 x 16
@@ -77,7 +77,7 @@ class SmemRegisterTile(Skeleton):
         if problem:
             return problem
         launch = {"kernel": form.kernel, "grid": grid, "block": [THREADS], "shared_bytes": 0,
-                  "args": list(last_launch(plan).get("args", []))}
+                  "args": list(launch_of(form, plan)["args"])}
         new_plan = {"launches": [launch], "scratch": list(plan.get("scratch", [])),
                     "tunables": dict(tunables)}
         # two blocks an SM by default: at most 128 registers a thread (the 8 x 8 tile needs

@@ -152,6 +152,8 @@ class Form:
     rebuild: str = ""
     covers: tuple[tuple[str, str], ...] = ()
     helpers: str = ""  # __device__ functions the body calls, kept as written
+    # plan arguments of parameters the lift added (planes.py: a grid plane's extent)
+    extra_args: tuple[str, ...] = ()
     notes: tuple[str, ...] = field(default=())
 
     def holes(self) -> dict[str, Any]:

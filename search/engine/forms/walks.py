@@ -24,7 +24,14 @@ from typing import Any
 from profiling.harness.spec import Task
 
 from . import emit
-from .skeleton_base import DEFAULT_BLOCK, Emitted, Skeleton, kernel_text, last_launch, size_expression
+from .skeleton_base import (
+    DEFAULT_BLOCK,
+    Emitted,
+    Skeleton,
+    kernel_text,
+    launch_of,
+    size_expression,
+)
 from .types import WINDOW, Form
 
 DEFAULT_BLOCK_X = 32  # a warp across the columns: its loads are one row's neighbours
@@ -85,7 +92,7 @@ class WalkRows(Skeleton):
         }}
     }}"""
         launch = {"kernel": form.kernel, "grid": grid, "block": ["BLOCK"], "shared_bytes": 0,
-                  "args": list(last_launch(plan).get("args", []))}
+                  "args": list(launch_of(form, plan)["args"])}
         new_plan = {"launches": [launch], "scratch": list(plan.get("scratch", [])),
                     "tunables": {**plan.get("tunables", {}), **tunables}}
         return Emitted(kernel_text(form, body), new_plan, self.summary)
