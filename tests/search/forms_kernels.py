@@ -215,6 +215,20 @@ MAP_2D = Kernel("scale2d", _SCALE_2D_SOURCE, _SCALE_2D_PLAN,
                 task("scale2d", _SCALE_2D_SOURCE, _SCALE_2D_PLAN, {"x": ("H", "W")}, {"y": ("H", "W")},
                      _scale_2d, SIZES_2D))
 
+# the column read as a number: the element is not a function of the flat index alone
+_RAMP_2D_SOURCE = _SCALE_2D_SOURCE.replace("scale2d", "ramp2d").replace("- 1.0f", "- (float)col")
+_RAMP_2D_PLAN = plan("ramp2d", ["x", "y", "H", "W"], grid=GRID_2D, block=[16, 16])
+
+
+def _ramp_2d(inputs, sizes):
+    column = np.arange(sizes["W"], dtype=np.float32)[None, :]
+    return {"y": (inputs["x"] * np.float32(3.0) - column).astype(np.float32)}
+
+
+MAP_2D_RAMP = Kernel("ramp2d", _RAMP_2D_SOURCE, _RAMP_2D_PLAN,
+                     task("ramp2d", _RAMP_2D_SOURCE, _RAMP_2D_PLAN, {"x": ("H", "W")}, {"y": ("H", "W")},
+                          _ramp_2d, SIZES_2D))
+
 
 def _transposed(inputs, sizes):
     return {"y": inputs["x"].T.copy()}

@@ -10,6 +10,7 @@ from forms_kernels import (
     GEMV,
     GROUPNORM,
     MAP_2D,
+    MAP_2D_RAMP,
     MAP_CAST,
     MAP_EARLY_RETURN,
     MAP_GRID_STRIDE,
@@ -132,16 +133,26 @@ def test_the_device_functions_the_math_calls_are_kept_as_written():
 
 
 def test_a_2d_grid_is_two_axes_slowest_first_whichever_is_declared_first():
-    form = lifted(MAP_2D.source, MAP_2D.plan)  # col from .x declared first, row from .y
+    form = lifted(MAP_2D_RAMP.source, MAP_2D_RAMP.plan)  # col from .x declared first, row from .y
     assert form.family == MAP and axes(form) == [("row", "int", "H"), ("col", "int", "W")]
     transpose = lifted(MAP_TRANSPOSE.source, MAP_TRANSPOSE.plan)  # early return with ||
     assert transpose.family == MAP and axes(transpose) == [("r", "int", "rows"), ("c", "int", "cols")]
 
 
-@pytest.mark.parametrize("kernel", [MAP_2D, MAP_TRANSPOSE, MAP_REVERSE], ids=lambda k: k.name)
+@pytest.mark.parametrize("kernel", [MAP_2D_RAMP, MAP_TRANSPOSE, MAP_REVERSE], ids=lambda k: k.name)
 def test_a_map_is_not_direct_when_an_access_is_not_p_i_of_the_one_index(kernel):
     form = lifted(kernel.source, kernel.plan)
     assert form.family == MAP and not form.direct
+
+
+def test_a_2d_map_of_row_times_width_plus_column_alone_is_a_direct_map_of_the_flat_index():
+    form = lifted(MAP_2D.source, MAP_2D.plan)
+    assert form.direct and axes(form) == [("optiml_element", "long long", "(long long)(H) * (W)")]
+    assert form.body == "y[optiml_element] = 3.0f * x[optiml_element] - 1.0f;"
+    swapped = MAP_2D.source.replace("y[row * W + col]", "y[col + row * W]")
+    assert lifted(swapped, MAP_2D.plan).direct
+    # the width is not the column's bound: not the flat index
+    assert not lifted(MAP_2D.source.replace("x[row * W + col]", "x[row * H + col]"), MAP_2D.plan).direct
 
 
 @pytest.mark.parametrize("body, direct", [

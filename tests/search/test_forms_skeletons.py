@@ -21,6 +21,7 @@ from forms_kernels import (
     GROUPNORM,
     HEAD_SUMSQ,
     MAP_2D,
+    MAP_2D_RAMP,
     MAP_HELPER_LOCALS,
     MAP_IF_ELSE,
     MAP_PLAIN,
@@ -90,8 +91,9 @@ ROW_KERNELS = [*SOFTMAX_STYLES, RMSNORM, HEAD_SUMSQ, ROW_PROD, ROW_DEFINED, MASK
                ROW_MAX_FROM_ONE, ROW_ARGMAX, ROW_ARGMIN_LAST, GROUPNORM, GEMV, suite("softmax"),
                suite("layernorm"), suite("cross_entropy")]
 CASES = [
-    *[(k, "map.grid_stride") for k in [*MAPS, MAP_REVERSE, MAP_2D, MAP_TRANSPOSE, MAP_TRANSPOSE_FLAT]],
-    *[(k, "map.vec4") for k in MAPS],
+    *[(k, "map.grid_stride") for k in [*MAPS, MAP_REVERSE, MAP_2D, MAP_2D_RAMP, MAP_TRANSPOSE,
+                                       MAP_TRANSPOSE_FLAT]],
+    *[(k, "map.vec4") for k in [*MAPS, MAP_2D]],
     *[(k, "rows.block_per_row") for k in ROW_KERNELS],
     *[(k, "rows.split_strided") for k in COLUMN_KERNELS],
     *[(k, "full.grid_stride_accumulate") for k in FULL_STYLES],
@@ -245,7 +247,7 @@ def test_the_maths_text_is_moved_not_rewritten():
 # --- where a skeleton does not apply ------------------------------------------------------------
 
 
-@pytest.mark.parametrize("kernel", [MAP_REVERSE, MAP_2D, MAP_TRANSPOSE], ids=lambda k: k.name)
+@pytest.mark.parametrize("kernel", [MAP_REVERSE, MAP_2D_RAMP, MAP_TRANSPOSE], ids=lambda k: k.name)
 def test_vec4_refuses_a_map_that_is_not_direct_and_says_so(kernel):
     reason = by_name("map.vec4").emit(lifted(kernel), kernel.plan, task_of(kernel))
     assert isinstance(reason, str) and "not a direct map" in reason

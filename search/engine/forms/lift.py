@@ -29,7 +29,7 @@ from ..rewrites.syntax import (
     text,
     walk,
 )
-from . import contraction, planes, radix, rows, windows
+from . import contraction, flatmap, planes, radix, rows, windows
 from .accumulators import _accumulation
 from .peeled import peeled_digits_as_divisions
 from .reading import NotRead, _declaration, condition_of, plane_bounds, read_space, reads_thread
@@ -115,7 +115,12 @@ def lift(source: str, plan: dict[str, Any]) -> Form | Refusal:
         return _full_reduction(space, common, atomics, zeroed)
     if zeroed is not None:
         return Refusal("the first launch zeroes an output that no atomic accumulates into")
-    return Form(family=MAP, body=_text(space.body), direct=_direct(space, kernel), **form_fields(common))
+    form = Form(family=MAP, body=_text(space.body), direct=_direct(space, kernel), **form_fields(common))
+    flat = flatmap.flattened(form) if len(space.axes) == 2 else None
+    if flat is not None and _direct(replace(space, axes=flat.space, body=flatmap.statements(flat.body)),
+                                    kernel):
+        return replace(flat, direct=True)  # a 2-D map of p[row * W + col] alone (flatmap.py)
+    return form
 
 
 def _not_a_product(form: Form | Refusal, product: Form | Refusal | None) -> Form | Refusal:
