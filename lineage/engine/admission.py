@@ -137,7 +137,7 @@ def replay_roundtrip(task_name: str, evaluations: int, recording: Path | str,
 
     from .skills import SkillSource
 
-    judge = RuleJudge()
+    judge = RuleJudge(read_forms=False)  # unprofiled nodes ranked as the recorded run ranked them
     search = Search(task_name, experts.load(task_name).written_candidate(frozenset()), judge=judge,
                     fallback_judge=judge,
                     sources=sources if sources is not None

@@ -29,7 +29,7 @@ def test_sgemms_transfer_run_replays_to_its_recorded_best_through_its_own_lineag
     recorded = RUN["tasks"]["sgemm"]
     assert recorded["call"] == "b" and recorded["through_own_lineage"]
     task = tasks.get("sgemm")
-    judge = RuleJudge()
+    judge = RuleJudge(read_forms=False)  # as the recorded run ranked unprofiled nodes
     search = Search("sgemm", Candidate.from_source_and_plan(task.naive_source, task.naive_plan),
                     judge=judge, fallback_judge=judge,
                     # as the run named them, as they were then (2026-12-01: the skills

@@ -96,6 +96,9 @@ class RuleJudge:
             (uncoalesced) or data re-read without tiling shows 8x and more.
         base_score: score of a proposal whose families the diagnosis does not ask for.
         rank_decay: how fast a want's weight falls with its rank (see `score`).
+        read_forms: without a profile, rank the wants of the family the kernel lifts to
+            first (FORM_WANTS); False is the judge before 2026-12-06 (night), for the
+            replays of runs recorded with it.
     """
 
     name = "rules"
@@ -111,6 +114,7 @@ class RuleJudge:
         l1_reread_ratio: float = 4.0,
         base_score: float = 0.1,
         rank_decay: float = 0.7,
+        read_forms: bool = True,
     ) -> None:
         if not 0 < base_score <= 1 or not 0 < rank_decay <= 1:
             raise ValueError("base_score and rank_decay must lie in (0, 1]")
@@ -122,6 +126,7 @@ class RuleJudge:
         self.l1_reread_ratio = l1_reread_ratio
         self.base_score = base_score
         self.rank_decay = rank_decay
+        self.read_forms = read_forms
 
     # --- diagnose -------------------------------------------------------------------
 
@@ -156,8 +161,8 @@ class RuleJudge:
     def _from_form(self, context: NodeContext, summary: str, evidence: tuple[str, ...]) -> Diagnosis:
         """No profile to read: the wants of the family the kernel lifts to, then the
         generic ones (a kernel that lifts to none gets those alone)."""
-        family = lifted_family(context.candidate.source, json.dumps(context.candidate.plan_dict(),
-                                                                    sort_keys=True))
+        plan = json.dumps(context.candidate.plan_dict(), sort_keys=True)
+        family = lifted_family(context.candidate.source, plan) if self.read_forms else None
         if family is None:
             return Diagnosis("unknown", summary, evidence, CLASS_WANTS["unknown"], source=self.name)
         wants, why = FORM_WANTS[family]
