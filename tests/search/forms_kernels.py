@@ -264,6 +264,59 @@ MAP_TRANSPOSE_FLAT = Kernel("transpose_flat", _TRANSPOSE_FLAT_SOURCE, _TRANSPOSE
                             task("transpose_flat", _TRANSPOSE_FLAT_SOURCE, _TRANSPOSE_FLAT_PLAN,
                                  {"x": ("H", "W")}, {"y": ("W", "H")}, _transposed, SIZES_2D))
 
+# a batch of transposes on a 3-D grid, the threads' x along the rows (the reads scattered)
+_BATCHED_TRANSPOSE_SOURCE = """extern "C" __global__ void batched_transpose(const float* x, float* y,
+                                                  int B, int H, int W) {
+    int r = blockIdx.x * blockDim.x + threadIdx.x;
+    int c = blockIdx.y * blockDim.y + threadIdx.y;
+    int b = blockIdx.z;
+    if (r < H && c < W) {
+        y[(b * W + c) * H + r] = 2.0f * x[(b * H + r) * W + c];
+    }
+}
+"""
+_BATCHED_TRANSPOSE_PLAN = plan("batched_transpose", ["x", "y", "B", "H", "W"],
+                               grid=["cdiv(H, 16)", "cdiv(W, 16)", "B"], block=[16, 16])
+SIZES_3D = [{"B": 1, "H": 1, "W": 1}, {"B": 2, "H": 3, "W": 37}, {"B": 3, "H": 33, "W": 5},
+            {"B": 2, "H": 40, "W": 70}]
+
+
+def _batched_transposed(inputs, sizes):
+    return {"y": (np.float32(2.0) * inputs["x"]).transpose(0, 2, 1).copy()}
+
+
+PERMUTE_BATCHED = Kernel("batched_transpose", _BATCHED_TRANSPOSE_SOURCE, _BATCHED_TRANSPOSE_PLAN,
+                         task("batched_transpose", _BATCHED_TRANSPOSE_SOURCE, _BATCHED_TRANSPOSE_PLAN,
+                              {"x": ("B", "H", "W")}, {"y": ("B", "W", "H")}, _batched_transposed, SIZES_3D))
+
+# NCHW -> NHWC plus a per-channel bias, one flat index peeled through a local
+_NHWC_SOURCE = """extern "C" __global__ void to_nhwc(const float* x, const float* bias, float* out,
+                                       int N, int C, int H, int W) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= N * C * H * W) return;
+    int w = i % W;
+    int rest = i / W;
+    int h = rest % H;
+    int c = (rest / H) % C;
+    int n = i / (W * H * C);
+    int o = ((n * H + h) * W + w) * C + c;
+    out[o] = x[i] + bias[c];
+}
+"""
+_NHWC_PLAN = plan("to_nhwc", ["x", "bias", "y", "N", "C", "H", "W"], grid="cdiv(N * C * H * W, BLOCK)")
+SIZES_4D = [{"N": 1, "C": 1, "H": 1, "W": 1}, {"N": 2, "C": 3, "H": 5, "W": 7},
+            {"N": 1, "C": 35, "H": 2, "W": 33}, {"N": 2, "C": 40, "H": 3, "W": 36}]
+
+
+def _to_nhwc(inputs, sizes):
+    return {"y": (inputs["x"] + inputs["bias"][None, :, None, None]).transpose(0, 2, 3, 1).copy()}
+
+
+PERMUTE_NHWC = Kernel("to_nhwc", _NHWC_SOURCE, _NHWC_PLAN,
+                      task("to_nhwc", _NHWC_SOURCE, _NHWC_PLAN, {"x": ("N", "C", "H", "W"), "bias": ("C",)},
+                           {"y": ("N", "H", "W", "C")}, _to_nhwc, SIZES_4D))
+PERMUTATIONS = [MAP_TRANSPOSE, MAP_TRANSPOSE_FLAT, PERMUTE_BATCHED, PERMUTE_NHWC]
+
 # --- row map-reduce ---------------------------------------------------------------------------
 # The softmax-like kernels compute the suite's softmax (x, y, M, N): its task is reused.
 

@@ -28,9 +28,8 @@ from forms_kernels import (
     MAP_REVERSE,
     MAP_SAXPY,
     MAP_STYLES,
-    MAP_TRANSPOSE,
-    MAP_TRANSPOSE_FLAT,
     MASKED_MEAN,
+    PERMUTATIONS,
     RMSNORM,
     ROW_ARGMAX,
     ROW_ARGMIN_LAST,
@@ -49,7 +48,7 @@ from profiling.harness.candidate import Candidate
 from profiling.harness.compile import compile_candidate
 from profiling.harness.gate import check_plan
 from search.engine import forms
-from search.engine.forms import CONTRACTION, FULL_REDUCE, MAP, ROWS, WINDOW, Form
+from search.engine.forms import CONTRACTION, FULL_REDUCE, MAP, PERMUTATION, ROWS, WINDOW, Form
 from search.engine.forms.skeletons import SKELETONS, Emitted, by_name, for_family
 from search.engine.judges import RuleJudge
 from search.engine.rewrites.syntax import find_kernels, parse
@@ -91,13 +90,13 @@ ROW_KERNELS = [*SOFTMAX_STYLES, RMSNORM, HEAD_SUMSQ, ROW_PROD, ROW_DEFINED, MASK
                ROW_MAX_FROM_ONE, ROW_ARGMAX, ROW_ARGMIN_LAST, GROUPNORM, GEMV, suite("softmax"),
                suite("layernorm"), suite("cross_entropy")]
 CASES = [
-    *[(k, "map.grid_stride") for k in [*MAPS, MAP_REVERSE, MAP_2D, MAP_2D_RAMP, MAP_TRANSPOSE,
-                                       MAP_TRANSPOSE_FLAT]],
+    *[(k, "map.grid_stride") for k in [*MAPS, MAP_REVERSE, MAP_2D, MAP_2D_RAMP]],
     *[(k, "map.vec4") for k in [*MAPS, MAP_2D]],
     *[(k, "rows.block_per_row") for k in ROW_KERNELS],
     *[(k, "rows.split_strided") for k in COLUMN_KERNELS],
     *[(k, "full.grid_stride_accumulate") for k in FULL_STYLES],
     (suite("maxpool3d"), "window.walk_rows"),  # more windows in test_forms_windows.py
+    *[(k, "permutation.smem_tile") for k in PERMUTATIONS],
 ]
 IDS = [f"{skeleton}-{kernel.name}" for kernel, skeleton in CASES]
 
@@ -111,6 +110,7 @@ def test_every_skeleton_is_exercised_and_schedules_one_family():
     assert [s.name for s in for_family(FULL_REDUCE)] == ["full.grid_stride_accumulate"]
     assert [s.name for s in for_family(CONTRACTION)] == ["contraction.smem_register_tile"]
     assert [s.name for s in for_family(WINDOW)] == ["window.walk_rows"]
+    assert [s.name for s in for_family(PERMUTATION)] == ["permutation.smem_tile"]
 
 
 # --- compiled by nvcc -------------------------------------------------------------------------
@@ -247,7 +247,7 @@ def test_the_maths_text_is_moved_not_rewritten():
 # --- where a skeleton does not apply ------------------------------------------------------------
 
 
-@pytest.mark.parametrize("kernel", [MAP_REVERSE, MAP_2D_RAMP, MAP_TRANSPOSE], ids=lambda k: k.name)
+@pytest.mark.parametrize("kernel", [MAP_REVERSE, MAP_2D_RAMP], ids=lambda k: k.name)
 def test_vec4_refuses_a_map_that_is_not_direct_and_says_so(kernel):
     reason = by_name("map.vec4").emit(lifted(kernel), kernel.plan, task_of(kernel))
     assert isinstance(reason, str) and "not a direct map" in reason

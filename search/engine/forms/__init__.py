@@ -3,7 +3,19 @@ math as holes; skeletons emit it again under another schedule (see types.py, lif
 skeletons.py and ../shared/ARCHITECTURE.md, "Family forms")."""
 
 from .lift import lift
-from .types import CONTRACTION, FULL_REDUCE, MAP, ROWS, WINDOW, Form, LoopHole, Reduction, Refusal, Uniform
+from .types import (
+           CONTRACTION,
+           FULL_REDUCE,
+           MAP,
+           PERMUTATION,
+           ROWS,
+           WINDOW,
+           Form,
+           LoopHole,
+           Reduction,
+           Refusal,
+           Uniform,
+)
 
-__all__ = ["CONTRACTION", "FULL_REDUCE", "MAP", "ROWS", "WINDOW", "Form", "LoopHole", "Reduction", "Refusal",
-           "Uniform", "lift"]
+__all__ = ["CONTRACTION", "FULL_REDUCE", "MAP", "PERMUTATION", "ROWS", "WINDOW", "Form", "LoopHole",
+           "Reduction", "Refusal", "Uniform", "lift"]

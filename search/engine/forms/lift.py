@@ -29,7 +29,7 @@ from ..rewrites.syntax import (
     text,
     walk,
 )
-from . import contraction, flatmap, planes, radix, rows, windows
+from . import contraction, flatmap, permutes, planes, radix, rows, windows
 from .accumulators import _accumulation
 from .peeled import peeled_digits_as_divisions
 from .reading import NotRead, _declaration, condition_of, plane_bounds, read_space, reads_thread
@@ -120,7 +120,7 @@ def lift(source: str, plan: dict[str, Any]) -> Form | Refusal:
     if flat is not None and _direct(replace(space, axes=flat.space, body=flatmap.statements(flat.body)),
                                     kernel):
         return replace(flat, direct=True)  # a 2-D map of p[row * W + col] alone (flatmap.py)
-    return form
+    return permutes.lift_permutation(space, common) or form  # reads along one coordinate, writes another
 
 
 def _not_a_product(form: Form | Refusal, product: Form | Refusal | None) -> Form | Refusal:

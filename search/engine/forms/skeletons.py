@@ -20,6 +20,8 @@ handed to threads changes, and reductions are combined across the block.
                              outputs a thread (tiles.py)
     window.walk_rows         WALK neighbouring rows of an output column a thread, the
                              coordinates from the grid (walks.py)
+    permutation.smem_tile    a tile of the two permuted coordinates staged through
+                             shared memory: reads and writes both coalesced (transposes.py)
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ from .skeleton_base import (
     unflatten,
 )
 from .tiles import SmemRegisterTile
+from .transposes import SmemTile
 from .types import FULL_REDUCE, MAP, ROWS, Form, LoopHole
 from .walks import WalkRows
 
@@ -237,7 +240,7 @@ class GridStrideAccumulate(Skeleton):
 
 
 SKELETONS = (GridStrideMap(), Vec4Map(), BlockPerRow(), SplitStridedRows(), GridStrideAccumulate(),
-             SmemRegisterTile(), WalkRows())
+             SmemRegisterTile(), WalkRows(), SmemTile())
 
 
 def for_family(family: str) -> list:

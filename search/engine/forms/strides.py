@@ -83,8 +83,12 @@ def literal_arguments(form: Form, args: list[str]) -> dict[str, int]:
     """The integer parameters the launch passes as a number (a generic kernel's stride of 1,
     `x[j * INNER]` launched with INNER = 1): the skeletons keep the launch's arguments, so
     the number holds wherever the kernel runs."""
+    return literal_arguments_of(form.params, args)
+
+
+def literal_arguments_of(params, args: list[str]) -> dict[str, int]:
     found = {}
-    for name, arg in zip(form.params, args, strict=False):
+    for name, arg in zip(params, args, strict=False):
         literal = str(arg).strip().removeprefix("i64:").strip()
         while literal.startswith("(") and literal.endswith(")"):
             literal = literal[1:-1].strip()

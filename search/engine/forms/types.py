@@ -17,9 +17,10 @@ ROWS = "row_map_reduce"
 FULL_REDUCE = "full_reduction"
 CONTRACTION = "batched_contraction"
 WINDOW = "window_reduction"
+PERMUTATION = "permutation"
 # The families the architecture names that no lift recognises yet; a refusal names one
 # only when the kernel was recognised as it and refused for a stated reason.
-FAMILIES = (MAP, ROWS, FULL_REDUCE, "arg_reduce", "column_reduction", "permutation", CONTRACTION, WINDOW)
+FAMILIES = (MAP, ROWS, FULL_REDUCE, "arg_reduce", "column_reduction", PERMUTATION, CONTRACTION, WINDOW)
 
 # Reduction operators: identity per type, and whether fp32 combination may reorder them
 # (sum and product reorder with rounding error inside the task's tolerance; max/min are exact).
@@ -154,6 +155,11 @@ class Form:
     helpers: str = ""  # __device__ functions the body calls, kept as written
     # plan arguments of parameters the lift added (planes.py: a grid plane's extent)
     extra_args: tuple[str, ...] = ()
+    # permutation (permutes.py): the coordinates the reads and the write walk, the value
+    # written (`value`, into `into`) and where, in coordinates and parameters alone
+    along: tuple[str, str] = ()
+    value: str = ""
+    written_at: str = ""
     notes: tuple[str, ...] = field(default=())
 
     def holes(self) -> dict[str, Any]:
@@ -172,6 +178,10 @@ class Form:
                     "outputs": [f"{c.name} < {c.bound}" for c in self.coordinates]}
         if self.family == FULL_REDUCE:
             return {"term": self.total, "into": self.into, "elements": self.space[0].bound}
+        if self.family == PERMUTATION:
+            return {"value": self.value, "into": f"{self.into}[{self.written_at}]",
+                    "reads_along": self.along[0], "writes_along": self.along[1],
+                    "coordinates": [f"{c.name} < {c.bound}" for c in self.coordinates]}
         if self.family == WINDOW:
             return {"output": self.body.strip(), "rows": self.coordinates[0].bound,
                     "columns": self.coordinates[1].bound, "planes": list(self.setups)}

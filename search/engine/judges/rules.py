@@ -51,11 +51,15 @@ FORM_WANTS: dict[str, tuple[tuple[str, ...], str]] = {
                  "(coalesce), and there are as many threads as rows (parallelism)"),
     forms.FULL_REDUCE: (("warp_reduce", "grid_stride", "parallelism"),
                         "every element is added into one output: sums within warps and blocks first"),
+    forms.PERMUTATION: (("coalesce", "tile"),
+                        "a thread per element of a permutation reads along one coordinate and writes "
+                        "along another: one side touches a new sector with every thread (coalesce), "
+                        "which staging a tile in shared memory mends"),
     forms.MAP: (("vectorize", "grid_stride", "unroll", "restrict"),
                 "an elementwise map moves each byte once: fewer, wider accesses (vectorize) first"),
 }
 # Several launches: the family whose plain schedule loses most is read first.
-FORM_ORDER = (forms.CONTRACTION, forms.WINDOW, forms.ROWS, forms.FULL_REDUCE, forms.MAP)
+FORM_ORDER = (forms.CONTRACTION, forms.WINDOW, forms.ROWS, forms.FULL_REDUCE, forms.PERMUTATION, forms.MAP)
 
 SUMMARIES = {
     "memory": "memory-bound: the memory system is the busiest unit, and DRAM bandwidth is "
