@@ -35,9 +35,9 @@ from search.engine.evaluators import GateEvaluator, RecordingEvaluator, Screenin
 
 def bench_task(name: str, args: argparse.Namespace, record_dir: Path) -> dict:
     from bench.suite import rates  # torch arrives with bench.vendor: GPU hosts only
-    from bench.vendor import time_vendor
+    from bench.vendor import OPS, WHAT, time_vendor
 
-    expert, task = experts.load(name), tasks.get(name)
+    expert, task = experts.load(name, args.experts_root), tasks.get(name)
     work = Path(args.workdir) / name
     options = GateOptions(workdir=str(work), seed=args.gate_seed, input_cache=str(work / "inputs"))
     # As in a search (search.engine.__main__): the first state (the expert, all flags on)
@@ -54,7 +54,7 @@ def bench_task(name: str, args: argparse.Namespace, record_dir: Path) -> dict:
         inner.close()
     write_json_atomically(record_dir / f"lineage-{name}.json", lineage.to_dict(), indent=1)
     top, plain = lineage.states.get(",".join(sorted(expert.all_on()))), lineage.states.get("")
-    vendor = summarize(time_vendor(name, task.sizes)) if task.vendor else None
+    vendor = summarize(time_vendor(name, task.sizes)) if task.vendor or name in OPS else None
     expert_ms = top.measurement.get("time_ms") if top else None
     return {
         "task": name, "states_possible": len(expert.states()), "states_visited": len(lineage.states),
@@ -67,7 +67,7 @@ def bench_task(name: str, args: argparse.Namespace, record_dir: Path) -> dict:
                    **(rates(task, expert_ms) if expert_ms else {})},
         "plain_ms": plain.measurement.get("time_ms") if plain else None,
         "plain_level": plain.measurement.get("level") if plain else None,
-        "vendor": ({"median_ms": vendor.median, "what": task.vendor.what,
+        "vendor": ({"median_ms": vendor.median, "what": task.vendor.what if task.vendor else WHAT[name],
                     "expert_speed_vs_vendor": (vendor.median / expert_ms) if expert_ms else None}
                    if vendor else None),
         "steps": [{"flag": t.flag, "before": t.before, "after": t.after, "speedup": t.speedup}
@@ -81,6 +81,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--tasks", default=",".join(experts.tasks_with_experts()))
     parser.add_argument("--max-states", type=int, default=64)
+    parser.add_argument("--family-experts", action="store_true",
+                        help="walk the family experts (lineage/family_experts/), not the suite's")
     parser.add_argument("--gate-seed", type=int, default=None)
     parser.add_argument("--full-gate", action="store_true",
                         help="the full gate for every state, not the screen")
@@ -88,6 +90,11 @@ def main() -> int:
     parser.add_argument("--record-dir", required=True)
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
+    args.experts_root = experts.FAMILY_EXPERTS_DIR if args.family_experts else None
+    if args.family_experts:
+        tasks.add_directory(experts.FAMILY_TASKS_DIR)
+        if args.tasks == ",".join(experts.tasks_with_experts()):
+            args.tasks = ",".join(experts.tasks_with_experts(experts.FAMILY_EXPERTS_DIR))
     if args.gate_seed is None:
         import secrets
 

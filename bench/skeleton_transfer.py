@@ -98,7 +98,7 @@ def admission_trials(cards: list[dict], cache: Path, transfer: dict, write, gpu:
         trials = []
         for name in card["tasks"]:
             if name not in starts:
-                plain = experts.load(name).written_candidate(frozenset())
+                plain = experts.load_any(name).written_candidate(frozenset())
                 starts[name] = plain, gate(name, plain, cache, sanitize=())  # the expert's own code
             plain, before = starts[name]
             form = forms.lift(plain.source, plain.plan_dict())
@@ -167,8 +167,11 @@ def main() -> int:
     parser.add_argument("--merge", help="with --admission: an earlier admission file (its other cards kept)")
     parser.add_argument("--readmit", help="an earlier admission file: its trials judged again today")
     args = parser.parse_args()
+    from lineage.engine import experts
+
     tasks.add_directory(TASK_DIR)
     tasks.add_directory(ADMISSION_DIR)
+    tasks.add_directory(experts.FAMILY_TASKS_DIR)  # the family experts' tasks (a card's sources)
     if args.readmit:
         readmit(args.readmit, args.out)
         return 0

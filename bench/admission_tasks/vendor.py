@@ -24,4 +24,6 @@ def _column_stats(x: Any) -> Any:
 
 OPS: dict[str, tuple[Callable[..., tuple], Callable[..., Any]]] = {
     "column_stats": (lambda s, d: (_randn(d, s["N"], s["D"]),), _column_stats),
+    "channels_last": (lambda s, d: (_randn(d, s["N"], s["C"], s["H"], s["W"]),),
+                      lambda x: x.permute(0, 2, 3, 1).contiguous()),
 }

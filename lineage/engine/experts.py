@@ -34,6 +34,10 @@ from . import macros, unifdef
 from .vocabulary import intent_of
 
 EXPERTS_DIR = Path(__file__).resolve().parents[1] / "experts"
+# Experts of families the suite has no task of (a permutation): their lineages feed the
+# skeleton cards only (lineage/family_experts/README.md); their tasks sit beside them.
+FAMILY_EXPERTS_DIR = Path(__file__).resolve().parents[1] / "family_experts"
+FAMILY_TASKS_DIR = FAMILY_EXPERTS_DIR / "tasks"
 
 State = frozenset[str]
 
@@ -167,6 +171,12 @@ def load(task: str, root: Path | None = None) -> Expert:
                     path=str(folder), cpu_emulator=bool(manifest.get("cpu_emulator", False)))
     _check(expert, where)
     return expert
+
+
+def load_any(task: str) -> Expert:
+    """The suite's expert of `task`, or the family expert of that name."""
+    family = task in tasks_with_experts(FAMILY_EXPERTS_DIR) and task not in tasks_with_experts()
+    return load(task, FAMILY_EXPERTS_DIR if family else None)
 
 
 def tasks_with_experts(root: Path | None = None) -> list[str]:

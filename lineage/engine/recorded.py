@@ -32,6 +32,19 @@ def recorded_lineage_files() -> list[Path]:
     return sorted(newest.values(), key=str)  # the order the cards were always induced in
 
 
+def recorded_family_lineage_files() -> list[Path]:
+    """The newest recorded lineage of each family expert (lineage/family_experts/:
+    families the suite has no task of), `<date>-<gpu>-family-lineages/lineage-<task>.json`.
+    They feed the skeleton cards only; the token cards stay induced from the suite's."""
+    newest = {path.stem.removeprefix("lineage-"): path
+              for path in sorted(RESULTS.glob("*-family-lineages/lineage-*.json"))}
+    return sorted(newest.values(), key=str)
+
+
+def recorded_family_lineages() -> list[Lineage]:
+    return [Lineage.from_dict(json.loads(path.read_text())) for path in recorded_family_lineage_files()]
+
+
 def recorded_probe_files() -> list[Path]:
     return sorted(RESULTS.glob("*-h200-probes/probes-*.json"))
 

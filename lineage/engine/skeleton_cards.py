@@ -42,16 +42,20 @@ ADMISSION_SHARE = 0.5
 
 
 def lineage_family(lineage: Lineage) -> tuple[str | None, str]:
-    """(family, how it was found) for a recorded lineage."""
+    """(family, how it was found) for a recorded lineage (a suite expert's, or a family
+    expert's: lineage/family_experts/)."""
     try:
-        expert = experts.load(lineage.task)
+        expert = experts.load_any(lineage.task)
         form = forms.lift(expert.plain_source(frozenset()), expert.written_plan(frozenset()))
         if isinstance(form, forms.Form):
             return form.family, "its plain state lifts"
         why = form.reason
     except experts.ExpertError as error:
         why = str(error)
-    task = tasks.get(lineage.task)
+    try:
+        task = tasks.get(lineage.task)
+    except tasks.UnknownTask:
+        return None, f"its plain state does not lift ({why}) and its task is not known here"
     # the same computation as the task's naive kernel, written apart from the expert
     naive = forms.lift(task.naive_source, task.naive_plan) if task.naive_source else None
     if isinstance(naive, forms.Form):
@@ -175,10 +179,10 @@ def recorded() -> tuple[dict[str, Any], ...]:
     """The skeleton cards induced from the lineages recorded under bench/results (once a
     process; lifting ten plain kernels takes milliseconds, unlike token induction), each
     with its admission from the newest trials recorded there, if any."""
-    from .recorded import RESULTS, recorded_lineages
+    from .recorded import RESULTS, recorded_family_lineages, recorded_lineages
 
     files = [json.loads(path.read_text()) for path in RESULTS.glob("*-skeleton-admission.json")]
     newest = max(files, key=lambda f: f.get("date", ""), default={})  # a readmission is newer
     admissions = newest.get("admission", {})
     return tuple({**card, "admission": admissions.get(card["id"], card["admission"])}
-                 for card in induce(recorded_lineages()))
+                 for card in induce([*recorded_lineages(), *recorded_family_lineages()]))

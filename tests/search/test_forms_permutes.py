@@ -31,11 +31,23 @@ def test_a_map_that_reads_along_one_coordinate_and_writes_along_another_is_a_per
     assert form.holes()["reads_along"] == along[0]
 
 
-def test_the_coordinates_of_a_flat_index_are_its_digits_the_outermost_rounded_up():
+def test_the_coordinates_of_a_flat_index_are_its_digits_the_outermost_exact_or_rounded_up():
     form = lifted(PERMUTE_NHWC.source, PERMUTE_NHWC.plan)
     assert [c.name for c in form.coordinates] == ["n", "c", "h", "w"]
-    assert form.coordinates[0].bound.startswith("(((long long)(N * C * H * W) + ")
+    assert form.coordinates[0].bound == "N"  # N * C * H * W over C * H * W: no division
     assert form.rebuild.startswith("const int i = ")
+    told_total = """extern "C" __global__ void transpose_flat(const float* x, float* y, int H, int W, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        int r = i / W;
+        int c = i % W;
+        y[c * H + r] = x[i];
+    }
+}
+"""
+    total = lifted(told_total, plan("transpose_flat", ["x", "y", "H", "W", "H * W"], grid="cdiv(H * W, BLOCK)"))
+    assert total.family == PERMUTATION
+    assert total.coordinates[0].bound == "(((long long)(n) + (long long)(W) - 1) / ((long long)(W)))"
 
 
 _GRID = ["cdiv(W, 16)", "cdiv(H, 16)"]

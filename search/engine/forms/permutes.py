@@ -25,12 +25,13 @@ memory (a scatter), is not a permutation and stays a map.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from typing import Any
 
 from tree_sitter import Node
 
 from ..rewrites.syntax import text, walk
-from . import radix, strides
+from . import emit, radix, strides
 from .reading import _declaration
 from .types import PERMUTATION, Axis, Form
 
@@ -39,7 +40,7 @@ _SUBSCRIPT = "subscript_expression"
 
 def lift_permutation(space, common: dict[str, Any]) -> Form | None:
     """The permutation form of a map's index space and work, or None (a map as it is)."""
-    found = _coordinates(space)
+    found = _coordinates(space, emit.uniform_locals(common["prelude"]))
     if found is None:
         return None
     coordinates, declarations, rebuild = found
@@ -95,7 +96,7 @@ def _calls(expression: str) -> int:
     return len(re.findall(r"\b[A-Za-z_]\w*\s*\(", expression))
 
 
-def _coordinates(space) -> tuple[list[Axis], list[Node], str] | None:
+def _coordinates(space, uniform: dict[str, str]) -> tuple[list[Axis], list[Node], str] | None:
     """(coordinates slowest first, the statements declaring them, the flat index's
     declaration from them or "") of a grid's axes or of a flat index's digits."""
     if len(space.axes) >= 2:
@@ -108,11 +109,26 @@ def _coordinates(space) -> tuple[list[Axis], list[Node], str] | None:
     declarations = [s for s in space.body if (_declaration(s) or ("",))[0] in names]
     coordinates = radix.coordinates(axis, digits)
     outer = digits[0]
-    if outer.divisor:  # the outermost's extent rounded up: the bound need not be a multiple
+    exact = _exact_extent(strides.through(axis.bound, uniform, ""), outer.divisor)
+    if exact is not None:  # N * C * H * W over C * H * W: N, no division
+        coordinates[0] = Axis(outer.name, outer.ctype, exact)
+    elif outer.divisor:  # the outermost's extent rounded up: the bound need not be a multiple
         inner = " * ".join(f"(long long)({d})" for d in outer.divisor)
         rounded_up = f"(((long long)({axis.bound}) + {inner} - 1) / ({inner}))"
         coordinates[0] = Axis(outer.name, outer.ctype, rounded_up)
     return coordinates, declarations, radix.rebuild(axis, digits)
+
+
+def _exact_extent(bound: str, divisor: tuple[str, ...]) -> str | None:
+    """The bound over the divisor when the bound is written as a product holding the
+    divisor's factors (`N * C * H * W` over C, H, W: `N`), else None."""
+    factors = [f.strip().strip("()").strip() for f in bound.replace("(", " ").replace(")", " ").split("*")]
+    if not divisor or any(not re.fullmatch(r"\w+", f) for f in factors):
+        return None
+    rest = Counter(factors) - Counter(divisor)
+    if Counter(factors) - rest != Counter(divisor) or not rest:
+        return None
+    return " * ".join(sorted(rest.elements(), key=factors.index))
 
 
 def _flat_value(space, coordinates: list[Axis]) -> str:

@@ -7,8 +7,10 @@ coordinates (the planes, `blockIdx.z`, grid-strided past 65,535). First each war
 computes the kernel's own value for 32 neighbouring values of A (its reads side by
 side) and stores them in a row of the tile; after a barrier each warp takes a column of
 the tile, 32 neighbouring values of B, and writes them side by side. The tile is TILE +
-1 wide, so a warp reading down a column meets 32 different banks (SMEM_PADDING). Tiles
-are numbered along x (A's fastest), which holds any extent CUDA allows a grid.
+1 wide, so a warp reading down a column meets 32 different banks (SMEM_PADDING). The
+grid's x counts tiles along A, its y along B (B's extent at most 65,535 tiles), with no
+division per thread: the kernel is memory-bound, and the few instructions before its
+first load are what a thread per element pays.
 
 Tunables: BLOCK threads a block (a multiple of TILE: BLOCK / TILE rows of the tile
 at a time).
@@ -27,6 +29,7 @@ from .types import PERMUTATION, Form
 
 TILE = 32  # a warp across the tile's rows, and 32 banks down its columns
 MAX_GRID_Z = 65535
+MAX_PLANES = 2**31 - 1  # the planes' digits are worked out in 32 bits (a division is 4x cheaper)
 
 
 class SmemTile(Skeleton):
@@ -48,11 +51,12 @@ class SmemTile(Skeleton):
         except emit.PlanProblem as error:
             return str(error)
         planes_plan = " * ".join(f"({s})" for s in plane_sizes) or "1"
-        grid = [f"cdiv({extent_a}, {TILE}) * cdiv({extent_b}, {TILE})", "1",
+        grid = [f"cdiv({extent_a}, {TILE})", f"cdiv({extent_b}, {TILE})",
                 f"max(min({planes_plan}, {MAX_GRID_Z}), 1)"]
         tunables = {"BLOCK": DEFAULT_BLOCK}
         settings = {**plan.get("tunables", {}), **tunables}
-        problem = emit.grid_problem(grid, [task.sizes, *task.l0_sizes], settings)
+        problem = emit.grid_problem(grid, [task.sizes, *task.l0_sizes], settings) or \
+            emit.check_at_sizes(f"{MAX_PLANES} - ({planes_plan})", [task.sizes, *task.l0_sizes], settings)
         if problem:
             return problem
         kind = element_type(form.signature, form.into)
@@ -81,12 +85,14 @@ def _planes(planes) -> tuple[str, list[str]]:
     count = " * ".join(f"(long long)({c.bound})" for c in planes) or "1"
     lines, inner = [], []
     for c in reversed(planes):
-        divisor = " * ".join(f"(long long)({x})" for x in inner)
-        value = f"(optiml_rest / ({divisor}))" if divisor else "optiml_rest"
+        divisor = " * ".join(f"(unsigned)({x})" for x in inner)
+        value = f"(optiml_plane / ({divisor}))" if divisor else "optiml_plane"
         if c is not planes[0]:
-            value = f"({value} % (long long)({c.bound}))"
+            value = f"({value} % (unsigned)({c.bound}))"
         lines.append(f"const {c.ctype} {c.name} = ({c.ctype}){value};")
         inner.append(c.bound)
+    if planes:
+        lines.append("const unsigned optiml_plane = (unsigned)optiml_rest;")
     return count, lines[::-1]
 
 
@@ -112,9 +118,8 @@ def _body(form: Form, a, b, planes, kind: str) -> str:
     return f"""    static_assert(BLOCK % {TILE} == 0, "BLOCK is whole rows of the tile");
     __shared__ {kind} optiml_tile[{TILE}][{TILE} + 1];
     const int optiml_x = threadIdx.x % {TILE};
-    const long long optiml_tiles_a = ((long long)({a.bound}) + {TILE - 1}) / {TILE};
-    const long long optiml_a0 = ((long long)blockIdx.x % optiml_tiles_a) * {TILE};
-    const long long optiml_b0 = ((long long)blockIdx.x / optiml_tiles_a) * {TILE};
+    const long long optiml_a0 = (long long)blockIdx.x * {TILE};
+    const long long optiml_b0 = (long long)blockIdx.y * {TILE};
     const long long optiml_planes = {count};
     for (long long optiml_rest = blockIdx.z; optiml_rest < optiml_planes; optiml_rest += gridDim.z) {{
 {"".join(emit.indent(line, 8) + chr(10) for line in plane_lines)}        {rows} {{
