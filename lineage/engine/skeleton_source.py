@@ -2,7 +2,7 @@
 family with the node's own math.
 
 Called by the skills source (skills.SkillSource) for every node. A kernel is lifted once
-per content hash (`_lifted`); a kernel that does not lift gets no skeleton proposal, and
+per (source, plan) (`forms.cached`); a kernel that does not lift gets no skeleton proposal, and
 the refusal is kept for the explorer to show. A proposal says `skill:<card id>`, names
 the tasks whose lineages the card was induced from, and cites their measured steps.
 """
@@ -10,32 +10,22 @@ the tasks whose lineages the card was induced from, and cites their measured ste
 from __future__ import annotations
 
 import json
-from functools import lru_cache
 from typing import Any
 
 from profiling.harness import tasks
 from profiling.harness.candidate import Candidate, CandidateError
 from search.engine import forms
 from search.engine.diffs import candidate_diff
-from search.engine.forms import skeletons, splice
+from search.engine.forms import cached, skeletons, splice
 from search.engine.types import NodeContext, Proposal
 
 from .skeleton_cards import expected_speedup
 
 
-@lru_cache(maxsize=256)
-def _lifted(source: str, plan_json: str) -> tuple[tuple[int | None, forms.Form | forms.Refusal], ...]:
-    plan = json.loads(plan_json)
-    whole = forms.lift(source, plan)
-    if isinstance(whole, forms.Form) or len(plan.get("launches") or []) < 2:
-        return ((None, whole),)
-    return tuple(splice.per_launch(source, plan))  # several launches: each kernel on its own
-
-
 def lifted_launches(candidate: Candidate) -> tuple[tuple[int | None, forms.Form | forms.Refusal], ...]:
     """The candidate's forms, lifted once per (source, plan) in this process: the whole
     plan's (index None), or, for a plan of several launches, each launch's."""
-    return _lifted(candidate.source, json.dumps(candidate.plan_dict(), sort_keys=True))
+    return cached.lifted_launches(candidate.source, json.dumps(candidate.plan_dict(), sort_keys=True))
 
 
 

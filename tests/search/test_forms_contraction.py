@@ -14,7 +14,7 @@ from profiling.harness import expr, tasks
 from profiling.harness.candidate import Candidate
 from profiling.harness.spec import Task, TensorSpec, Tolerance
 from search.engine.forms import CONTRACTION, ROWS, Form, Refusal, lift
-from search.engine.forms.lift import one_declarator_each
+from search.engine.forms.normalize import one_declarator_each
 from search.engine.forms.skeletons import by_name
 from search.engine.forms.tiles import k_fastest
 

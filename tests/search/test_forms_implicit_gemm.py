@@ -18,7 +18,7 @@ from profiling.harness.candidate import Candidate
 from profiling.harness.spec import Task, TensorSpec, Tolerance
 from search.engine.forms import CONTRACTION, Form, Refusal, lift
 from search.engine.forms.contraction import NEST_K
-from search.engine.forms.lift import skips_as_tests
+from search.engine.forms.normalize import skips_as_tests
 from search.engine.forms.skeletons import by_name
 
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="the CPU emulator needs g++")

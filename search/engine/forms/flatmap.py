@@ -14,15 +14,11 @@ import re
 from dataclasses import replace
 
 from ..rewrites.syntax import named_statements, parse
+from . import strides
 from .types import Axis, Form
 
 FLAT = "optiml_element"  # not a name the skeletons use for their own loops
-_CAST = re.compile(r"\(\s*(?:const\s+)?(?:unsigned\s+)?(?:long\s+long|long|int|size_t|int64_t)\s*\)")
 _SUBSCRIPT = re.compile(r"\b([A-Za-z_]\w*)\s*\[([^\[\]]*)\]")
-
-
-def _plain(text: str) -> str:
-    return _CAST.sub("", text).replace(" ", "").replace("(", "").replace(")", "")
 
 
 def statements(body: str) -> tuple:
@@ -37,14 +33,13 @@ def flattened(form: Form) -> Form | None:
     if len(form.space) != 2:
         return None
     row, col = form.space
-    flat_forms = {f"{row.name}*{_plain(col.bound)}+{col.name}", f"{col.name}+{row.name}*{_plain(col.bound)}",
-                  f"{col.name}+{_plain(col.bound)}*{row.name}", f"{_plain(col.bound)}*{row.name}+{col.name}"}
+    flat = f"{row.name} * ({col.bound}) + {col.name}"
     pointers = set(form.reads) | set(form.writes)
     found = False
 
     def swap(match: re.Match[str]) -> str:
         nonlocal found
-        if match.group(1) in pointers and _plain(match.group(2)) in flat_forms:
+        if match.group(1) in pointers and strides.same_index(match.group(2), flat):
             found = True
             return f"{match.group(1)}[{FLAT}]"
         return match.group(0)

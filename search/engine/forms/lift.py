@@ -20,18 +20,16 @@ from tree_sitter import Node
 
 from ..rewrites.syntax import (
     Kernel,
-    assigned_identifier,
     defined_functions,
     find_kernels,
     named_statements,
     parse,
-    strip_parens,
     text,
     walk,
 )
 from . import contraction, flatmap, permutes, planes, radix, rows, windows
 from .accumulators import _accumulation
-from .peeled import peeled_digits_as_divisions
+from .normalize import normalized
 from .reading import NotRead, _declaration, condition_of, plane_bounds, read_space, reads_thread
 from .types import CONTRACTION, FULL_REDUCE, MAP, Form, Refusal
 
@@ -48,7 +46,7 @@ _LOOPS = ("for_statement", "while_statement", "do_statement")
 def lift(source: str, plan: dict[str, Any]) -> Form | Refusal:
     """The family form of the plan's kernel (the last launch's, after a zeroing launch)."""
     launches = plan.get("launches") or []
-    source = skips_as_tests(counted_whiles_as_fors(peeled_digits_as_divisions(one_declarator_each(source))))
+    source = normalized(source)
     tree = parse(source)
     kernels = {k.name: k for k in find_kernels(tree)}
     zeroed = None
@@ -128,100 +126,6 @@ def _not_a_product(form: Form | Refusal, product: Form | Refusal | None) -> Form
     if not isinstance(form, Form) or not isinstance(product, Refusal) or product.family != CONTRACTION:
         return form
     return replace(form, notes=(*form.notes, f"not a contraction: {product.reason}"))
-
-
-def one_declarator_each(source: str) -> str:
-    """`int i = idx / N, j = idx % N;` written as two declarations (a loop header's are
-    kept): every reader of the index space and the digits takes one name a statement."""
-    data = source.encode()
-    edits = []
-    for node in walk(parse(data).root_node):
-        declarators = node.children_by_field_name("declarator") if node.type == "declaration" else []
-        if len(declarators) < 2 or node.parent is None or node.parent.type != "compound_statement":
-            continue
-        head = data[node.start_byte:declarators[0].start_byte].decode()
-        split = " ".join(f"{head}{text(d)};" for d in declarators)
-        edits.append((node.start_byte, node.end_byte, split))
-    for start, end, replacement in sorted(edits, reverse=True):
-        data = data[:start] + replacement.encode() + data[end:]
-    return data.decode()
-
-
-def counted_whiles_as_fors(source: str) -> str:
-    """`int k = 0; while (k < K) { ...; k++; }` written as the for loop it is, when k is
-    read nowhere after the loop, changed nowhere else in it, and no `continue` skips
-    its step: every reader of loops (rows, contractions) then reads one kind."""
-    for _ in range(64):
-        data = source.encode()
-        found = _counted_while(parse(data).root_node)
-        if found is None:
-            return source
-        declaration, loop, (name, kind, start), body = found
-        condition = text(strip_parens(condition_of(loop)))
-        inner = "\n".join(text(s) for s in body[:-1])
-        replacement = f"for ({kind} {name} = {start}; {condition}; ++{name}) {{\n{inner}\n}}"
-        source = (data[:declaration.start_byte] + replacement.encode() + data[loop.end_byte:]).decode()
-    return source
-
-
-def _counted_while(root: Node):
-    for block in (n for n in walk(root) if n.type == "compound_statement"):
-        statements = named_statements(block)
-        for position, (first, loop) in enumerate(zip(statements, statements[1:], strict=False)):
-            counter = _declaration(first)
-            if counter is None or loop.type != "while_statement":
-                continue
-            name = counter[0]
-            body = named_statements(loop.child_by_field_name("body")) \
-                if loop.child_by_field_name("body").type == "compound_statement" else []
-            step = text(body[-1]).replace(" ", "").rstrip(";") if body else ""
-            condition = strip_parens(condition_of(loop))
-            if step not in (f"++{name}", f"{name}++", f"{name}+=1", f"{name}={name}+1") or \
-                    condition.type != "binary_expression" or \
-                    text(strip_parens(condition.child_by_field_name("left"))) != name:
-                continue
-            later = statements[position + 2:]
-            inside = [n for s in body[:-1] for n in walk(s)]
-            if any(n.type == "identifier" and text(n) == name for s in later for n in walk(s)) or \
-                    any(assigned_identifier(n) == name or (n.type == "update_expression" and
-                        text(n.child_by_field_name("argument")) == name) for n in inside) or \
-                    any(n.type == "continue_statement" for n in inside):
-                continue
-            return first, loop, (name, text(first.child_by_field_name("type")), text(counter[2])), body
-    return None
-
-
-def skips_as_tests(source: str) -> str:
-    """`if (c) continue;` among a loop body's statements, written as the test it is: the
-    statements after it run under `if (!(c)) { ... }` (a convolution's padding written as
-    skips). A `continue` anywhere else is left as it is (and refused as a hazard)."""
-    for _ in range(64):
-        data = source.encode()
-        found = _skip(parse(data).root_node)
-        if found is None:
-            return source
-        skip, body = found
-        condition = text(strip_parens(condition_of(skip)))
-        rest = data[skip.end_byte:body.end_byte - 1].decode()  # up to the body's closing brace
-        replacement = f"if (!({condition})) {{{rest}}}\n"
-        source = (data[:skip.start_byte] + replacement.encode() + data[body.end_byte - 1:]).decode()
-    return source
-
-
-def _skip(root: Node) -> tuple[Node, Node] | None:
-    """The first `if (c) continue;` that is a statement of a loop's body, and that body."""
-    for node in walk(root):
-        if node.type != "compound_statement" or node.parent is None or node.parent.type not in _LOOPS:
-            continue
-        for statement in node.named_children:
-            if statement.type != "if_statement" or statement.child_by_field_name("alternative") is not None:
-                continue
-            consequence = statement.child_by_field_name("consequence")
-            compound = consequence.type == "compound_statement"
-            inner = named_statements(consequence) if compound else [consequence]
-            if len(inner) == 1 and inner[0].type == "continue_statement":
-                return statement, node
-    return None
 
 
 def _common(kernel: Kernel, source: str, space, helpers: set[str], launch_args) -> dict[str, Any]:

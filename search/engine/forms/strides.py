@@ -62,6 +62,32 @@ def stride(index: str, variable: str, fixed: dict[str, int] | None = None) -> in
     return at[1] - at[0]
 
 
+def same_index(a: str, b: str) -> bool:
+    """Whether two index expressions are the same integer function of their names (each
+    evaluated at three points, every name a distinct large value); False if either is not
+    plain arithmetic."""
+    codes = []
+    for index in (a, b):
+        try:
+            tree = ast.parse(_CASTS.sub("", index).replace("/", "//"), mode="eval")
+        except SyntaxError:
+            return False
+        if not all(isinstance(node, _ALLOWED) for node in ast.walk(tree)):
+            return False
+        codes.append((tree, compile(tree, "<index>", "eval")))
+    names = sorted({n.id for tree, _ in codes for n in ast.walk(tree) if isinstance(n, ast.Name)})
+    rng = random.Random(20261207)
+    for _ in range(3):
+        values = {name: rng.randrange(1_000, 1_000_000) for name in names}
+        try:
+            left, right = (eval(code, {"__builtins__": {}}, values) for _, code in codes)  # noqa: S307
+        except (ZeroDivisionError, TypeError):
+            return False
+        if left != right:
+            return False
+    return True
+
+
 def contiguity_problem(loop: LoopHole, helpers: str = "", fixed: dict[str, int] | None = None) -> str | None:
     """Why a block striding over this loop would not read contiguous memory, or None
     (`helpers`: the kernel's #defines, expanded in the indices first; `fixed`: parameters

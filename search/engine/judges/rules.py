@@ -11,13 +11,12 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable
-from functools import lru_cache
 from typing import Any
 
 from profiling.harness import profile
 
 from .. import forms
-from ..forms import splice
+from ..forms import cached
 from ..types import FAMILIES, Diagnosis, Measurement, NodeContext, Proposal
 
 # What a diagnosis may name. "failed": the measurement has no profile to read because
@@ -343,17 +342,11 @@ def evidence_weight(expected_speedup: float | None) -> float:
     return math.sqrt(share)
 
 
-@lru_cache(maxsize=512)
 def lifted_family(source: str, plan_json: str) -> str | None:
     """The family the plan's kernel lifts to (of several launches, the first in
     FORM_ORDER that any launch lifts to), or None."""
-    plan = json.loads(plan_json)
-    whole = forms.lift(source, plan)
-    if isinstance(whole, forms.Form):
-        return whole.family
-    if len(plan.get("launches") or []) < 2:
-        return None
-    found = {form.family for _, form in splice.per_launch(source, plan) if isinstance(form, forms.Form)}
+    found = {form.family for _, form in cached.lifted_launches(source, plan_json)
+             if isinstance(form, forms.Form)}
     return next((family for family in FORM_ORDER if family in found), None)
 
 
