@@ -101,7 +101,14 @@ def _map_chunks(fn, size: int) -> list:
 
 
 def _chunk_errors(o: np.ndarray, r: np.ndarray, tol: Tolerance) -> tuple[bool, float, float]:
-    """(all within tolerance?, max abs error, max rel error) for one slice, in fp32/fp64."""
+    """(all within tolerance?, max abs error, max rel error) for one slice, in fp32/fp64.
+    Integer outputs (an argmax's indices) are compared exactly where the tolerance is zero
+    and their errors measured in float64: their difference would wrap, and numpy will not
+    divide it into an integer array."""
+    exact = None
+    if o.dtype.kind in "iub":
+        exact = bool(np.array_equal(o, r)) if tol.atol == 0 and tol.rtol == 0 else None
+        o, r = o.astype(np.float64), r.astype(np.float64)
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         diff = np.abs(o - r)
         magnitude = np.abs(r)
@@ -109,7 +116,7 @@ def _chunk_errors(o: np.ndarray, r: np.ndarray, tol: Tolerance) -> tuple[bool, f
         finite = np.isfinite(diff)
         max_abs = float(diff.max(initial=0.0, where=finite))
         rel = np.divide(diff, magnitude, out=np.zeros_like(diff), where=finite & (magnitude > 0))
-        return within, max_abs, float(rel.max(initial=0.0))
+        return within if exact is None else exact, max_abs, float(rel.max(initial=0.0))
 
 
 def error_stats(out: np.ndarray, ref: np.ndarray) -> tuple[float, float]:
@@ -137,7 +144,11 @@ def compare_values(name: str, out: np.ndarray, ref: np.ndarray, tol: Tolerance
     max_rel = max((r[2] for r in results), default=0.0)
     if all(r[0] for r in results):
         return None, max_abs, max_rel
-    return _diagnose(name, out, ref, tol), max_abs, max_rel
+    failure = _diagnose(name, out, ref, tol)  # None: NaN/Inf only where the reference has them
+    if failure is None and out.dtype.kind in "iub":  # integers past 2**53: float64 cannot tell them apart
+        failure = GuardFailure("wrong_values", f"'{name}' differs from the reference (integers beyond "
+                               "float64's precision)")
+    return failure, max_abs, max_rel
 
 
 _CHUNK = 1 << 22  # elements per slice: bounds each temporary at ~32 MB

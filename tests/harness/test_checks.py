@@ -155,3 +155,24 @@ def test_a_custom_compare_reads_the_inputs_it_is_given_even_when_none_were_check
                                   compare_inputs={"x": x})
     assert check_run(buffers, lambda dtype: TOL, {"n": 8}, compare)[0] is None
     assert seen == [["x"]]
+
+
+# --- integer outputs (an argmax's indices) ----------------------------------------------------
+
+
+def test_integer_outputs_are_compared_exactly_without_numpy_refusing_their_division():
+    ref = np.array([3, 0, 7, 2**40], dtype=np.int64)
+    assert compare_values("idx", ref.copy(), ref, Tolerance(atol=0.0, rtol=0.0))[0] is None
+    wrong = ref.copy()
+    wrong[1] = 1
+    failure, max_abs, _ = compare_values("idx", wrong, ref, Tolerance(atol=0.0, rtol=0.0))
+    assert failure is not None and failure.guard == "wrong_values" and max_abs == 1.0
+    as_int32 = np.array([5, -1, 9], dtype=np.int32)
+    assert compare_values("i", as_int32.copy(), as_int32, Tolerance(atol=0.0, rtol=0.0))[0] is None
+
+
+def test_integers_that_float64_cannot_tell_apart_are_still_caught():
+    ref = np.array([2**60], dtype=np.int64)
+    off_by_one = ref + 1  # the same float64
+    failure, _, _ = compare_values("big", off_by_one, ref, Tolerance(atol=0.0, rtol=0.0))
+    assert failure is not None and failure.guard == "wrong_values"
