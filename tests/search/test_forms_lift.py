@@ -485,3 +485,31 @@ def test_a_2d_kernel_that_is_no_product_lifts_as_rows_over_its_grids_axes():
     assert form.holes()["rows"] == "M * N"
     reductions = [r.name for step in form.steps if isinstance(step, LoopHole) for r in step.reductions]
     assert reductions == ["acc", "other"]
+
+
+# --- accessor macros ----------------------------------------------------------------------------
+
+_ACCESSOR_MEAN = """#define AT(r, c) x[(r) * D + (c)]
+
+extern "C" __global__ void mean_dim0(const float* x, float* m, int N, int D) {
+    int col = blockIdx.x * blockDim.x + threadIdx.x;
+    if (col >= D) return;
+    float acc = 0.0f;
+    for (int r = 0; r < N; ++r) acc += AT(r, col);
+    m[col] = acc / (float)N;
+}
+"""
+
+
+def test_a_macro_whose_body_is_a_subscript_is_read_as_the_access_it_hides():
+    from search.engine.forms import strides
+    from search.engine.forms.normalize import accessor_macros_expanded
+
+    form = lifted(_ACCESSOR_MEAN, plan("mean_dim0", ["x", "m", "N", "D"], grid="cdiv(D, BLOCK)"))
+    assert form.family == ROWS and form.reads == ("x",)  # the macro's read is seen
+    loop = next(step for step in form.steps if isinstance(step, LoopHole))
+    assert "scattered" in strides.contiguity_problem(loop)  # a column walked down: not block_per_row's
+    assert strides.neighbour_problem(form) is None  # but split_strided's: neighbours read side by side
+    assert "acc += x[((r)) * D + ((col))];" in accessor_macros_expanded(_ACCESSOR_MEAN)
+    two = "#define BOTH(i) a[i] + b[i]\n__global__ void k(float* a, float* b) { a[0] = BOTH(1); }\n"
+    assert accessor_macros_expanded(two) == two  # two accesses: not one subscript, left alone

@@ -45,7 +45,8 @@ def test_the_coordinates_of_a_flat_index_are_its_digits_the_outermost_exact_or_r
     }
 }
 """
-    total = lifted(told_total, plan("transpose_flat", ["x", "y", "H", "W", "H * W"], grid="cdiv(H * W, BLOCK)"))
+    the_plan = plan("transpose_flat", ["x", "y", "H", "W", "H * W"], grid="cdiv(H * W, BLOCK)")
+    total = lifted(told_total, the_plan)
     assert total.family == PERMUTATION
     assert total.coordinates[0].bound == "(((long long)(n) + (long long)(W) - 1) / ((long long)(W)))"
 

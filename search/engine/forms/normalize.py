@@ -6,9 +6,12 @@ rewrite could change what the kernel computes.
 
 from __future__ import annotations
 
+import re
+
 from tree_sitter import Node
 
 from ..rewrites.syntax import assigned_identifier, named_statements, parse, strip_parens, text, walk
+from . import strides
 from .peeled import peeled_digits_as_divisions
 from .reading import _declaration, condition_of
 
@@ -18,7 +21,45 @@ _LOOPS = ("for_statement", "while_statement", "do_statement")
 def normalized(source: str) -> str:
     """One declarator a declaration, peeled digits as divisions, counted whiles as fors,
     `if (c) continue;` as the test it is."""
+    source = accessor_macros_expanded(source)
     return skips_as_tests(counted_whiles_as_fors(peeled_digits_as_divisions(one_declarator_each(source))))
+
+
+_ACCESSOR = re.compile(r"\s*[A-Za-z_]\w*\s*\[.*\]\s*")
+
+
+def accessor_macros_expanded(source: str) -> str:
+    """`A_AT(i, j)` with `#define A_AT(i, j) A[(i) * K + (j)]` written as the access it is
+    (the #define kept): a macro whose body is a subscript hides a memory access from every
+    reader of accesses (which pointers are read, their strides). Other macros are left to
+    the readers that expand them in indices (strides.expand_macros)."""
+    macros = {m.group(1): ([p.strip() for p in m.group(3).split(",")], m.group(4))
+              for m in strides._DEFINE.finditer(source)
+              if m.group(2) and _ACCESSOR.fullmatch(m.group(4)) and _balanced(m.group(4))}
+    if not macros:
+        return source
+    lines = source.split("\n")
+    for position, line in enumerate(lines):
+        if line.lstrip().startswith("#"):
+            continue
+        for _ in range(8):
+            expanded = strides._expand_once(line, macros, bare=frozenset(macros))
+            if expanded == line:
+                break
+            line = expanded
+        lines[position] = line
+    return "\n".join(lines)
+
+
+def _balanced(body: str) -> bool:
+    """Whether the subscript's brackets close only at the end (`A[i] + B[j]` is no access)."""
+    start = body.index("[")
+    depth = 0
+    for position in range(start, len(body)):
+        depth += {"[": 1, "]": -1}.get(body[position], 0)
+        if depth == 0:
+            return not body[position + 1:].strip()
+    return False
 
 
 def one_declarator_each(source: str) -> str:

@@ -176,7 +176,10 @@ def expand_macros(index: str, helpers: str) -> str:
     return index
 
 
-def _expand_once(index: str, macros: dict) -> str:
+def _expand_once(index: str, macros: dict, bare: frozenset[str] = frozenset()) -> str:
+    """One round of expansion; the bodies of the macros named in `bare` are put in as
+    they are (an accessor's `A[(i) * K + (j)]`, which stays an lvalue), the others in
+    parentheses."""
     out, position = [], 0
     for match in _NAME.finditer(index):
         name = match.group(0)
@@ -196,7 +199,7 @@ def _expand_once(index: str, macros: dict) -> str:
             continue
         for param, argument in zip(params, arguments, strict=True):
             body = re.sub(rf"\b{re.escape(param)}\b", f"({argument})", body)
-        out += [index[position:match.start()], f"({body})"]
+        out += [index[position:match.start()], body if name in bare else f"({body})"]
         position = end
     return "".join(out) + index[position:]
 
