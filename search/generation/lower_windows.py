@@ -8,13 +8,18 @@ dispatches): a thread per output, loops over its window, as a newcomer writes it
   torch's default `count_include_pad`), floor mode.
 
 The output's sizes are the task's (the importer fitted them to the module's own
-constants); the window's numbers come from the module. Anything else (transposed
-convolutions, ceil mode, reflect padding, indices returned) is NotWindow.
+constants); the window's numbers come from the module. Anything else (ceil mode, reflect
+padding, indices returned) is NotWindow.
+
+- `ConvTranspose1d/2d/3d` (stride, padding, dilation, groups, bias; output padding only
+  sizes the output, which is the task's): the gather a transposed convolution is, each
+  output summing the inputs whose scattered taps land on it (`_transposed`).
 """
 
 from __future__ import annotations
 
 _CONVS = {"Conv1d": 1, "Conv2d": 2, "Conv3d": 3}
+_TRANSPOSED = {"ConvTranspose1d": 1, "ConvTranspose2d": 2, "ConvTranspose3d": 3}
 _POOLS = {"MaxPool1d": 1, "MaxPool2d": 2, "MaxPool3d": 3, "AvgPool1d": 1, "AvgPool2d": 2, "AvgPool3d": 3}
 
 
@@ -25,10 +30,11 @@ class NotWindow(ValueError):
 def lower_window(nodes: list[dict], task, kernel_name: str) -> tuple[str, dict, str]:
     """(source, plan, what it computes) or NotWindow."""
     calls = [n for n in nodes if n["op"] in ("call_function", "call_method", "call_module")]
-    if len(calls) != 1 or calls[0]["op"] != "call_module" or calls[0]["target"] not in (*_CONVS, *_POOLS):
+    if len(calls) != 1 or calls[0]["op"] != "call_module" or \
+            calls[0]["target"] not in (*_CONVS, *_TRANSPOSED, *_POOLS):
         raise NotWindow("not one convolution or pooling module")
     node = calls[0]
-    spatial = (_CONVS | _POOLS)[node["target"]]
+    spatial = (_CONVS | _TRANSPOSED | _POOLS)[node["target"]]
     a = node["attributes"]
     if len(task.inputs) != 1 or len(task.outputs) != 1 or task.inputs[0]["dtype"] != "float32":
         raise NotWindow("not one float32 tensor in and one out")
@@ -58,7 +64,10 @@ def lower_window(nodes: list[dict], task, kernel_name: str) -> tuple[str, dict, 
     spatial_index = "".join(f") * I{i} + i{i}" for i in range(spatial))  # ((base) * I0 + i0) * I1 + i1
     params = [f"const float* {x['name']}"]
     args = [x["name"]]
-    if node["target"] in _CONVS:
+    if node["target"] in _TRANSPOSED:
+        loops, inside = _gathers(spatial, size, stride, padding, dilation)
+        body, what = _transposed(node, task, spatial, spatial_index, loops, inside, params, args, size)
+    elif node["target"] in _CONVS:
         body, what = _convolution(node, task, spatial, spatial_index, loops, inside, close, params, args,
                                   size)
     else:
@@ -135,6 +144,57 @@ def _convolution(node, task, spatial, spatial_index, loops, inside, close, param
     body.append(f"        {task.outputs[0]['name']}[t] = acc;")
     groups = node["attributes"].get("groups", 1)
     what = f"{node['target']}, groups {groups} ({per_group} input channels a group){', bias' if bias else ''}"
+    return "\n".join(body), what
+
+
+def _gathers(spatial: int, size, stride, padding, dilation) -> tuple[list[str], list[str]]:
+    """A transposed convolution's loops over the taps: the input position a tap reads
+    is (o + p - k * d) / s, where that divides exactly and lies inside the input."""
+    loops, inside = [], []
+    for i in range(spatial):
+        loops.append(f"for (int k{i} = 0; k{i} < {size[i]}; k{i}++) {{\n"
+                     f"            int j{i} = o{i} + {padding[i]} - k{i} * {dilation[i]};\n"
+                     f"            int i{i} = j{i} / {stride[i]};")
+        inside.append(f"j{i} >= 0 && j{i} % {stride[i]} == 0 && i{i} < I{i}")
+    return loops, inside
+
+
+def _transposed(node, task, spatial, spatial_index, loops, inside, params, args, size):
+    """`ConvTransposeNd` as the gather it is: out[n][oc][o] = bias[oc] + the sum over the
+    group's input channels ic and the taps k with o = i * s - p + k * d of
+    x[n][ic][i] * w[ic][oc in its group][k]. The weight is (C_IN, C_OUT / groups, taps...):
+    its second dimension is the output channels a group writes (OCG), a size of the
+    task, so the groups follow the channels at every size."""
+    held = node["attributes"].get("parameters", [])
+    weight = _parameter(task, "weight")
+    bias = _parameter(task, "bias") if "bias" in held else None
+    if weight is None or ("bias" in held and bias is None) or len(task.weights) != 1 + (bias is not None):
+        raise NotWindow("a transposed convolution whose parameters are not its weight and bias")
+    shape = next(w["shape"] for w in task.weights if w["name"] == weight)
+    if len(shape) != spatial + 2:
+        raise NotWindow(f"a weight of {len(shape)} dimensions for a {spatial}-D transposed convolution")
+    params += [f"const float* {weight}", *([f"const float* {bias}"] if bias else []), "int OCG"]
+    args += [weight, *([bias] if bias else []), str(shape[1])]
+    taps = "".join(f") * {size[i]} + k{i}" for i in range(spatial))
+    opened = "(" * spatial
+    x = task.inputs[0]["name"]
+    body = [f"        float acc = {f'{bias}[c]' if bias else '0.0f'};",
+            "        const int ICG = C_IN / (C_OUT / OCG);  // input channels a group",
+            "        const int g = c / OCG;",
+            "        for (int ic = g * ICG; ic < (g + 1) * ICG; ic++) {"]
+    pad = "    " * (spatial + 3)
+    for depth, loop in enumerate(loops):
+        body.append("    " * (depth + 3) + loop.replace("\n", "\n" + "    " * (depth + 1)))
+    body.append(f"{pad}if ({' && '.join(inside)}) {{")
+    body.append(f"{pad}    acc += {x}[{opened}((long long)n * C_IN + ic){spatial_index}] *\n"
+                f"{pad}           {weight}[{opened}((long long)ic * OCG + (c - g * OCG)){taps}];")
+    body.append(f"{pad}}}")
+    for depth in reversed(range(spatial)):
+        body.append("    " * (depth + 3) + "}")
+    body.append("        }")
+    body.append(f"        {task.outputs[0]['name']}[t] = acc;")
+    groups = node["attributes"].get("groups", 1)
+    what = f"{node['target']}, groups {groups} ({shape[1]} output channels a group){', bias' if bias else ''}"
     return "\n".join(body), what
 
 

@@ -194,3 +194,24 @@ def test_convolutions_and_pooling_lower_to_a_thread_per_output_that_computes_the
                             layer=layer)
                for name, (layer, shape, _) in WINDOWS.items()}
     lowered_and_run(tmp_path, sources, "window", {name: lifts for name, (_, _, lifts) in WINDOWS.items()})
+
+
+# ConvTranspose as KernelBench's are written: stride, padding, output padding, dilation, groups
+TRANSPOSED = {
+    "convt2d": ("nn.ConvTranspose2d(3, 5, 3, stride=2, padding=1, output_padding=1, bias=True)",
+                "B, 3, H, W"),
+    "convt1d_dilated": ("nn.ConvTranspose1d(4, 3, 3, stride=3, padding=2, dilation=2, bias=False)",
+                        "B, 4, W"),
+    "convt3d_grouped": ("nn.ConvTranspose3d(4, 6, (3, 2, 2), stride=(2, 1, 2), padding=(1, 0, 1), groups=2)",
+                        "B, 4, H, W, W"),
+    "convt2d_sized_groups": ("nn.ConvTranspose2d(C, C, 3, stride=2, groups=C // 2, bias=False)",
+                             "B, C, H, W"),
+}
+
+
+@needs_gxx
+def test_transposed_convolutions_lower_to_the_gather_they_are_and_compute_the_module(tmp_path):
+    sizes = "B = 3\nC = 6\nH = 7\nW = 9"
+    sources = {name: module("self.layer(x)", f"[torch.randn({shape})]", sizes, layer=layer)
+               for name, (layer, shape) in TRANSPOSED.items()}
+    lowered_and_run(tmp_path, sources, "window", None)
