@@ -178,16 +178,22 @@ def _transposed(node, task, spatial, spatial_index, loops, inside, params, args,
     taps = "".join(f") * {size[i]} + k{i}" for i in range(spatial))
     opened = "(" * spatial
     x = task.inputs[0]["name"]
-    body = [f"        float acc = {f'{bias}[c]' if bias else '0.0f'};",
-            "        const int ICG = C_IN / (C_OUT / OCG);  // input channels a group",
-            "        const int g = c / OCG;",
-            "        for (int ic = g * ICG; ic < (g + 1) * ICG; ic++) {"]
+    body = [f"        float acc = {f'{bias}[c]' if bias else '0.0f'};"]
+    if str(shape[1]) == str(task.outputs[0]["shape"][1]):  # one group: every input channel
+        body.append("        for (int ic = 0; ic < C_IN; ic++) {")
+        channel, filter_ = "(long long)n * C_IN + ic", "(long long)ic * OCG + c"
+    else:
+        body += ["        const int ICG = C_IN / (C_OUT / OCG);  // input channels a group",
+                 "        const int g = c / OCG;",
+                 "        for (int ic = 0; ic < ICG; ic++) {"]
+        channel = "(long long)n * C_IN + g * ICG + ic"
+        filter_ = "(long long)(g * ICG + ic) * OCG + (c - g * OCG)"
     pad = "    " * (spatial + 3)
     for depth, loop in enumerate(loops):
         body.append("    " * (depth + 3) + loop.replace("\n", "\n" + "    " * (depth + 1)))
     body.append(f"{pad}if ({' && '.join(inside)}) {{")
-    body.append(f"{pad}    acc += {x}[{opened}((long long)n * C_IN + ic){spatial_index}] *\n"
-                f"{pad}           {weight}[{opened}((long long)ic * OCG + (c - g * OCG)){taps}];")
+    body.append(f"{pad}    acc += {x}[{opened}({channel}){spatial_index}] *\n"
+                f"{pad}           {weight}[{opened}({filter_}){taps}];")
     body.append(f"{pad}}}")
     for depth in reversed(range(spatial)):
         body.append("    " * (depth + 3) + "}")

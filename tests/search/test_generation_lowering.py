@@ -83,10 +83,10 @@ def module(forward: str, inputs: str, sizes: str, *, layer: str = "", arguments:
 
 
 def lowered_and_run(tmp_path, sources: dict[str, str], family: str,
-                    lifts_as: str | dict[str, str] | None = None) -> None:
+                    lifts_as: str | dict[str, str] | None = None, skeleton: str | None = None) -> None:
     """Each module read as a task, traced, lowered to `family`, lifted (as `lifts_as`, one
     family or one per module) and run on the CPU emulator against the module at its first
-    two L0 sizes."""
+    two L0 sizes; with `skeleton`, that skeleton on each lifted form too."""
     from profiling.harness.torchtask.build import build_tasks
     from profiling.harness.torchtask.task import to_task
     from search.generation.from_module import first_kernel
@@ -104,11 +104,19 @@ def lowered_and_run(tmp_path, sources: dict[str, str], family: str,
             lifted = forms.lift(found.source, found.plan)
             assert isinstance(lifted, forms.Form) and lifted.family == expected, (path.stem, lifted)
         task = to_task(described)
-        candidate = Candidate.from_dict({**found.plan, "source": found.source})
-        kernels = CpuKernels(candidate, tmp_path / path.stem)
-        for sizes in task.l0_sizes[:2]:
-            inputs = inputs_for(task, sizes)
-            assert mismatch(task, sizes, inputs, kernels.run(task, sizes, inputs)) is None, (path.stem, sizes)
+        candidates = [Candidate.from_dict({**found.plan, "source": found.source})]
+        if skeleton and expected:
+            from search.engine.forms.skeletons import by_name
+
+            emitted = by_name(skeleton).emit(forms.lift(found.source, found.plan), found.plan, task)
+            assert not isinstance(emitted, str), (path.stem, emitted)
+            candidates.append(Candidate.from_dict({**emitted.plan, "source": emitted.source}))
+        for number, candidate in enumerate(candidates):
+            kernels = CpuKernels(candidate, tmp_path / f"{path.stem}-{number}")
+            for sizes in task.l0_sizes[:2]:
+                inputs = inputs_for(task, sizes)
+                found_mismatch = mismatch(task, sizes, inputs, kernels.run(task, sizes, inputs))
+                assert found_mismatch is None, (path.stem, number, sizes, found_mismatch)
 
 
 POINTWISE = {
@@ -214,4 +222,6 @@ def test_transposed_convolutions_lower_to_the_gather_they_are_and_compute_the_mo
     sizes = "B = 3\nC = 6\nH = 7\nW = 9"
     sources = {name: module("self.layer(x)", f"[torch.randn({shape})]", sizes, layer=layer)
                for name, (layer, shape) in TRANSPOSED.items()}
-    lowered_and_run(tmp_path, sources, "window", None)
+    # one group: a product over (input channel, taps), the tile computing it; groups: no family
+    lifts = {"convt2d": forms.CONTRACTION, "convt1d_dilated": forms.CONTRACTION}
+    lowered_and_run(tmp_path, sources, "window", lifts, skeleton="contraction.smem_register_tile")
