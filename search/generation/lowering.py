@@ -16,6 +16,8 @@ family form and says why not otherwise:
 - **reductions along one dimension** (lower_reductions.py): sums, means, extrema, their
   indices, norms, softmax and log-softmax over one dimension, pointwise operations
   before and after, a thread per row.
+- **normalisations** (lower_norms.py): `LayerNorm` and `InstanceNormNd`, a thread per
+  normalised row, two passes for the statistics.
 - **convolutions and pooling** (lower_windows.py): `ConvNd` (stride, padding, dilation,
   groups, bias) and max/average `PoolNd`, a thread per output over its window.
 
@@ -30,6 +32,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from .lower_norms import NotNorm, lower_norm
 from .lower_products import NotProduct, lower_product
 from .lower_reductions import NotReduction, lower_reduction
 from .lower_windows import NotWindow, lower_window
@@ -172,12 +175,17 @@ def _lower(nodes: list[dict], task) -> FirstKernel | NoKernel:
     except (NotReduction, _Unsupported) as error:
         reduction = str(error)
     try:
+        source, plan, what = lower_norm(nodes, task, _kernel_name(task.name))
+        return FirstKernel(source, plan, "row_map_reduce", (f"lowered from torch.fx: {what}",))
+    except NotNorm as error:
+        norm = str(error)
+    try:
         source, plan, what = lower_window(nodes, task, _kernel_name(task.name))
         return FirstKernel(source, plan, "window", (f"lowered from torch.fx: {what}",))
     except NotWindow as error:
         return NoKernel(f"not an elementwise chain: {pointwise}; not a matrix product: {product}; "
-                        f"not reductions along one dimension: {reduction}; not a convolution or pooling: "
-                        f"{error} (other families are not lowered yet)")
+                        f"not reductions along one dimension: {reduction}; not a normalisation: {norm}; "
+                        f"not a convolution or pooling: {error} (other families are not lowered yet)")
 
 
 def _elementwise(nodes: list[dict], task) -> FirstKernel:

@@ -225,3 +225,19 @@ def test_transposed_convolutions_lower_to_the_gather_they_are_and_compute_the_mo
     # one group: a product over (input channel, taps), the tile computing it; groups: no family
     lifts = {"convt2d": forms.CONTRACTION, "convt1d_dilated": forms.CONTRACTION}
     lowered_and_run(tmp_path, sources, "window", lifts, skeleton="contraction.smem_register_tile")
+
+
+NORMS = {  # layer, input shape: as KernelBench's normalisations are written
+    "layernorm_3d": ("nn.LayerNorm((C, H, W))", "B, C, H, W"),
+    "layernorm_last_plain": ("nn.LayerNorm(W, eps=1e-3, elementwise_affine=False)", "B, C, W"),
+    "instancenorm2d": ("nn.InstanceNorm2d(C)", "B, C, H, W"),
+    "instancenorm1d_affine": ("nn.InstanceNorm1d(C, affine=True)", "B, C, W"),
+}
+
+
+@needs_gxx
+def test_normalisations_lower_to_a_thread_per_row_that_computes_them(tmp_path):
+    sizes = "B = 3\nC = 5\nH = 7\nW = 37"
+    sources = {name: module("self.layer(x)", f"[torch.randn({shape}) * 3.0 + 1.0]", sizes, layer=layer)
+               for name, (layer, shape) in NORMS.items()}
+    lowered_and_run(tmp_path, sources, "row_map_reduce", forms.ROWS, skeleton="rows.block_per_row")
