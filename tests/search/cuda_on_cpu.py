@@ -146,7 +146,10 @@ void emu_launch(unsigned grid, unsigned grid_y, unsigned grid_z, unsigned block_
 """
 
 _CTYPES = {"float": ctypes.c_float, "double": ctypes.c_double, "int": ctypes.c_int,
-           "long long": ctypes.c_longlong, "unsigned": ctypes.c_uint, "unsigned int": ctypes.c_uint}
+           "long long": ctypes.c_longlong, "unsigned": ctypes.c_uint, "unsigned int": ctypes.c_uint,
+           "size_t": ctypes.c_size_t, "int64_t": ctypes.c_int64, "long": ctypes.c_long,
+           "unsigned long": ctypes.c_ulong, "unsigned long long": ctypes.c_ulonglong,
+           "int32_t": ctypes.c_int32}
 
 
 def _preprocessed(source: str, defines: list[str]) -> str:
@@ -195,7 +198,9 @@ class CpuKernels:
         for spec in task.outputs:
             buffers[spec.name] = np.full(spec.resolve_shape(sizes), POISON, dtype=spec.numpy_dtype())
         for scratch in self.candidate.scratch:
-            buffers[scratch.name] = np.full(expr.evaluate_int(scratch.count, names), POISON, dtype=np.float32)
+            kind = np.dtype(scratch.dtype)  # as the plan declares it (float32, int32, int64, ...)
+            buffers[scratch.name] = np.full(expr.evaluate_int(scratch.count, names),
+                                            POISON if kind.kind == "f" else -1, dtype=kind)
         for launch in self.candidate.launches:
             kernel = self.kernels[launch.kernel]
             values = [self._argument(param.base_type, arg, buffers, names)

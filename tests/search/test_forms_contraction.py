@@ -349,3 +349,30 @@ def test_a_counted_while_loop_reads_as_the_for_loop_it_is(change, product):
     assert (isinstance(form, Form) and form.family == CONTRACTION) is product, form
     if product:
         assert form.factors == ("A[row * K + k]", "B[k * N + col]") and form.reduction.bound == "K"
+
+
+_TILE_SPELLED = """#define TILE 16
+extern "C" __global__ void mm_abt(const float* A, const float* B, float* C, int M, int N, int K) {
+    int row = blockIdx.y * TILE + threadIdx.y;
+    int col = blockIdx.x * 16 + threadIdx.x;
+    if (row < M && col < N) {
+        float dot = 0.0f;
+        for (int k = 0; k < K; ++k) dot += A[row * K + k] * B[col * K + k];
+        C[row * N + col] = dot;
+    }
+}
+"""
+
+
+def test_a_block_size_spelled_as_a_number_or_a_define_reads_as_blockdim_where_the_launch_agrees():
+    from search.engine import forms
+
+    def launched(block):
+        return {"launches": [{"kernel": "mm_abt", "grid": ["cdiv(N, 16)", "cdiv(M, 16)"], "block": block,
+                              "shared_bytes": 0, "args": ["A", "B", "C", "M", "N", "K"]}],
+                "scratch": [], "tunables": {}}
+
+    form = forms.lift(_TILE_SPELLED, launched([16, 16]))
+    assert isinstance(form, forms.Form) and form.family == forms.CONTRACTION, form
+    # a launch of other blocks: blockIdx * 16 is not blockIdx * blockDim, and is not read as it
+    assert isinstance(forms.lift(_TILE_SPELLED, launched([32, 8])), forms.Refusal)

@@ -223,3 +223,26 @@ def test_a_mean_over_a_middle_dimension_read_through_digits_stays_rows():
                           "args": ["x", "y", "B", "K", "J"]}]}
     form = lift(source, plan)
     assert isinstance(form, Form) and form.family == ROWS, form
+
+
+def test_a_plane_whose_compound_extent_the_kernel_is_not_told_is_added_as_a_parameter():
+    source = """extern "C" __global__ void pool(const float* x, float* y, int H, int W, int OH, int OW) {
+    int ow = blockIdx.x * blockDim.x + threadIdx.x;
+    int oh = blockIdx.y * blockDim.y + threadIdx.y;
+    int plane = blockIdx.z;
+    if (ow < OW && oh < OH) {
+        float m = -INFINITY;
+        for (int ky = 0; ky < 3; ky++)
+            for (int kx = 0; kx < 3; kx++) {
+                int ih = oh * 2 - 1 + ky, iw = ow * 2 - 1 + kx;
+                if (ih >= 0 && ih < H && iw >= 0 && iw < W) m = fmaxf(m, x[(plane * H + ih) * W + iw]);
+            }
+        y[(plane * OH + oh) * OW + ow] = m;
+    }
+}
+"""
+    launch = {"kernel": "pool", "grid": ["cdiv(OW, 16)", "cdiv(OH, 16)", "N * C"], "block": [16, 16],
+              "shared_bytes": 0, "args": ["x", "y", "H", "W", "OH", "OW"]}
+    form = lift(source, {"launches": [launch], "scratch": [], "tunables": {}})
+    assert isinstance(form, Form) and form.family == WINDOW, form
+    assert form.extra_args == ("N * C",) and form.space[0].bound == "optiml_planes_z"

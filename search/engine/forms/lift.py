@@ -29,7 +29,7 @@ from ..rewrites.syntax import (
 )
 from . import contraction, flatmap, permutes, planes, radix, rows, windows
 from .accumulators import _accumulation
-from .normalize import normalized
+from .normalize import block_constants_as_dims, normalized
 from .reading import NotRead, _declaration, condition_of, plane_bounds, read_space, reads_thread
 from .types import CONTRACTION, FULL_REDUCE, MAP, Form, Refusal
 
@@ -46,7 +46,7 @@ _LOOPS = ("for_statement", "while_statement", "do_statement")
 def lift(source: str, plan: dict[str, Any]) -> Form | Refusal:
     """The family form of the plan's kernel (the last launch's, after a zeroing launch)."""
     launches = plan.get("launches") or []
-    source = normalized(source)
+    source = block_constants_as_dims(normalized(source), launches[-1] if launches else {})
     tree = parse(source)
     kernels = {k.name: k for k in find_kernels(tree)}
     zeroed = None

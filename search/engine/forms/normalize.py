@@ -154,3 +154,23 @@ def _skip(root: Node) -> tuple[Node, Node] | None:
             if len(inner) == 1 and inner[0].type == "continue_statement":
                 return statement, node
     return None
+
+
+def block_constants_as_dims(source: str, launch: dict) -> str:
+    """`blockIdx.y * TILE + threadIdx.y` (TILE a number or a #define of one) written with
+    `blockDim.y` when the launch's block dimension is that same number: the index it
+    computes is the same, and the readers of the index space read one kind."""
+    block = [str(d).strip() for d in launch.get("block", [])]
+    numbers = {m.group(1): m.group(4).strip() for m in strides._DEFINE.finditer(source)
+               if not m.group(2) and re.fullmatch(r"\d+", m.group(4).strip())}
+    for axis, dim in zip("xyz", block, strict=False):
+        if not re.fullmatch(r"\d+", dim):
+            continue
+        names = [dim, *(name for name, value in numbers.items() if value == dim)]
+        spelled = "|".join(re.escape(n) for n in names)
+        source = re.sub(rf"\bblockIdx\.{axis}\s*\*\s*(?:{spelled})\b(?!\s*[\w.(])",
+                        f"blockIdx.{axis} * blockDim.{axis}", source)
+        source = re.sub(rf"\b(?:{spelled})\s*\*\s*blockIdx\.{axis}\b", f"blockDim.{axis} * blockIdx.{axis}",
+                        source)
+    return source
+

@@ -154,9 +154,12 @@ def plane_bounds(grid: list, args: list, params: list[str]) -> dict[str, str]:
     A dimension that cannot be written so is left out (its plane then does not read)."""
     passed = {str(arg): param for arg, param in zip(args, params, strict=False)}
     found = {}
+    whole = {arg.replace(" ", ""): param for arg, param in passed.items()}
     for letter, dim in zip("xyz", [str(d) for d in grid], strict=False):
         names = set(re.findall(r"[A-Za-z_]\w*", dim))
-        if letter != "x" and names <= set(passed):
+        if letter != "x" and dim.replace(" ", "") in whole:  # the grid's extent passed as one argument
+            found[letter] = whole[dim.replace(" ", "")]
+        elif letter != "x" and names <= set(passed):
             found[letter] = re.sub(r"[A-Za-z_]\w*", lambda m: passed[m.group(0)], dim)
     return found
 
