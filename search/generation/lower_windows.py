@@ -97,14 +97,7 @@ def _convolution(node, task, spatial, spatial_index, loops, inside, close, param
     lowered right at every size, not only at the size it was traced at. One group (ICG is
     C_IN) reads every channel; one channel a group (ICG is 1, a depthwise convolution)
     has no channel loop."""
-    held = node["attributes"].get("parameters", [])
-    weight = _parameter(task, "weight")
-    bias = _parameter(task, "bias") if "bias" in held else None
-    if weight is None or ("bias" in held and bias is None) or len(task.weights) != 1 + (bias is not None):
-        raise NotWindow("a convolution whose parameters are not its weight and bias")
-    shape = next(w["shape"] for w in task.weights if w["name"] == weight)
-    if len(shape) != spatial + 2:
-        raise NotWindow(f"a weight of {len(shape)} dimensions for a {spatial}-D convolution")
+    weight, bias, shape = _weight_and_bias(node, task, spatial, "convolution")
     params.append(f"const float* {weight}")
     args.append(weight)
     if bias:
@@ -165,14 +158,7 @@ def _transposed(node, task, spatial, spatial_index, loops, inside, params, args,
     x[n][ic][i] * w[ic][oc in its group][k]. The weight is (C_IN, C_OUT / groups, taps...):
     its second dimension is the output channels a group writes (OCG), a size of the
     task, so the groups follow the channels at every size."""
-    held = node["attributes"].get("parameters", [])
-    weight = _parameter(task, "weight")
-    bias = _parameter(task, "bias") if "bias" in held else None
-    if weight is None or ("bias" in held and bias is None) or len(task.weights) != 1 + (bias is not None):
-        raise NotWindow("a transposed convolution whose parameters are not its weight and bias")
-    shape = next(w["shape"] for w in task.weights if w["name"] == weight)
-    if len(shape) != spatial + 2:
-        raise NotWindow(f"a weight of {len(shape)} dimensions for a {spatial}-D transposed convolution")
+    weight, bias, shape = _weight_and_bias(node, task, spatial, "transposed convolution")
     params += [f"const float* {weight}", *([f"const float* {bias}"] if bias else []), "int OCG"]
     args += [weight, *([bias] if bias else []), str(shape[1])]
     taps = "".join(f") * {size[i]} + k{i}" for i in range(spatial))
@@ -221,6 +207,20 @@ def _pool(node, names, spatial_index, loops, inside, close, size, spatial):
     count = " * ".join(str(s) for s in size)
     body.append(f"        {out}[t] = {'acc' if is_max else f'acc / (float)({count})'};")
     return "\n".join(body), node["target"]
+
+
+def _weight_and_bias(node, task, spatial: int, what: str) -> tuple[str, str | None, list]:
+    """(the weight's input name, the bias's or None, the weight's shape) of a convolution
+    module, whose only parameters they must be."""
+    held = node["attributes"].get("parameters", [])
+    weight = _parameter(task, "weight")
+    bias = _parameter(task, "bias") if "bias" in held else None
+    if weight is None or ("bias" in held and bias is None) or len(task.weights) != 1 + (bias is not None):
+        raise NotWindow(f"a {what} whose parameters are not its weight and bias")
+    shape = next(w["shape"] for w in task.weights if w["name"] == weight)
+    if len(shape) != spatial + 2:
+        raise NotWindow(f"a weight of {len(shape)} dimensions for a {spatial}-D {what}")
+    return weight, bias, shape
 
 
 def _parameter(task, kind: str) -> str | None:
