@@ -79,7 +79,7 @@ def bench_task(name: str, args: argparse.Namespace, record_dir: Path) -> dict:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--tasks", default=",".join(experts.tasks_with_experts()))
+    parser.add_argument("--tasks", help="comma-separated (default: every expert of the chosen kind)")
     parser.add_argument("--max-states", type=int, default=64)
     parser.add_argument("--family-experts", action="store_true",
                         help="walk the family experts (lineage/family_experts/), not the suite's")
@@ -93,8 +93,7 @@ def main() -> int:
     args.experts_root = experts.FAMILY_EXPERTS_DIR if args.family_experts else None
     if args.family_experts:
         tasks.add_directory(experts.FAMILY_TASKS_DIR)
-        if args.tasks == ",".join(experts.tasks_with_experts()):
-            args.tasks = ",".join(experts.tasks_with_experts(experts.FAMILY_EXPERTS_DIR))
+    args.tasks = args.tasks or ",".join(experts.tasks_with_experts(args.experts_root))
     if args.gate_seed is None:
         import secrets
 

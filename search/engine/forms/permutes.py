@@ -58,7 +58,7 @@ def lift_permutation(space, common: dict[str, Any]) -> Form | None:
         if declared is None:
             return None
         locals_[declared[0]] = text(declared[2])
-    flat = _flat_value(space, coordinates) if rebuild else None
+    flat = _flat_value(coordinates) if rebuild else None
     fixed = strides.literal_arguments_of(common["params"], common["args"])
 
     def closed(index_text: str) -> str:
@@ -131,7 +131,7 @@ def _exact_extent(bound: str, divisor: tuple[str, ...]) -> str | None:
     return " * ".join(sorted(rest.elements(), key=factors.index))
 
 
-def _flat_value(space, coordinates: list[Axis]) -> str:
+def _flat_value(coordinates: list[Axis]) -> str:
     value = coordinates[0].name
     for c in coordinates[1:]:
         value = f"({value}) * ({c.bound}) + {c.name}"

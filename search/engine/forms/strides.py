@@ -40,50 +40,52 @@ def accesses(loop: LoopHole) -> list[tuple[str, str]]:
     return found
 
 
-def stride(index: str, variable: str, fixed: dict[str, int] | None = None) -> int | None:
-    """index(variable + 1) - index(variable), other names fixed (those in `fixed` at their
-    values: parameters every launch passes as a number); None if not arithmetic."""
-    python = _CASTS.sub("", index).replace("/", "//")
+def _arithmetic(index: str):
+    """(the names it reads, its compiled code) when `index` is plain integer arithmetic
+    (casts dropped, `/` as floor division), else None."""
     try:
-        tree = ast.parse(python, mode="eval")
+        tree = ast.parse(_CASTS.sub("", index).replace("/", "//"), mode="eval")
     except SyntaxError:
         return None
     if not all(isinstance(node, _ALLOWED) for node in ast.walk(tree)):
         return None
-    names = sorted({n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} - {variable})
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}, compile(tree, "<index>", "eval")
+
+
+def _at(code, values: dict[str, int]) -> int | None:
+    try:
+        return eval(code, {"__builtins__": {}}, values)  # noqa: S307
+    except (ZeroDivisionError, TypeError):
+        return None
+
+
+def stride(index: str, variable: str, fixed: dict[str, int] | None = None) -> int | None:
+    """index(variable + 1) - index(variable), other names fixed (those in `fixed` at their
+    values: parameters every launch passes as a number); None if not arithmetic."""
+    found = _arithmetic(index)
+    if found is None:
+        return None
+    names, code = sorted(found[0] - {variable}), found[1]
     rng = random.Random(20261206)  # fixed: the answer must not change from run to run
     values = {name: rng.randrange(1_000, 1_000_000) for name in names}
     values.update({name: value for name, value in (fixed or {}).items() if name in values})
-    code = compile(tree, "<index>", "eval")
-    try:
-        at = [eval(code, {"__builtins__": {}}, {**values, variable: j}) for j in (7, 8)]  # noqa: S307
-    except (ZeroDivisionError, TypeError):
-        return None
-    return at[1] - at[0]
+    at = [_at(code, {**values, variable: j}) for j in (7, 8)]
+    return None if None in at else at[1] - at[0]
 
 
 def same_index(a: str, b: str) -> bool:
     """Whether two index expressions are the same integer function of their names (each
     evaluated at three points, every name a distinct large value); False if either is not
     plain arithmetic."""
-    codes = []
-    for index in (a, b):
-        try:
-            tree = ast.parse(_CASTS.sub("", index).replace("/", "//"), mode="eval")
-        except SyntaxError:
-            return False
-        if not all(isinstance(node, _ALLOWED) for node in ast.walk(tree)):
-            return False
-        codes.append((tree, compile(tree, "<index>", "eval")))
-    names = sorted({n.id for tree, _ in codes for n in ast.walk(tree) if isinstance(n, ast.Name)})
+    found = [_arithmetic(a), _arithmetic(b)]
+    if None in found:
+        return False
+    names = sorted(found[0][0] | found[1][0])
     rng = random.Random(20261207)
     for _ in range(3):
         values = {name: rng.randrange(1_000, 1_000_000) for name in names}
-        try:
-            left, right = (eval(code, {"__builtins__": {}}, values) for _, code in codes)  # noqa: S307
-        except (ZeroDivisionError, TypeError):
-            return False
-        if left != right:
+        left, right = (_at(code, values) for _, code in found)
+        if left is None or right is None or left != right:
             return False
     return True
 
