@@ -73,3 +73,21 @@ def test_the_permutation_admission_task_takes_the_tile_correctly_on_the_cpu(fami
     for size in task.l0_sizes:
         inputs = inputs_for(task, size)
         assert mismatch(task, size, inputs, kernels.run(task, size, inputs)) is None, size
+
+
+def test_the_recorded_transpose_lineage_gives_the_permutation_card_its_evidence():
+    """The lineage walked on a GPU (bench/results/*-family-lineages/) is what the card is
+    induced from: both of its intents, each step's measured effect, and an expectation
+    that is their product (tile x padding), not a number written here."""
+    cards = {card["id"]: card for card in skeleton_cards.recorded()}
+    card = cards["skeleton:permutation.smem_tile"]
+    assert card["family"] == forms.PERMUTATION and card["tasks"] == ["transpose"]
+    assert set(card["intents"]) == {"SMEM_TILE", "SMEM_PADDING"}
+    by_intent = {}
+    for step in card["evidence"]:
+        assert step["task"] == "transpose" and step["speedup"] > 1.0
+        by_intent.setdefault(step["intent"], []).append(step["speedup"])
+    product = max(by_intent["SMEM_TILE"]) * max(by_intent["SMEM_PADDING"])
+    assert abs(card["expected_speedup"] - product) / product < 0.05
+    # the suite's token cards stay induced from the suite's ten lineages only
+    assert all("transpose" not in c["tasks"] for c in cards.values() if c["family"] != forms.PERMUTATION)

@@ -12,8 +12,11 @@ grid's x counts tiles along A, its y along B (B's extent at most 65,535 tiles), 
 division per thread: the kernel is memory-bound, and the few instructions before its
 first load are what a thread per element pays.
 
-Tunables: BLOCK threads a block (a multiple of TILE: BLOCK / TILE rows of the tile
-at a time).
+Each thread computes all its values of the tile (TILE * TILE / BLOCK of them) into
+registers before it stores any: its reads are in flight together, which a loop that
+stores each value before loading the next does not allow.
+
+Tunables: BLOCK threads a block (a multiple of TILE dividing TILE * TILE).
 """
 
 from __future__ import annotations
@@ -86,17 +89,19 @@ def _planes(planes) -> tuple[str, list[str]]:
     lines, inner = [], []
     for c in reversed(planes):
         divisor = " * ".join(f"(unsigned)({x})" for x in inner)
-        value = f"(optiml_plane / ({divisor}))" if divisor else "optiml_plane"
+        value = f"(optiml_rest / ({divisor}))" if divisor else "optiml_rest"
         if c is not planes[0]:
             value = f"({value} % (unsigned)({c.bound}))"
         lines.append(f"const {c.ctype} {c.name} = ({c.ctype}){value};")
         inner.append(c.bound)
-    if planes:
-        lines.append("const unsigned optiml_plane = (unsigned)optiml_rest;")
     return count, lines[::-1]
 
 
 def _body(form: Form, a, b, planes, kind: str) -> str:
+    """Each thread first computes its PER values of the tile (its reads all in flight at
+    once, in registers), then stores them; after the barrier it writes PER values of the
+    tile's columns. The tile's origin is kept in the coordinates' own types: a kernel
+    whose coordinate is an int never has more than an int's worth of it."""
     count, plane_lines = _planes(planes)
     flat = len(form.space) == 1
     inside = f"{a.name} < ({a.bound}) && {b.name} < ({b.bound})"
@@ -105,28 +110,35 @@ def _body(form: Form, a, b, planes, kind: str) -> str:
     rebuild = form.rebuild if flat else ""
 
     def at(a_offset: str, b_offset: str) -> str:
-        return "\n".join([f"const {a.ctype} {a.name} = ({a.ctype})(optiml_a0 + {a_offset});",
-                          f"const {b.ctype} {b.name} = ({b.ctype})(optiml_b0 + {b_offset});",
+        return "\n".join([f"const {a.ctype} {a.name} = optiml_a0 + ({a.ctype})({a_offset});",
+                          f"const {b.ctype} {b.name} = optiml_b0 + ({b.ctype})({b_offset});",
                           *([rebuild] if rebuild else [])])
 
-    load = "\n".join([at("optiml_x", "optiml_k"), f"if ({inside}) {{",
+    row = "const int optiml_k = optiml_y + optiml_i * (BLOCK / 32);"
+    load = "\n".join([row, at("optiml_x", "optiml_k"), f"if ({inside}) {{",
                       *([emit.indent(form.body, 4)] if form.body else []),
-                      f"    optiml_tile[optiml_k][optiml_x] = ({form.value});", "}"])
-    store = "\n".join([at("optiml_k", "optiml_x"), f"if ({inside}) {{",
+                      f"    optiml_v[optiml_i] = ({form.value});", "}"])
+    store = "\n".join([row, at("optiml_k", "optiml_x"), f"if ({inside}) {{",
                        f"    {form.into}[{form.written_at}] = optiml_tile[optiml_x][optiml_k];", "}"])
-    rows = f"for (int optiml_k = threadIdx.x / {TILE}; optiml_k < {TILE}; optiml_k += BLOCK / {TILE})"
-    return f"""    static_assert(BLOCK % {TILE} == 0, "BLOCK is whole rows of the tile");
+    each = "#pragma unroll\nfor (int optiml_i = 0; optiml_i < OPTIML_PER; ++optiml_i)"
+    stage = "\n".join([each, "    optiml_tile[optiml_y + optiml_i * (BLOCK / 32)][optiml_x] = "
+                              "optiml_v[optiml_i];"])
+    return f"""    static_assert(BLOCK % {TILE} == 0 && ({TILE} * {TILE}) % BLOCK == 0,
+                  "BLOCK is whole rows of the tile, and the tile whole blocks");
+    constexpr int OPTIML_PER = {TILE} * {TILE} / BLOCK;  // values of the tile a thread moves
     __shared__ {kind} optiml_tile[{TILE}][{TILE} + 1];
-    const int optiml_x = threadIdx.x % {TILE};
-    const long long optiml_a0 = (long long)blockIdx.x * {TILE};
-    const long long optiml_b0 = (long long)blockIdx.y * {TILE};
-    const long long optiml_planes = {count};
-    for (long long optiml_rest = blockIdx.z; optiml_rest < optiml_planes; optiml_rest += gridDim.z) {{
-{"".join(emit.indent(line, 8) + chr(10) for line in plane_lines)}        {rows} {{
+    const int optiml_x = threadIdx.x % {TILE}, optiml_y = threadIdx.x / {TILE};
+    const {a.ctype} optiml_a0 = ({a.ctype})blockIdx.x * {TILE};
+    const {b.ctype} optiml_b0 = ({b.ctype})blockIdx.y * {TILE};
+    const unsigned optiml_planes = (unsigned)({count});
+    for (unsigned optiml_rest = blockIdx.z; optiml_rest < optiml_planes; optiml_rest += gridDim.z) {{
+{"".join(emit.indent(line, 8) + chr(10) for line in plane_lines)}        {kind} optiml_v[OPTIML_PER] = {{}};
+{emit.indent(each, 8)} {{
 {emit.indent(load, 12)}
         }}
+{emit.indent(stage, 8)}
         __syncthreads();
-        {rows} {{
+{emit.indent(each, 8)} {{
 {emit.indent(store, 12)}
         }}
         __syncthreads();
