@@ -1,38 +1,48 @@
-"""Sign-in throttling: django-axes' check, plus a higher limit per address.
+"""Sign-in throttling, as Django's authentication sees it (the rules: accounts.signing_in).
 
-Axes locks a (username, address) pair after AXES_FAILURE_LIMIT failures
-(settings.AXES_LOCKOUT_PARAMETERS), but it has one limit for every parameter set, so it
-cannot also lock an address at a higher count across all names. This backend adds that:
-an address with OPTIML_LOGIN_ADDRESS_FAILURE_LIMIT failures within the cool-off is refused
-before any password is checked, and answered with axes' lock-out page (its middleware).
-Being an authentication backend, it covers every sign-in form, the admin's included.
+SignInThrottleBackend comes first in AUTHENTICATION_BACKENDS: it never signs anybody in;
+it refuses a try that must wait before any password is checked, so it covers every
+sign-in form, the admin's included. Django's authenticate() turns the refusal into
+user_login_failed, which is not counted (the try was never made); SignInThrottleMiddleware
+answers the refused request with the 429 page that says how long to wait. The receivers
+below count failures and clear them on success, and have the middleware set the cookie
+that makes the browser a known device for the name it signed in as.
 """
 
 from __future__ import annotations
 
-from axes.attempts import get_cool_off_threshold
-from axes.backends import AxesStandaloneBackend
-from axes.exceptions import AxesBackendPermissionDenied
-from axes.helpers import toggleable
-from django.conf import settings
+from django.contrib.auth.signals import user_logged_in, user_login_failed
+from django.core.exceptions import PermissionDenied
+from django.dispatch import receiver
 
-from accounts.selectors import sign_in_failures_from
+from accounts import signing_in
 
 
-class SignInThrottleBackend(AxesStandaloneBackend):
-    @toggleable
+class SignInThrottleBackend:
+    # Not a BaseBackend: one with get_user() is what force_login() and a session would
+    # record as the user's backend, and this one never gives a user.
     def authenticate(self, request, username=None, password=None, **kwargs):
-        # Axes' own check first: it refuses a locked pair, and sets request.axes_ip_address
-        # and request.axes_attempt_time (or raises when there is no request).
-        super().authenticate(request, username=username, password=password, **kwargs)
-        limit = settings.OPTIML_LOGIN_ADDRESS_FAILURE_LIMIT
-        failures = sign_in_failures_from(ip_address=request.axes_ip_address,
-                                         since=get_cool_off_threshold(request))
-        if failures < limit:
-            return None  # not locked: the next backend checks the password
-        # As axes does for a locked pair: Django's authenticate() turns the refusal into a
-        # failed sign-in (counted, so a failure during the lock-out starts it again), and
-        # axes' middleware answers the flagged request with the lock-out page.
-        request.axes_locked_out = True
-        request.sign_in_address_limit = limit  # for templates/registration/locked_out.html
-        raise AxesBackendPermissionDenied("too many failed sign-ins from this address")
+        if request is None or username is None:
+            return None  # no sign-in form behind it (a shell, a test's login()): no address to count
+        refusal = signing_in.sign_in_refusal(request=request, username=username)
+        if refusal is None:
+            return None  # the next backend checks the password
+        request.sign_in_refusal = refusal
+        raise PermissionDenied("this sign-in must wait: too many failed sign-ins")
+
+
+@receiver(user_login_failed, dispatch_uid="accounts.count_sign_in_failure")
+def count_sign_in_failure(sender, credentials, request=None, **kwargs) -> None:
+    username = credentials.get("username")
+    if request is None or username is None or getattr(request, "sign_in_refusal", None) is not None:
+        return
+    signing_in.sign_in_failure_record(request=request, username=username)
+
+
+@receiver(user_logged_in, dispatch_uid="accounts.clear_sign_in_failures")
+def clear_sign_in_failures(sender, request, user, **kwargs) -> None:
+    if request is None or not hasattr(request, "COOKIES"):
+        return
+    username = user.get_username()
+    signing_in.sign_in_success_record(request=request, username=username)
+    request.sign_in_device_cookie = signing_in.device_cookie_value(request=request, username=username)

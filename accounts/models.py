@@ -85,3 +85,17 @@ class SignUp(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} signed up {self.created:%Y-%m-%d}"
+
+
+class SignInFailures(models.Model):
+    """Failed sign-ins counted under one key (accounts.signing_in says which keys): how many
+    since the count last began, and when the latest was. accounts.throttle turns the two
+    into a wait. A row whose latest failure is older than OPTIML_LOGIN_MEMORY_S is
+    forgotten (its count starts again, and it is deleted with the next failure anywhere)."""
+
+    key = models.CharField(max_length=250, unique=True)
+    failures = models.PositiveIntegerField(default=0)
+    latest = models.DateTimeField(db_index=True)
+
+    def __str__(self) -> str:
+        return f"{self.failures} failed sign-ins under {self.key}"

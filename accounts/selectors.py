@@ -1,5 +1,5 @@
-"""Reads for teams, who a session signs in, the failed sign-ins counted from an address,
-and joining: open invitations, sign-ups counted from an address."""
+"""Reads for teams, who a session signs in, and joining: open invitations, sign-ups
+counted from an address. (Failed sign-ins: accounts.signing_in.)"""
 
 from __future__ import annotations
 
@@ -7,11 +7,9 @@ from datetime import datetime
 from importlib import import_module
 from types import SimpleNamespace
 
-from axes.models import AccessAttempt
 from django.conf import settings
 from django.contrib import auth
 from django.contrib.auth.models import AnonymousUser
-from django.db.models import Sum
 from django.utils import timezone
 
 from accounts.models import Invitation, Membership, SignUp, Team
@@ -65,14 +63,6 @@ def session_user(*, session_key: str | None):
         return AnonymousUser()
     data = import_module(settings.SESSION_ENGINE).SessionStore(session_key).load()
     return auth.get_user(SimpleNamespace(session=_SessionCopy(data)))
-
-
-def sign_in_failures_from(*, ip_address: str | None, since: datetime) -> int:
-    """Failed sign-ins from `ip_address` under any usernames, as django-axes records them
-    (a row per username, address and user agent), in rows whose latest failure is at or
-    after `since`: the same window axes counts a (username, address) pair's failures in."""
-    rows = AccessAttempt.objects.filter(ip_address=ip_address, attempt_time__gte=since)
-    return rows.aggregate(failures=Sum("failures_since_start"))["failures"] or 0
 
 
 # -- joining: invitations and sign-ups (accounts.joining) ---------------------------------

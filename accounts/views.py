@@ -7,7 +7,6 @@ for this visitor, 429 for an address that made its accounts for the hour), never
 
 from __future__ import annotations
 
-from axes.helpers import get_client_ip_address
 from django.conf import settings
 from django.contrib import auth
 from django.contrib.auth import views as auth_views
@@ -18,6 +17,7 @@ from django.views import View
 
 from accounts import joining
 from accounts.selectors import invitation_open, team_role
+from accounts.signing_in import client_address
 
 # The password was set a moment ago: Django's own backend signs the new user in. (The
 # throttle backend, first in AUTHENTICATION_BACKENDS, only refuses; it never signs in.)
@@ -94,7 +94,7 @@ def _sign_up(request: HttpRequest, form: UserCreationForm, template: str, contex
     try:
         user = joining.user_sign_up(username=form.cleaned_data["username"],
                                     password=form.cleaned_data["password1"],
-                                    ip_address=get_client_ip_address(request),
+                                    ip_address=client_address(request),
                                     invitation_token=invitation_token)
     except joining.UsernameTaken as error:
         form.add_error("username", str(error))

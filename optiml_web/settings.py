@@ -5,7 +5,6 @@ key generated once into var/secret_key. Production sets DATABASE_URL, REDIS_URL,
 OPTIML_SECRET_KEY and OPTIML_DEBUG=false.
 """
 
-from datetime import timedelta
 from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
@@ -66,8 +65,6 @@ INSTALLED_APPS = [
     "profiling",
     "search",
     "lineage",
-    # Sign-in throttling (docs/security.md); last, as its documentation asks.
-    "axes",
 ]
 
 MIDDLEWARE = [
@@ -81,8 +78,9 @@ MIDDLEWARE = [
     "csp.middleware.CSPMiddleware",
     # An API operation refuses a query parameter its schema does not document (a 400).
     "optiml_web.query_guard.UndocumentedQueryMiddleware",
-    # Last: it turns a sign-in refused for too many failures into the lock-out page.
-    "axes.middleware.AxesMiddleware",
+    # Last: it turns a sign-in refused for too many failures into the page that says how
+    # long to wait, and sets the known-device cookie after a sign-in.
+    "accounts.middleware.SignInThrottleMiddleware",
 ]
 
 if not DEBUG:
@@ -117,8 +115,8 @@ DATABASES = {
 }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
-# The throttle first (django-axes' backend, plus the per-address limit: accounts/backends.py):
-# it refuses a locked-out name and address, or address, before any password is checked.
+# The throttle first (accounts/backends.py): it refuses a sign-in that must wait after too
+# many failures before any password is checked.
 AUTHENTICATION_BACKENDS = [
     "accounts.backends.SignInThrottleBackend",
     "django.contrib.auth.backends.ModelBackend",
@@ -139,24 +137,24 @@ USE_TZ = True
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "login"
-# Sign-in throttling (django-axes, counted in the database so that every web process
-# sees the same count). A failed sign-in is counted against its (username, address) pair:
-# after OPTIML_LOGIN_FAILURE_LIMIT failures of one username from one address, that name is
-# refused (429) from that address only, for OPTIML_LOGIN_COOLOFF_S seconds; the same name
-# from elsewhere, and other names from the same address, still sign in, so nobody can lock
-# a named account, nor one user's typing lock colleagues behind the same NAT. Against
-# guessing many names from one address: once an address has OPTIML_LOGIN_ADDRESS_FAILURE_LIMIT
-# failures, summed over all names, within the cool-off, every sign-in from it is refused
-# (accounts/backends.py; axes has one limit for all its lock-out parameters). A failure
-# during a lock-out, refused ones included, starts it again; a success clears its own pair's
-# failures only. The address is REMOTE_ADDR: behind a proxy, run daphne with --proxy-headers.
-AXES_FAILURE_LIMIT = env_int("OPTIML_LOGIN_FAILURE_LIMIT", 5)
-AXES_COOLOFF_TIME = timedelta(seconds=env_int("OPTIML_LOGIN_COOLOFF_S", 15 * 60))
-AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]  # the pair, not each on its own
+# Sign-in throttling (accounts/signing_in.py, counted in the database so that every web
+# process sees the same counts): a back-off that grows, never a lock. Failures count under
+# the (username, address) pair, and under the address with a larger free allowance (against
+# guessing many names); a browser that has signed in as the name before counts under its
+# own device cookie instead, so nobody else's failures hold it up. Past the free failures
+# (OPTIML_LOGIN_FAILURE_LIMIT, OPTIML_LOGIN_ADDRESS_FAILURE_LIMIT) each try waits
+# OPTIML_LOGIN_FIRST_WAIT_S after the latest failure, doubling per failure up to
+# OPTIML_LOGIN_LONGEST_WAIT_S; counts are forgotten OPTIML_LOGIN_MEMORY_S after their latest
+# failure. The address is REMOTE_ADDR: behind a proxy, run daphne with --proxy-headers.
+OPTIML_LOGIN_FAILURE_LIMIT = env_int("OPTIML_LOGIN_FAILURE_LIMIT", 5)
 OPTIML_LOGIN_ADDRESS_FAILURE_LIMIT = env_int("OPTIML_LOGIN_ADDRESS_FAILURE_LIMIT", 50)
-AXES_RESET_ON_SUCCESS = True
-AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
-AXES_HTTP_RESPONSE_CODE = 429
+OPTIML_LOGIN_FIRST_WAIT_S = env_int("OPTIML_LOGIN_FIRST_WAIT_S", 2)
+OPTIML_LOGIN_LONGEST_WAIT_S = env_int("OPTIML_LOGIN_LONGEST_WAIT_S", 15 * 60)
+OPTIML_LOGIN_MEMORY_S = env_int("OPTIML_LOGIN_MEMORY_S", 24 * 3600)
+if min(OPTIML_LOGIN_FAILURE_LIMIT, OPTIML_LOGIN_ADDRESS_FAILURE_LIMIT, OPTIML_LOGIN_FIRST_WAIT_S) < 1 or (
+        OPTIML_LOGIN_LONGEST_WAIT_S < OPTIML_LOGIN_FIRST_WAIT_S):
+    raise ImproperlyConfigured("OPTIML_LOGIN_*: the limits and the first wait are at least 1, and the "
+                               "longest wait at least the first")
 # Sign-up (accounts/joining.py). Open sign-up, where anyone who reaches the site makes an
 # account at /accounts/sign-up/, is on in the embedded default and off in production
 # (OPTIML_DEBUG=false), where people join by a team admin's invitation link: used once,
@@ -358,7 +356,5 @@ LOGGING = {
     "loggers": {
         "django": {"handlers": ["console"], "level": LOG_LEVEL, "propagate": False},
         "django.server": {"handlers": ["console"], "level": LOG_LEVEL, "propagate": False},
-        # Failed sign-ins and lock-outs are warnings; axes's start-up banner is not news.
-        "axes": {"level": "WARNING"},
     },
 }
