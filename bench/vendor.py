@@ -32,7 +32,7 @@ def _inputs(name: str, s: dict, device: str = "cuda") -> tuple:
         return tuple(randn(s["B"], s["H"], s["S"], s["D"]) for _ in range(3))
     if name == "conv2d":
         return randn(s["N"], s["C"], s["H"], s["W"]), randn(s["K"], s["C"], 3, 3), randn(s["K"])
-    if name in ("topk", "transpose"):
+    if name in ("topk", "transpose", "cumsum"):
         return (randn(s["M"], s["N"]),)
     raise KeyError(name)
 
@@ -49,8 +49,10 @@ OPS = {
     "conv2d": lambda x, w, b: F.conv2d(x, w, b, padding=1),
     "topk": lambda x: torch.topk(x, 64, dim=-1),
     "transpose": lambda x: x.t().contiguous(),  # a family task (lineage/family_experts/)
+    "cumsum": lambda x: torch.cumsum(x, dim=1),  # a family task
 }
-WHAT = {"transpose": "torch 2.x x.t().contiguous()"}  # tasks with no recorded vendor time
+# tasks with no recorded vendor time
+WHAT = {"transpose": "torch 2.x x.t().contiguous()", "cumsum": "torch 2.x torch.cumsum(x, dim=1)"}
 
 
 def time_vendor(name: str, sizes: dict, runs: int = 30, warmup: int = 3) -> list[float]:

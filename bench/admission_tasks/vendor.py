@@ -26,4 +26,11 @@ OPS: dict[str, tuple[Callable[..., tuple], Callable[..., Any]]] = {
     "column_stats": (lambda s, d: (_randn(d, s["N"], s["D"]),), _column_stats),
     "channels_last": (lambda s, d: (_randn(d, s["N"], s["C"], s["H"], s["W"]),),
                       lambda x: x.permute(0, 2, 3, 1).contiguous()),
+    "running_max": (lambda s, d: (_randn(d, s["M"], s["N"]),), lambda x: _cummax(x)),
 }
+
+
+def _cummax(x: Any) -> Any:
+    import torch
+
+    return torch.cummax(x, dim=1).values

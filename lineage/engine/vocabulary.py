@@ -36,6 +36,9 @@ _INTENTS = [
            "give each row one warp, reducing with shuffles and no shared memory"),
     Intent("WARP_SHUFFLE_REDUCE", "latency",
            "reduce within a warp with __shfl_*_sync instead of shared memory"),
+    Intent("WARP_SHUFFLE_SCAN", "latency",
+           "scan within a warp with __shfl_up_sync, then the warps' totals once per block, so a "
+           "row's running values come from all its threads instead of one walking it"),
     Intent("BLOCK_REDUCE", "latency",
            "reduce across a block in shared memory, once per block"),
     Intent("GRID_STRIDE_ACCUMULATE", "latency",

@@ -15,7 +15,7 @@ from search.engine import forms
 from search.engine.forms.skeletons import by_name
 
 ADMISSION_DIR = Path(__file__).resolve().parents[2] / "bench" / "admission_tasks"
-FAMILY = {"transpose": forms.PERMUTATION}
+FAMILY = {"cumsum": forms.SCAN, "transpose": forms.PERMUTATION}
 
 
 @pytest.fixture
@@ -91,3 +91,17 @@ def test_the_recorded_transpose_lineage_gives_the_permutation_card_its_evidence(
     assert abs(card["expected_speedup"] - product) / product < 0.05
     # the suite's token cards stay induced from the suite's ten lineages only
     assert all("transpose" not in c["tasks"] for c in cards.values() if c["family"] != forms.PERMUTATION)
+
+
+def test_the_scan_admission_task_takes_the_block_scan_correctly_on_the_cpu(family_tasks, tmp_path):
+    from profiling.harness.candidate import Candidate
+    from tests.search.cuda_on_cpu import CpuKernels, inputs_for, mismatch
+
+    task = tasks.get("running_max")
+    form = forms.lift(task.naive_source, task.naive_plan)
+    assert form.family == forms.SCAN and form.holes()["running"].startswith("best: max")
+    emitted = by_name("scan.block_scan").emit(form, task.naive_plan, task)
+    kernels = CpuKernels(Candidate.from_source_and_plan(emitted.source, emitted.plan), tmp_path)
+    for size in task.l0_sizes:
+        inputs = inputs_for(task, size)
+        assert mismatch(task, size, inputs, kernels.run(task, size, inputs)) is None, size

@@ -4,7 +4,7 @@ For tests of generated kernels on a machine without a GPU. It executes the sourc
 the rewrites produce, at small sizes, and says nothing about speed or about the GPU's
 memory model: blocks run one after another, the threads of a block run concurrently,
 __syncthreads is a std::barrier (a thread that returns drops out of it, as on sm_70+),
-the shuffles (__shfl_down_sync, __shfl_xor_sync, __shfl_sync) exchange values through a
+the shuffles (__shfl_down_sync, __shfl_up_sync, __shfl_xor_sync, __shfl_sync) exchange values through a
 per-warp slot array between two barriers, atomicAdd takes a mutex, and __shared__
 becomes `static`, which the block's threads share (blocks never overlap in time).
 float2/float4 with make_float*, the fast intrinsics (__expf, __logf, __fdividef,
@@ -93,6 +93,13 @@ template <typename T, typename Source> T emu_shuffle(T value, Source source) {
 
 template <typename T> T __shfl_down_sync(unsigned, T value, int offset) {
     return emu_shuffle(value, [offset](unsigned lane) { return lane + offset; });
+}
+
+// A lane below `offset` keeps its own value, as on the hardware.
+template <typename T> T __shfl_up_sync(unsigned, T value, int offset) {
+    return emu_shuffle(value, [offset](unsigned lane) {
+        return lane >= (unsigned)offset ? lane - offset : 32u;
+    });
 }
 
 template <typename T> T __shfl_xor_sync(unsigned, T value, int mask, int width = 32) {

@@ -320,8 +320,10 @@ ZERO = 'extern "C" __global__ void zero(float* y) { y[0] = 0.0f; }\n'
                  "break statement", id="a break in the row loop"),
     pytest.param(row_kernel("s += x[row * N + j] * s;"), ROW_PLAN, "s carries a value",
                  id="an accumulator read in its own update"),
-    pytest.param(row_kernel("s += x[row * N + j]; y[row * N + j] = s;", after=""), ROW_PLAN,
-                 "the accumulator s is read inside its loop", id="a running sum written out"),
+    # (a running sum written out is a scan: test_forms_scans.py)
+    pytest.param(row_kernel("s += x[row * N + j]; y[row * N + j] = s; t += s;",
+                            before="float s = 0.0f, t = 0.0f;", after="y[row] = t;"), ROW_PLAN,
+                 "reads the accumulator s", id="a running sum read by another sum"),
     pytest.param(row_kernel("y[row * N + j] = x[row * N + j] - prev; prev = x[row * N + j];",
                             before="float prev = 0.0f;", after=""), ROW_PLAN,
                  "prev carries a value from one iteration to the next", id="a loop-carried scalar"),

@@ -102,8 +102,9 @@ IDS = [f"{skeleton}-{kernel.name}" for kernel, skeleton in CASES]
 
 
 def test_every_skeleton_is_exercised_and_schedules_one_family():
-    # (the contraction's skeleton is run in test_forms_contraction.py)
-    exercised = {skeleton for _, skeleton in CASES} | {"contraction.smem_register_tile"}
+    # (the contraction's skeleton is run in test_forms_contraction.py, the scan's in
+    # test_forms_scans.py)
+    exercised = {skeleton for _, skeleton in CASES} | {"contraction.smem_register_tile", "scan.block_scan"}
     assert exercised == {s.name for s in SKELETONS}
     assert [s.name for s in for_family(MAP)] == ["map.grid_stride", "map.vec4"]
     assert [s.name for s in for_family(ROWS)] == ["rows.block_per_row", "rows.split_strided"]

@@ -9,6 +9,7 @@ from .types import (
            MAP,
            PERMUTATION,
            ROWS,
+           SCAN,
            WINDOW,
            Form,
            LoopHole,
@@ -17,5 +18,5 @@ from .types import (
            Uniform,
 )
 
-__all__ = ["CONTRACTION", "FULL_REDUCE", "MAP", "PERMUTATION", "ROWS", "WINDOW", "Form", "LoopHole",
+__all__ = ["CONTRACTION", "FULL_REDUCE", "MAP", "PERMUTATION", "ROWS", "SCAN", "WINDOW", "Form", "LoopHole",
            "Reduction", "Refusal", "Uniform", "lift"]

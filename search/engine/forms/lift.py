@@ -27,7 +27,7 @@ from ..rewrites.syntax import (
     text,
     walk,
 )
-from . import contraction, flatmap, permutes, planes, radix, rows, windows
+from . import contraction, flatmap, permutes, planes, radix, rows, scans, windows
 from .accumulators import _accumulation
 from .normalize import block_constants_as_dims, normalized
 from .reading import NotRead, _declaration, condition_of, plane_bounds, read_space, reads_thread
@@ -107,7 +107,7 @@ def lift(source: str, plan: dict[str, Any]) -> Form | Refusal:
                 return window
         if atomics:
             return Refusal("a row kernel that accumulates with atomics", family=rows.ROWS)
-        return _not_a_product(rows.lift_rows(kernel, space, common), product)
+        return _not_a_product(_rows_or_scan(kernel, space, common), product)
     atomics = [s for s in space.body if _atomic_call(s) is not None]
     if atomics:
         return _full_reduction(space, common, atomics, zeroed)
@@ -119,6 +119,17 @@ def lift(source: str, plan: dict[str, Any]) -> Form | Refusal:
                                     kernel):
         return replace(flat, direct=True)  # a 2-D map of p[row * W + col] alone (flatmap.py)
     return permutes.lift_permutation(space, common) or form  # reads along one coordinate, writes another
+
+
+def _rows_or_scan(kernel: Kernel, space, common: dict[str, Any]) -> Form | Refusal:
+    """A row map-reduce, or, where its running value is read inside its loop, a scan."""
+    as_rows = rows.lift_rows(kernel, space, common)
+    if isinstance(as_rows, Form):
+        return as_rows
+    scan = scans.lift_scan(kernel, space, common)
+    if isinstance(scan, Form):
+        return scan
+    return replace(as_rows, reason=f"{as_rows.reason}; not a scan: {scan.reason}")
 
 
 def _not_a_product(form: Form | Refusal, product: Form | Refusal | None) -> Form | Refusal:

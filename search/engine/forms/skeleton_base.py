@@ -10,7 +10,7 @@ from profiling.harness import expr
 from profiling.harness.spec import Task
 
 from . import emit, strides
-from .types import CONTRACTION, FULL_REDUCE, MAP, PERMUTATION, ROWS, WINDOW, Form, LoopHole
+from .types import CONTRACTION, FULL_REDUCE, MAP, PERMUTATION, ROWS, SCAN, WINDOW, Form, LoopHole
 
 DEFAULT_BLOCK = 256  # threads; a multiple of the warp, 8 warps per block as CUB's defaults
 DEFAULT_ITEMS = 4  # elements per thread per grid-stride step: four loads in flight
@@ -144,7 +144,8 @@ def kernel_text(form: Form, body: str, helpers: str = "") -> str:
 
 
 _WHAT = {MAP: "an elementwise map", ROWS: "a row map-reduce", FULL_REDUCE: "a full reduction",
-         CONTRACTION: "a contraction", WINDOW: "a window reduction", PERMUTATION: "a permutation"}
+         CONTRACTION: "a contraction", WINDOW: "a window reduction", PERMUTATION: "a permutation",
+         SCAN: "a scan"}
 
 
 class Skeleton:

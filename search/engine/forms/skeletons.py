@@ -22,6 +22,9 @@ handed to threads changes, and reductions are combined across the block.
                              coordinates from the grid (walks.py)
     permutation.smem_tile    a tile of the two permuted coordinates staged through
                              shared memory: reads and writes both coalesced (transposes.py)
+    scan.block_scan          a block per row, the running values by a block-wide scan of
+                             the terms, each element's own work run with its value
+                             (blockscans.py)
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from typing import Any
 from profiling.harness.spec import Task
 
 from . import emit, strides
+from .blockscans import BlockScan
 from .columns import SplitStridedRows
 from .skeleton_base import (
     DEFAULT_BLOCK,
@@ -240,7 +244,7 @@ class GridStrideAccumulate(Skeleton):
 
 
 SKELETONS = (GridStrideMap(), Vec4Map(), BlockPerRow(), SplitStridedRows(), GridStrideAccumulate(),
-             SmemRegisterTile(), WalkRows(), SmemTile())
+             SmemRegisterTile(), WalkRows(), SmemTile(), BlockScan())
 
 
 def for_family(family: str) -> list:

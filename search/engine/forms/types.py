@@ -18,9 +18,11 @@ FULL_REDUCE = "full_reduction"
 CONTRACTION = "batched_contraction"
 WINDOW = "window_reduction"
 PERMUTATION = "permutation"
+SCAN = "row_scan"
 # The families the architecture names that no lift recognises yet; a refusal names one
 # only when the kernel was recognised as it and refused for a stated reason.
-FAMILIES = (MAP, ROWS, FULL_REDUCE, "arg_reduce", "column_reduction", PERMUTATION, CONTRACTION, WINDOW)
+FAMILIES = (MAP, ROWS, FULL_REDUCE, "arg_reduce", "column_reduction", PERMUTATION, CONTRACTION, WINDOW,
+            SCAN)
 
 # Reduction operators: identity per type, and whether fp32 combination may reorder them
 # (sum and product reorder with rounding error inside the task's tolerance; max/min are exact).
@@ -160,6 +162,10 @@ class Form:
     along: tuple[str, str] = ()
     value: str = ""
     written_at: str = ""
+    # scan (scans.py): `steps` as a row's, with one loop whose one reduction is the running
+    # value; `total` its term, `body` the statements the term needs, `reverse` a loop from
+    # the row's end
+    reverse: bool = False
     notes: tuple[str, ...] = field(default=())
 
     def holes(self) -> dict[str, Any]:
@@ -171,6 +177,12 @@ class Form:
                                       if r.index else "")
                                    for loop in loops for r in loop.reductions],
                     "loops": len(loops), "rows": " * ".join(a.bound for a in self.space)}
+        if self.family == SCAN:
+            loop = next(s for s in self.steps if isinstance(s, LoopHole))
+            r = loop.reductions[0]
+            return {"running": f"{r.name}: {r.op} ({r.ctype}, identity {r.identity})", "term": self.total,
+                    "order": "from the row's end" if self.reverse else "from the row's start",
+                    "length": loop.variables[0].bound, "rows": " * ".join(a.bound for a in self.space)}
         if self.family == CONTRACTION:
             over = self.reduction.bound if self.reduction else ""
             return {"product": " * ".join(self.factors), "over": over,

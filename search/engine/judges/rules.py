@@ -54,11 +54,15 @@ FORM_WANTS: dict[str, tuple[tuple[str, ...], str]] = {
                         "a thread per element of a permutation reads along one coordinate and writes "
                         "along another: one side touches a new sector with every thread (coalesce), "
                         "which staging a tile in shared memory mends"),
+    forms.SCAN: (("coalesce", "parallelism", "warp_reduce"),
+                 "a thread per row carries its running value along the row alone: a warp's threads "
+                 "read addresses a row apart (coalesce), and only as many threads as rows run (parallelism)"),
     forms.MAP: (("vectorize", "grid_stride", "unroll", "restrict"),
                 "an elementwise map moves each byte once: fewer, wider accesses (vectorize) first"),
 }
 # Several launches: the family whose plain schedule loses most is read first.
-FORM_ORDER = (forms.CONTRACTION, forms.WINDOW, forms.ROWS, forms.FULL_REDUCE, forms.PERMUTATION, forms.MAP)
+FORM_ORDER = (forms.CONTRACTION, forms.WINDOW, forms.ROWS, forms.SCAN, forms.FULL_REDUCE, forms.PERMUTATION,
+              forms.MAP)
 
 SUMMARIES = {
     "memory": "memory-bound: the memory system is the busiest unit, and DRAM bandwidth is "
