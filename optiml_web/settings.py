@@ -156,12 +156,13 @@ if min(OPTIML_LOGIN_FAILURE_LIMIT, OPTIML_LOGIN_ADDRESS_FAILURE_LIMIT, OPTIML_LO
     raise ImproperlyConfigured("OPTIML_LOGIN_*: the limits and the first wait are at least 1, and the "
                                "longest wait at least the first")
 # Sign-up (accounts/joining.py). Open sign-up, where anyone who reaches the site makes an
-# account at /accounts/sign-up/, is on in the embedded default and off in production
-# (OPTIML_DEBUG=false), where people join by a team admin's invitation link: used once,
+# account at /accounts/sign-up/, is on in the embedded default (SQLite, debug) and off in
+# production (DATABASE_URL set or OPTIML_DEBUG=false), where people join by a team
+# admin's invitation link (OPTIML_OPEN_SIGN_UP=true opens it anyway): used once,
 # open for OPTIML_INVITATION_DAYS days. One address makes at most
 # OPTIML_SIGN_UP_ADDRESS_LIMIT accounts an hour by open sign-up: a person needs one, a
 # room of colleagues behind one NAT address a few, a script many.
-OPTIML_OPEN_SIGN_UP = env_bool("OPTIML_OPEN_SIGN_UP", DEBUG)
+OPTIML_OPEN_SIGN_UP = env_bool("OPTIML_OPEN_SIGN_UP", DEBUG and not _database_url)
 OPTIML_INVITATION_DAYS = env_int("OPTIML_INVITATION_DAYS", 7)
 if OPTIML_INVITATION_DAYS < 1:
     raise ImproperlyConfigured(f"OPTIML_INVITATION_DAYS={OPTIML_INVITATION_DAYS}: at least 1 day")

@@ -214,7 +214,8 @@ def test_home_opens_the_first_run_page_until_the_user_can_see_a_run(people, relu
 
 
 def _read_setting(tmp_path: Path, **environ: str) -> bool:
-    env = {key: value for key, value in os.environ.items() if not key.startswith("OPTIML_")}
+    env = {key: value for key, value in os.environ.items()
+           if not key.startswith("OPTIML_") and key != "DATABASE_URL"}
     env.update(OPTIML_SECRET_KEY="x" * 50, OPTIML_VAR_DIR=str(tmp_path),
                OPTIML_ALLOWED_HOSTS="studio.example.org", DJANGO_SETTINGS_MODULE="optiml_web.settings",
                **environ)
@@ -228,5 +229,8 @@ def _read_setting(tmp_path: Path, **environ: str) -> bool:
 def test_open_sign_up_is_on_in_the_embedded_default_and_off_in_production(tmp_path):
     assert _read_setting(tmp_path) is True
     assert _read_setting(tmp_path, OPTIML_DEBUG="false") is False
+    assert _read_setting(tmp_path, DATABASE_URL="postgres://optiml@db.example.org/optiml") is False
+    assert _read_setting(tmp_path, DATABASE_URL="postgres://optiml@db.example.org/optiml",
+                         OPTIML_OPEN_SIGN_UP="true") is True
     assert _read_setting(tmp_path, OPTIML_DEBUG="false", OPTIML_OPEN_SIGN_UP="true") is True
     assert _read_setting(tmp_path, OPTIML_OPEN_SIGN_UP="false") is False
