@@ -47,11 +47,12 @@ def _is_poison(values: np.ndarray) -> np.ndarray:
 
 
 def check_canaries(name: str, guard_before: np.ndarray, guard_after: np.ndarray) -> GuardFailure | None:
-    """The bytes just before and after a buffer must still be the canary."""
+    """The bytes just before and after a buffer must still be the canary (each side as long
+    as the buffer has: 4 KiB in one allocation, the rest of its mapping in a guarded range)."""
     for side, region in (("before", guard_before), ("after", guard_after)):
         bad = np.flatnonzero(region != CANARY_BYTE)
         if bad.size:
-            offset = (GUARD_BYTES - bad[-1]) if side == "before" else bad[0] + 1
+            offset = (region.size - bad[-1]) if side == "before" else bad[0] + 1
             return GuardFailure(
                 "out_of_bounds_write",
                 f"{bad.size} byte(s) {side} buffer '{name}' were overwritten "

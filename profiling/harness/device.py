@@ -1,7 +1,9 @@
-"""The only module that talks to the GPU (through pycuda). Imported by the worker alone.
+"""The only module that talks to the GPU (through pycuda; the driver's virtual memory
+management through vmm.py). Imported by the worker alone.
 
-Every buffer is allocated with a canary region on both sides; outputs and scratch are
-poisoned before each launch. Launch plans are resolved into prepared calls once, with
+Every buffer is allocated with a canary region on both sides, and where the driver allows
+in an address range of its own between unmapped guard regions (buffers.py); outputs and
+scratch are poisoned before each launch. Launch plans are resolved into prepared calls once, with
 their limits checked against the device before anything runs.
 """
 
@@ -16,8 +18,8 @@ import numpy as np
 import pycuda.driver as cuda
 
 from . import expr, signature
+from .buffers import Buffer, GuardedRanges
 from .candidate import Candidate, CandidateError
-from .checks import CANARY_BYTE, GUARD_BYTES, POISON_BYTE
 from .preflight import MAX_GRID
 
 L2_FLUSH_BYTES = 256 * 1024 * 1024  # > 4x the H200's 60 MB L2, as in GPU.md's method
@@ -43,6 +45,8 @@ class Gpu:
         self.max_threads = self.device.get_attribute(attr.MAX_THREADS_PER_BLOCK)
         self._flush = cuda.mem_alloc(L2_FLUSH_BYTES)
         self._flush_count = 0
+        # Where the candidates' buffers go (None: canaries only), and the verdict's words for it
+        self.ranges, self.buffers_evidence = GuardedRanges.open()
 
     def environment(self) -> dict[str, str]:
         driver = cuda.get_driver_version()
@@ -62,64 +66,6 @@ class Gpu:
 
     def close(self) -> None:
         self.context.pop()
-
-
-class Buffer:
-    """A device buffer with canaries before and after the user's bytes.
-
-    `guard_bytes=0` gives an allocation of exactly the user's bytes, for runs under
-    compute-sanitizer, whose memcheck then sees any access past either end (canaries
-    only ever catch writes, and only within their width).
-    """
-
-    def __init__(self, name: str, dtype: np.dtype, shape: tuple[int, ...],
-                 guard_bytes: int = GUARD_BYTES):
-        self.name, self.dtype, self.shape = name, np.dtype(dtype), shape
-        self.guard_bytes = guard_bytes
-        self.nbytes = int(np.prod(shape, dtype=np.int64)) * self.dtype.itemsize
-        self.allocation = cuda.mem_alloc(max(1, self.nbytes + 2 * guard_bytes))
-        self.base = int(self.allocation)
-        self.ptr = self.base + guard_bytes
-        if guard_bytes:
-            cuda.memset_d8(self.base, CANARY_BYTE, guard_bytes)
-            cuda.memset_d8(self.ptr + self.nbytes, CANARY_BYTE, guard_bytes)
-
-    def poison(self, stream: cuda.Stream | None = None) -> None:
-        if self.nbytes:
-            cuda.memset_d8_async(self.ptr, POISON_BYTE, self.nbytes, stream)
-
-    def upload(self, array: np.ndarray) -> None:
-        assert array.dtype == self.dtype and array.shape == self.shape, (array.dtype, array.shape)
-        if self.nbytes:
-            cuda.memcpy_htod(self.ptr, np.ascontiguousarray(array))
-
-    def copy_from(self, source: cuda.DeviceAllocation) -> None:
-        """Fill the user's bytes from a device copy of the same size (a resident seed)."""
-        if self.nbytes:
-            cuda.memcpy_dtod(self.ptr, source, self.nbytes)
-
-    def download(self) -> np.ndarray:
-        out = np.empty(self.shape, dtype=self.dtype)
-        if self.nbytes:
-            cuda.memcpy_dtoh(out, self.ptr)
-        return out
-
-    def guards(self) -> tuple[np.ndarray, np.ndarray]:
-        if not self.guard_bytes:  # nothing to compare: memcheck watches these bounds
-            return np.full(GUARD_BYTES, CANARY_BYTE, np.uint8), np.full(GUARD_BYTES, CANARY_BYTE, np.uint8)
-        before = np.empty(self.guard_bytes, np.uint8)
-        after = np.empty(self.guard_bytes, np.uint8)
-        cuda.memcpy_dtoh(before, self.base)
-        cuda.memcpy_dtoh(after, self.ptr + self.nbytes)
-        return before, after
-
-    def copy_to_async(self, target: cuda.DeviceAllocation, stream: cuda.Stream) -> None:
-        """The user's bytes into another allocation of at least that size, on the stream."""
-        if self.nbytes:
-            cuda.memcpy_dtod_async(target, self.ptr, self.nbytes, stream)
-
-    def free(self) -> None:
-        self.allocation.free()
 
 
 @dataclass

@@ -72,17 +72,24 @@ class GateOptions:
     gpu_inputs: bool = True
     # compute-sanitizer tools run at L0 sizes before the verdict can pass (sanitize.py).
     sanitize: tuple[str, ...] = ("memcheck", "racecheck", "initcheck", "synccheck")
+    # Every buffer the candidate can reach in its own address range between unmapped guard
+    # regions, where the driver has virtual memory management (buffers.py); off only for a
+    # cost measurement's baseline (bench/guard_regions.py), and then not standard.
+    guard_regions: bool = True
 
     def identity(self) -> dict:
         """What this verdict's measurement depended on: stored with it and part of the
         key it is looked up by, so a weaker measurement never stands in for the standard
         gate. Where files live (workdir, input_cache) and the seed do not change what is
         measured; the seed is recorded in the verdict instead (Verdict.seeds)."""
-        return {"levels": list(self.levels), "seeds": self.seeds, "warmup_runs": self.warmup_runs,
-                "timing_runs": self.timing_runs, "profile": self.profile,
-                "l1_sizes": dict(sorted(self.l1_sizes.items())) if self.l1_sizes else None,
-                "spot_checks": self.spot_checks, "sanitize": sorted(self.sanitize),
-                "adversary": dict(sorted(self.adversary.items()))}
+        identity = {"levels": list(self.levels), "seeds": self.seeds, "warmup_runs": self.warmup_runs,
+                    "timing_runs": self.timing_runs, "profile": self.profile,
+                    "l1_sizes": dict(sorted(self.l1_sizes.items())) if self.l1_sizes else None,
+                    "spot_checks": self.spot_checks, "sanitize": sorted(self.sanitize),
+                    "adversary": dict(sorted(self.adversary.items()))}
+        if not self.guard_regions:  # only when off: the keys of verdicts stored before it stay
+            identity["guard_regions"] = False
+        return identity
 
     def is_standard(self) -> bool:
         """The settings every stored verdict served to other runs must have been measured
@@ -240,7 +247,8 @@ def worker_options(options: GateOptions, *, seed: int | None) -> dict:
             "l1_sizes": options.l1_sizes, "seed": seed,
             "input_cache": options.input_cache if seed is not None else None,
             "spot_checks": options.spot_checks, "adversary": options.adversary,
-            "gpu_references": options.gpu_references, "gpu_inputs": options.gpu_inputs}
+            "gpu_references": options.gpu_references, "gpu_inputs": options.gpu_inputs,
+            "guard_regions": options.guard_regions}
 
 
 # A passing time more than this many times faster than the vendor library (at the task's

@@ -17,11 +17,13 @@ GUARDS = {
     "compile": "nvcc could not compile the source",
     "plan": "the launch plan does not fit the compiled kernels or the task",
     "resources": "the launch asks for more than the GPU has (threads, shared memory, device memory)",
-    "launch": "the kernel failed to launch or faulted (illegal address, trap, misaligned access)",
+    "launch": "the kernel failed to launch or faulted (a trap, a misaligned access)",
     "timeout": "the candidate ran past its time limit and its process group was killed",
     "crash": "the evaluation process died without a verdict",
     "output_unwritten": "output elements still hold the poison written before the run",
     "out_of_bounds_write": "the canary around an output or scratch buffer was overwritten",
+    "out_of_bounds_access": "a kernel touched memory outside its buffers and faulted (an illegal "
+                            "address: unmapped guard regions surround every buffer)",
     "input_mutated": "an input buffer changed during the run",
     "nonfinite": "NaN or Inf where the reference has a finite value",
     "wrong_values": "outputs differ from the reference beyond the task's tolerance",
@@ -142,6 +144,9 @@ class Environment:
     references: str = ""
     # Where the correctness checks' inputs were generated (inputs.generated_on_gpu).
     inputs: str = ""
+    # How the candidate's buffers were guarded: each in its own range between unmapped
+    # guard regions, or canaries only and why (worker.Session.choose_buffers).
+    buffers: str = ""
 
 
 @dataclass

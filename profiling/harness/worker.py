@@ -23,6 +23,7 @@ from . import HARNESS_VERSION, expr, tasks
 from .candidate import Candidate
 from .ceilings import Ceilings, ceilings_for, physics_floor_ms, summarize
 from .checks import GUARD_BYTES, GuardFailure, RunBuffers, check_canaries, check_run
+from .guard_layout import describe_canaries_only, footprint
 from .inputs import (
     GPU_DISTRIBUTIONS,
     Check,
@@ -106,7 +107,7 @@ def run_session(session: Session, channel: Channel) -> bool:
                      **session.partial())
         return True
     except Exception as error:  # a CUDA fault surfaces as pycuda's exception on sync
-        guard, message = classify_exception(error)
+        guard, message = classify_exception(error, guard_regions=session.guard_regions is not None)
         channel.send("result", status="rejected" if guard != "internal" else "error",
                      guard=guard, message=message, **session.partial(),
                      traceback=traceback.format_exc()[-3000:] if guard == "internal" else "")
@@ -146,18 +147,40 @@ def serve(channel: Channel) -> int:
     return 0
 
 
-def classify_exception(error: Exception) -> tuple[str, str]:
+def classify_exception(error: Exception, *, guard_regions: bool = False) -> tuple[str, str]:
+    """(guard, message) for an exception out of a candidate's run; `guard_regions`:
+    whether its buffers were in guarded ranges (faults.py)."""
     import pycuda.driver as cuda
 
+    from . import faults, vmm
     from .device import PlanError
 
     if isinstance(error, PlanError):
         return error.guard, str(error)
+    if isinstance(error, vmm.DriverError | cuda.Error):
+        # pycuda's exceptions carry the driver's text, not its code: the context's sticky
+        # error is asked for (cuCtxSynchronize), and the text read where it cannot be
+        code = error.code if isinstance(error, vmm.DriverError) else _sticky_error()
+        fault = faults.guard_for_fault(code, str(error), guard_regions)
+        if fault is not None:
+            return fault
+    if isinstance(error, vmm.DriverError):
+        return ("resources", f"device memory: {error}") if error.code == faults.OUT_OF_MEMORY \
+            else ("internal", str(error))
     if isinstance(error, cuda.MemoryError):
         return "resources", f"device memory: {error}"
     if isinstance(error, cuda.LaunchError | cuda.LogicError | cuda.RuntimeError | cuda.Error):
         return "launch", f"{type(error).__name__}: {error}"
     return "internal", f"{type(error).__name__}: {error}"
+
+
+def _sticky_error() -> int | None:
+    from . import vmm
+
+    try:
+        return vmm.context_error()
+    except (OSError, AttributeError):  # no driver library to ask: the message decides
+        return None
 
 
 class Session:
@@ -193,6 +216,9 @@ class Session:
         self.cross_checked: set[tuple[str, int]] = set()  # (level, shape) compared so far
         self.held_cross_checks: list[tuple] = []  # L0's, until the first L1 one
         self.generated: list[str] = []  # per L1 seed drawn on the GPU: where its reference came from
+        # The allocator of the candidate's buffers in guarded ranges (buffers.GuardedRanges),
+        # or None: canaries only (no VMM, turned off, or exact sizes for the sanitizers)
+        self.guard_regions = None
 
     def partial(self) -> dict:
         return {"correctness": [asdict(r) for r in self.records],
@@ -218,7 +244,8 @@ class Session:
         self.stage("init")
         if self.gpu is None:
             self.gpu = device.Gpu()
-        self.environment = {**self.gpu.environment(), "harness_version": HARNESS_VERSION}
+        self.environment = {**self.gpu.environment(), "harness_version": HARNESS_VERSION,
+                            "buffers": self.choose_buffers()}
         self.module = device.cuda.module_from_file(self.request["cubin"])
         self.harness_module = device.cuda.module_from_file(self.request["harness_cubin"])
         if self.options.get("mode") == "profile":
@@ -250,9 +277,21 @@ class Session:
             specs.append((s.name, np.dtype(s.dtype), (expr.evaluate_int(s.count, names),)))
         return specs
 
+    def choose_buffers(self) -> str:
+        """Set where the candidate's buffers go, for checked and timed runs alike, and say
+        so in the verdict: guarded ranges when the device has them and the request does not
+        turn them off (a cost measurement's baseline: bench/guard_regions.py)."""
+        if self.sanitizing:
+            return "exact-size allocations, no canaries: compute-sanitizer's memcheck watches their bounds"
+        if not self.options.get("guard_regions", True):
+            return describe_canaries_only("guard regions turned off by the request")
+        self.guard_regions = self.gpu.ranges
+        return self.gpu.buffers_evidence
+
     def require_memory(self, sizes: dict, extra_bytes: int = 0) -> None:
         """Refuse sizes the GPU cannot hold before anything is generated on the host."""
-        needed = extra_bytes + sum(int(np.prod(shape, dtype=np.int64)) * dt.itemsize + 2 * GUARD_BYTES
+        granularity = self.guard_regions.granularity if self.guard_regions is not None else None
+        needed = extra_bytes + sum(footprint(int(np.prod(shape, dtype=np.int64)) * dt.itemsize, granularity)
                                    for _, dt, shape in self.buffer_specs(sizes))
         free = self.gpu.free_bytes()
         if needed > free:
@@ -264,7 +303,7 @@ class Session:
 
         self.require_memory(sizes, extra_bytes)
         guard = 0 if self.sanitizing else GUARD_BYTES
-        return {name: device.Buffer(name, dt, shape, guard_bytes=guard)
+        return {name: device.Buffer(name, dt, shape, guard_bytes=guard, ranges=self.guard_regions)
                 for name, dt, shape in self.buffer_specs(sizes)}
 
     def launch_bound_s(self, sizes: dict) -> float:

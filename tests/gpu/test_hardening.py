@@ -315,10 +315,11 @@ def test_a_wild_writer_in_the_screen_cannot_spoil_the_next_candidates_check(tmp_
         after = screener.screen("relu", honest)
 
     assert first.status == "passed", first.message
-    # Faulting on unmapped memory is `launch` (the worker is replaced); corrupting a seed
-    # without faulting is `out_of_bounds_write` (found by the seeds' checksums).
+    # Faulting on unmapped memory (a guard region, or a gap between allocations) is
+    # `out_of_bounds_access` (the worker is replaced); corrupting a seed without faulting
+    # is `out_of_bounds_write` (found by the seeds' checksums).
     if scribbled.status != "passed":
-        assert_caught(scribbled, "launch", "out_of_bounds_write")
+        assert_caught(scribbled, "out_of_bounds_access", "out_of_bounds_write")
     assert after.status == "passed", f"after {scribbled.guard}: {after.message}"
     [full_size] = [r for r in after.correctness if r.level == "L1"]
     assert full_size.passed and full_size.max_abs_error == 0.0

@@ -62,7 +62,7 @@ def test_a_fault_ends_the_worker_and_the_next_candidate_gets_a_clean_one(screene
     fault = screener.screen("relu", relu("wild_write.cu"))
     after = screener.screen("relu", relu())
 
-    assert fault.status == "rejected" and fault.guard == "launch"
+    assert fault.status == "rejected" and fault.guard == "out_of_bounds_access"
     assert after.status == "passed", after.message
     assert screener.child.starts == starts + 1
 
