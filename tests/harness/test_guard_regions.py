@@ -284,3 +284,56 @@ def test_releasing_after_a_fault_is_quiet_but_any_other_failure_is_raised(monkey
     with pytest.raises(vmm.DriverError):
         vmm.Mapping(1 << 40, 3 * MiB, (1 << 40) + MiB, MiB, 7).release()
     assert broken.calls[-3:] == ["cuMemUnmap", "cuMemRelease", "cuMemAddressFree"]
+
+
+# -- the worker's classification, with pycuda's exception classes stood in for -----------------
+
+@pytest.fixture
+def classify(monkeypatch):
+    """worker.classify_exception with a stand-in pycuda.driver (its exception classes as
+    pycuda declares them: every one a subclass of Error) and the context's sticky error
+    set by the test; the modules imported under it are dropped afterwards."""
+    import sys
+    import types
+
+    from profiling.harness import worker
+
+    driver = types.ModuleType("pycuda.driver")
+    driver.Error = type("Error", (Exception,), {})
+    for name in ("LogicError", "LaunchError", "RuntimeError"):
+        setattr(driver, name, type(name, (driver.Error,), {}))
+    driver.MemoryError = type("MemoryError", (driver.Error, MemoryError), {})
+    package = types.ModuleType("pycuda")
+    package.driver = driver
+    monkeypatch.setitem(sys.modules, "pycuda", package)
+    monkeypatch.setitem(sys.modules, "pycuda.driver", driver)
+    sticky = {"code": 0}
+    monkeypatch.setattr(vmm, "context_error", lambda: sticky["code"])
+    yield SimpleNamespace(run=worker.classify_exception, cuda=driver, sticky=sticky)
+    for name in ("profiling.harness.device", "profiling.harness.buffers"):
+        sys.modules.pop(name, None)
+
+
+def test_a_fault_out_of_a_candidates_run_is_named_out_of_bounds_access(classify):
+    classify.sticky["code"] = ILLEGAL_ADDRESS
+    error = classify.cuda.LogicError("cuCtxSynchronize failed: an illegal memory access was encountered")
+
+    guard, message = classify.run(error, guard_regions=True)
+
+    assert guard == OUT_OF_BOUNDS_ACCESS and "guard regions" in message
+
+
+def test_the_sticky_code_names_the_fault_even_when_the_text_does_not(classify):
+    classify.sticky["code"] = ILLEGAL_ADDRESS
+    guard, _ = classify.run(classify.cuda.Error("cuMemcpyDtoH failed: (text of another driver)"),
+                            guard_regions=True)
+    assert guard == OUT_OF_BOUNDS_ACCESS
+
+
+def test_a_trap_stays_a_launch_failure_and_the_drivers_errors_are_resources_or_ours(classify):
+    classify.sticky["code"] = 719
+    assert classify.run(classify.cuda.LaunchError("unspecified launch failure"))[0] == "launch"
+    classify.sticky["code"] = 0
+    assert classify.run(vmm.DriverError("cuMemCreate", 2))[0] == "resources"
+    assert classify.run(vmm.DriverError("cuMemMap", 1))[0] == "internal"
+    assert classify.run(vmm.DriverError("cuMemUnmap", ILLEGAL_ADDRESS))[0] == OUT_OF_BOUNDS_ACCESS
