@@ -64,6 +64,8 @@ def _correctness_lines(verdict: Verdict) -> list[str]:
     if not verdict.correctness:
         return []
     lines = ["Correctness:"]
+    if verdict.environment.buffers:  # guard regions, or canaries only and why
+        lines.append(f"  buffers: {verdict.environment.buffers}")
     for r in verdict.correctness:
         sizes = ", ".join(f"{k}={v}" for k, v in r.sizes.items())
         outcome = (f"pass (max abs error {r.max_abs_error:.2g})" if r.passed

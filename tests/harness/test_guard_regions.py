@@ -337,3 +337,14 @@ def test_a_trap_stays_a_launch_failure_and_the_drivers_errors_are_resources_or_o
     assert classify.run(vmm.DriverError("cuMemCreate", 2))[0] == "resources"
     assert classify.run(vmm.DriverError("cuMemMap", 1))[0] == "internal"
     assert classify.run(vmm.DriverError("cuMemUnmap", ILLEGAL_ADDRESS))[0] == OUT_OF_BOUNDS_ACCESS
+
+
+def test_the_printed_verdict_says_how_the_buffers_were_guarded():
+    from profiling.harness.report import render
+    from profiling.harness.verdict import CheckRecord, Environment, Verdict
+
+    record = CheckRecord(level="L0", sizes={"n": 1000}, seed=1, distribution="normal", passed=True)
+    verdict = Verdict(task="relu", candidate_hash="ab" * 32, status="passed", correctness=[record],
+                      environment=Environment(buffers="canaries only: ... (the device reports ... = 0)"))
+
+    assert "  buffers: canaries only: ... (the device reports ... = 0)" in render(verdict, tasks.get("relu"))
