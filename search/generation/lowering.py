@@ -16,6 +16,8 @@ family form and says why not otherwise:
 - **reductions along one dimension** (lower_reductions.py): sums, means, extrema, their
   indices, norms, softmax and log-softmax over one dimension, pointwise operations
   before and after, a thread per row.
+- **scans** (lower_scans.py): `cumsum` and `cumprod` along one dimension, from either
+  end, of pointwise values of the inputs, a thread per row with a running value.
 - **normalisations** (lower_norms.py): `LayerNorm` and `InstanceNormNd`, a thread per
   normalised row, two passes for the statistics.
 - **convolutions and pooling** (lower_windows.py): `ConvNd` (stride, padding, dilation,
@@ -35,6 +37,7 @@ from typing import Any
 from .lower_norms import NotNorm, lower_norm
 from .lower_products import NotProduct, lower_product
 from .lower_reductions import NotReduction, lower_reduction
+from .lower_scans import NotScan, lower_scan
 from .lower_windows import NotWindow, lower_window
 
 BLOCK = 256
@@ -175,6 +178,11 @@ def _lower(nodes: list[dict], task) -> FirstKernel | NoKernel:
     except (NotReduction, _Unsupported) as error:
         reduction = str(error)
     try:
+        source, plan, what = lower_scan(nodes, task, _kernel_name(task.name), _expression)
+        return FirstKernel(source, plan, "row_scan", (f"lowered from torch.fx: {what}",))
+    except (NotScan, _Unsupported) as error:
+        scan = str(error)
+    try:
         source, plan, what = lower_norm(nodes, task, _kernel_name(task.name))
         return FirstKernel(source, plan, "row_map_reduce", (f"lowered from torch.fx: {what}",))
     except NotNorm as error:
@@ -184,7 +192,8 @@ def _lower(nodes: list[dict], task) -> FirstKernel | NoKernel:
         return FirstKernel(source, plan, "window", (f"lowered from torch.fx: {what}",))
     except NotWindow as error:
         return NoKernel(f"not an elementwise chain: {pointwise}; not a matrix product: {product}; "
-                        f"not reductions along one dimension: {reduction}; not a normalisation: {norm}; "
+                        f"not reductions along one dimension: {reduction}; not a scan: {scan}; "
+                        f"not a normalisation: {norm}; "
                         f"not a convolution or pooling: {error} (other families are not lowered yet)")
 
 

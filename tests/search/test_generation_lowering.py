@@ -241,3 +241,21 @@ def test_normalisations_lower_to_a_thread_per_row_that_computes_them(tmp_path):
     sources = {name: module("self.layer(x)", f"[torch.randn({shape}) * 3.0 + 1.0]", sizes, layer=layer)
                for name, (layer, shape) in NORMS.items()}
     lowered_and_run(tmp_path, sources, "row_map_reduce", forms.ROWS, skeleton="rows.block_per_row")
+
+
+SCANS = {  # as KernelBench's scans are written (89, 90, 91), and a scan of a pointwise value
+    "cumsum": "torch.cumsum(x, dim=1)",
+    "cumprod": "torch.cumprod(1.0 + 0.01 * x, dim=1)",
+    "cumsum_reverse": "torch.cumsum(x.flip(1), dim=1).flip(1)",
+    "cumsum_middle": "torch.cumsum(x * x, dim=0)",
+}
+
+
+@needs_gxx
+def test_scans_lower_to_a_thread_per_row_with_a_running_value_that_computes_them(tmp_path):
+    sizes = "B = 5\nN = 37"
+    sources = {name: module(forward, "[torch.randn(B, N)]", sizes) for name, forward in SCANS.items()}
+    lowered_and_run(tmp_path, {k: v for k, v in sources.items() if k != "cumsum_middle"}, "row_scan",
+                    forms.SCAN, skeleton="scan.block_scan")
+    # along dim 0 the row walks a column (INNER apart): it lifts too; the skeleton is not tried
+    lowered_and_run(tmp_path, {"cumsum_middle": sources["cumsum_middle"]}, "row_scan", forms.SCAN)
