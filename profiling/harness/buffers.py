@@ -28,8 +28,12 @@ class GuardedRanges:
         why = vmm.unavailable()
         if why is not None:
             return None, describe_canaries_only(why)
-        device = vmm.current_device()
-        ranges = cls(device, vmm.granularity(device))
+        try:
+            device = vmm.current_device()
+            ranges = cls(device, vmm.granularity(device))
+            ranges.map(ranges.layout(0)).release()  # one range made and given back, or none is used
+        except vmm.DriverError as error:
+            return None, describe_canaries_only(f"a first guarded range failed: {error}")
         return ranges, describe_guard_regions(ranges.granularity)
 
     def layout(self, nbytes: int) -> GuardedLayout:

@@ -229,10 +229,11 @@ def test_without_a_driver_the_reason_is_given_not_raised(monkeypatch):
 
 
 class FakeDriver:
-    """libcuda's VMM calls, recorded; `fail` maps a call's name to the CUresult it returns."""
+    """libcuda's VMM calls, recorded; `fail` maps a call's name to the CUresult it returns,
+    `vmm_supported` is what the device attribute says."""
 
-    def __init__(self, fail: dict[str, int] | None = None):
-        self.fail, self.calls = fail or {}, []
+    def __init__(self, fail: dict[str, int] | None = None, vmm_supported: int = 1):
+        self.fail, self.calls, self.vmm_supported = fail or {}, [], vmm_supported
 
     def __getattr__(self, name: str):
         def call(*args):
@@ -243,6 +244,10 @@ class FakeDriver:
                 args[0]._obj.value = 0x7F00_0000_0000
             if name == "cuMemCreate":
                 args[0]._obj.value = 42
+            if name == "cuDeviceGetAttribute":
+                args[0]._obj.value = self.vmm_supported
+            if name == "cuMemGetAllocationGranularity":
+                args[0]._obj.value = H100_GRANULARITY
             return self.fail.get(name, 0)
         return call
 
@@ -289,14 +294,11 @@ def test_releasing_after_a_fault_is_quiet_but_any_other_failure_is_raised(monkey
 # -- the worker's classification, with pycuda's exception classes stood in for -----------------
 
 @pytest.fixture
-def classify(monkeypatch):
-    """worker.classify_exception with a stand-in pycuda.driver (its exception classes as
-    pycuda declares them: every one a subclass of Error) and the context's sticky error
-    set by the test; the modules imported under it are dropped afterwards."""
+def fake_pycuda(monkeypatch):
+    """A stand-in pycuda.driver (its exception classes as pycuda declares them: every one
+    a subclass of Error); the harness modules imported under it are dropped afterwards."""
     import sys
     import types
-
-    from profiling.harness import worker
 
     driver = types.ModuleType("pycuda.driver")
     driver.Error = type("Error", (Exception,), {})
@@ -307,11 +309,19 @@ def classify(monkeypatch):
     package.driver = driver
     monkeypatch.setitem(sys.modules, "pycuda", package)
     monkeypatch.setitem(sys.modules, "pycuda.driver", driver)
-    sticky = {"code": 0}
-    monkeypatch.setattr(vmm, "context_error", lambda: sticky["code"])
-    yield SimpleNamespace(run=worker.classify_exception, cuda=driver, sticky=sticky)
+    yield driver
     for name in ("profiling.harness.device", "profiling.harness.buffers"):
         sys.modules.pop(name, None)
+
+
+@pytest.fixture
+def classify(fake_pycuda, monkeypatch):
+    """worker.classify_exception, with the context's sticky error set by the test."""
+    from profiling.harness import worker
+
+    sticky = {"code": 0}
+    monkeypatch.setattr(vmm, "context_error", lambda: sticky["code"])
+    return SimpleNamespace(run=worker.classify_exception, cuda=fake_pycuda, sticky=sticky)
 
 
 def test_a_fault_out_of_a_candidates_run_is_named_out_of_bounds_access(classify):
@@ -348,3 +358,26 @@ def test_the_printed_verdict_says_how_the_buffers_were_guarded():
                       environment=Environment(buffers="canaries only: ... (the device reports ... = 0)"))
 
     assert "  buffers: canaries only: ... (the device reports ... = 0)" in render(verdict, tasks.get("relu"))
+
+
+@pytest.mark.parametrize(("driver", "evidence"), [
+    (FakeDriver(), "guard regions: every input, output and scratch buffer in its own reserved address range"),
+    (FakeDriver(vmm_supported=0), "canaries only: 4 KiB on each side of every buffer in one cuMemAlloc, "
+                                  "no guard regions (the device reports CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY"),
+    (FakeDriver({"cuMemAddressReserve": 2}), "canaries only: 4 KiB on each side of every buffer in one "
+                                             "cuMemAlloc, no guard regions (a first guarded range failed: "
+                                             "cuMemAddressReserve failed"),
+], ids=["supported", "unsupported", "reserve fails"])
+def test_a_gpu_without_working_guarded_ranges_gets_canaries_and_says_why(fake_pycuda, monkeypatch, driver,
+                                                                          evidence):
+    from profiling.harness.buffers import GuardedRanges
+
+    monkeypatch.setattr(vmm, "_driver", lambda: driver)
+    ranges, said = GuardedRanges.open()
+
+    assert said.startswith(evidence), said
+    assert (ranges is not None) == said.startswith("guard regions")
+    if ranges is not None:
+        assert ranges.granularity == H100_GRANULARITY
+        # the probe range, given back
+        assert driver.calls[-3:] == ["cuMemUnmap", "cuMemRelease", "cuMemAddressFree"]
