@@ -1,4 +1,5 @@
-"""What a CUDA error during a candidate's run says about the candidate: pure, no GPU.
+"""What a CUDA error during a candidate's run says about the candidate (no GPU needed;
+pycuda is imported only to classify one of its exceptions).
 
 An illegal address is a kernel touching memory that is not mapped for it. With every
 buffer in its own range between unmapped guards (guard_layout.py) that is what a stray
@@ -39,3 +40,40 @@ def guard_for_fault(code: int | None, message: str, guard_regions: bool) -> tupl
     return OUT_OF_BOUNDS_ACCESS, (f"a kernel touched memory outside its buffers and faulted "
                                   f"(CUDA_ERROR_ILLEGAL_ADDRESS: {where}); the CUDA context is "
                                   f"lost and its process serves no other candidate. {message}")
+
+
+def classify_exception(error: Exception, *, guard_regions: bool = False) -> tuple[str, str]:
+    """(guard, message) for an exception out of a candidate's run in the GPU worker;
+    `guard_regions`: whether its buffers were in guarded ranges. Imports pycuda: called
+    only where one was raised."""
+    import pycuda.driver as cuda
+
+    from . import vmm
+    from .device import PlanError
+
+    if isinstance(error, PlanError):
+        return error.guard, str(error)
+    if isinstance(error, vmm.DriverError | cuda.Error):
+        # pycuda's exceptions carry the driver's text, not its code: the context's sticky
+        # error is asked for (cuCtxSynchronize), and the text read where it cannot be
+        code = error.code if isinstance(error, vmm.DriverError) else _sticky_error()
+        fault = guard_for_fault(code, str(error), guard_regions)
+        if fault is not None:
+            return fault
+    if isinstance(error, vmm.DriverError):
+        return ("resources", f"device memory: {error}") if error.code == OUT_OF_MEMORY \
+            else ("internal", str(error))
+    if isinstance(error, cuda.MemoryError):
+        return "resources", f"device memory: {error}"
+    if isinstance(error, cuda.Error):  # LaunchError, LogicError, RuntimeError: all pycuda's Error
+        return "launch", f"{type(error).__name__}: {error}"
+    return "internal", f"{type(error).__name__}: {error}"
+
+
+def _sticky_error() -> int | None:
+    from . import vmm
+
+    try:
+        return vmm.context_error()
+    except (OSError, AttributeError):  # no driver library to ask: the message decides
+        return None

@@ -23,6 +23,7 @@ from . import HARNESS_VERSION, expr, tasks
 from .candidate import Candidate
 from .ceilings import Ceilings, ceilings_for, physics_floor_ms, summarize
 from .checks import GUARD_BYTES, GuardFailure, RunBuffers, check_canaries, check_run
+from .faults import classify_exception
 from .guard_layout import describe_canaries_only, footprint
 from .inputs import (
     GPU_DISTRIBUTIONS,
@@ -147,42 +148,6 @@ def serve(channel: Channel) -> int:
     return 0
 
 
-def classify_exception(error: Exception, *, guard_regions: bool = False) -> tuple[str, str]:
-    """(guard, message) for an exception out of a candidate's run; `guard_regions`:
-    whether its buffers were in guarded ranges (faults.py)."""
-    import pycuda.driver as cuda
-
-    from . import faults, vmm
-    from .device import PlanError
-
-    if isinstance(error, PlanError):
-        return error.guard, str(error)
-    if isinstance(error, vmm.DriverError | cuda.Error):
-        # pycuda's exceptions carry the driver's text, not its code: the context's sticky
-        # error is asked for (cuCtxSynchronize), and the text read where it cannot be
-        code = error.code if isinstance(error, vmm.DriverError) else _sticky_error()
-        fault = faults.guard_for_fault(code, str(error), guard_regions)
-        if fault is not None:
-            return fault
-    if isinstance(error, vmm.DriverError):
-        return ("resources", f"device memory: {error}") if error.code == faults.OUT_OF_MEMORY \
-            else ("internal", str(error))
-    if isinstance(error, cuda.MemoryError):
-        return "resources", f"device memory: {error}"
-    if isinstance(error, cuda.LaunchError | cuda.LogicError | cuda.RuntimeError | cuda.Error):
-        return "launch", f"{type(error).__name__}: {error}"
-    return "internal", f"{type(error).__name__}: {error}"
-
-
-def _sticky_error() -> int | None:
-    from . import vmm
-
-    try:
-        return vmm.context_error()
-    except (OSError, AttributeError):  # no driver library to ask: the message decides
-        return None
-
-
 class Session:
     def __init__(self, request: dict, channel: Channel, gpu=None, resident=None):
         self.request, self.channel = request, channel
@@ -303,8 +268,15 @@ class Session:
 
         self.require_memory(sizes, extra_bytes)
         guard = 0 if self.sanitizing else GUARD_BYTES
-        return {name: device.Buffer(name, dt, shape, guard_bytes=guard, ranges=self.guard_regions)
-                for name, dt, shape in self.buffer_specs(sizes)}
+        buffers: dict = {}
+        try:
+            for name, dt, shape in self.buffer_specs(sizes):
+                buffers[name] = device.Buffer(name, dt, shape, guard_bytes=guard, ranges=self.guard_regions)
+        except Exception:  # a guarded range is not collected with its object: give back those made
+            for made in buffers.values():
+                made.free()
+            raise
+        return buffers
 
     def launch_bound_s(self, sizes: dict) -> float:
         """How long one execution of the plan at `sizes` may take (see LAUNCH_*)."""

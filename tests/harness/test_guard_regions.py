@@ -291,7 +291,7 @@ def test_releasing_after_a_fault_is_quiet_but_any_other_failure_is_raised(monkey
     assert broken.calls[-3:] == ["cuMemUnmap", "cuMemRelease", "cuMemAddressFree"]
 
 
-# -- the worker's classification, with pycuda's exception classes stood in for -----------------
+# -- the worker's classification of errors, with pycuda's exception classes stood in for -----------------
 
 @pytest.fixture
 def fake_pycuda(monkeypatch):
@@ -316,12 +316,12 @@ def fake_pycuda(monkeypatch):
 
 @pytest.fixture
 def classify(fake_pycuda, monkeypatch):
-    """worker.classify_exception, with the context's sticky error set by the test."""
-    from profiling.harness import worker
+    """faults.classify_exception, with the context's sticky error set by the test."""
+    from profiling.harness.faults import classify_exception
 
     sticky = {"code": 0}
     monkeypatch.setattr(vmm, "context_error", lambda: sticky["code"])
-    return SimpleNamespace(run=worker.classify_exception, cuda=fake_pycuda, sticky=sticky)
+    return SimpleNamespace(run=classify_exception, cuda=fake_pycuda, sticky=sticky)
 
 
 def test_a_fault_out_of_a_candidates_run_is_named_out_of_bounds_access(classify):
