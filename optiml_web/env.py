@@ -60,6 +60,27 @@ def env_float(name: str, default: float, *, environ: Mapping[str, str] = os.envi
     return value
 
 
+# DRF's rate periods (rest_framework.throttling.SimpleRateThrottle.parse_rate reads the
+# first letter): a rate is "<requests>/<period>", as in "60/hour".
+_RATE_PERIODS = {"s": "second", "sec": "second", "second": "second", "m": "minute", "min": "minute",
+                 "minute": "minute", "h": "hour", "hour": "hour", "d": "day", "day": "day"}
+
+
+def env_rate(name: str, default: str | None, *, environ: Mapping[str, str] = os.environ) -> str | None:
+    """A request rate for a DRF throttle ("60/hour"), or None for "off" (no limit)."""
+    raw = environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    value = raw.strip().lower()
+    if value == "off":
+        return None
+    count, _, period = value.partition("/")
+    if not (count.isascii() and count.isdigit() and int(count) > 0 and period in _RATE_PERIODS):
+        raise ImproperlyConfigured(f"{name}={raw!r} is not a rate: use <requests>/<period> with a period "
+                                   "of second, minute, hour or day (\"60/hour\"), or off")
+    return f"{int(count)}/{_RATE_PERIODS[period]}"
+
+
 def env_secret(
     name: str, default: str | None = None, *, environ: Mapping[str, str] = os.environ
 ) -> str | None:
@@ -227,3 +248,20 @@ def channel_layers(redis_url: str) -> dict[str, Any]:
         }
     # One process serves every browser in the embedded default, so memory is enough.
     return {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+
+def caches(redis_url: str) -> dict[str, Any]:
+    """Django's caches: "default" in each process's memory (nothing shares it), and
+    "throttle", the history of the per-user request rates (search.throttles), in Redis
+    when there is one, so that every web process counts against one rate and a restart
+    does not reset it."""
+    default = {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "default"}
+    if not redis_url:
+        return {"default": default,
+                "throttle": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+                             "LOCATION": "throttle"}}
+    return {"default": default,
+            "throttle": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": redis_url,
+                         "KEY_PREFIX": "optiml-throttle",
+                         "OPTIONS": {"socket_timeout": CHANNEL_SOCKET_TIMEOUT_S,
+                                     "socket_connect_timeout": CHANNEL_CONNECT_TIMEOUT_S}}}

@@ -101,7 +101,9 @@ class ApiSchema(AutoSchema):
             codes.append("404")
         if has_body:
             codes += ["413", "415"]
-        if getattr(self.view, "throttle_classes", None):
+        # A throttle may limit some methods only (search.throttles: the POST of a list).
+        throttles = getattr(self.view, "throttle_classes", None) or []
+        if any(self.method in getattr(throttle, "methods", {self.method}) for throttle in throttles):
             codes.append("429")
         return codes
 

@@ -11,11 +11,13 @@ from django.core.exceptions import ImproperlyConfigured
 
 from optiml_web.env import (
     allowed_hosts,
+    caches,
     celery_broker,
     channel_layers,
     env_bool,
     env_float,
     env_int,
+    env_rate,
     env_secret,
     env_str,
     evaluator_setting,
@@ -175,6 +177,13 @@ OPTIML_SIGN_UP_ADDRESS_LIMIT = env_int("OPTIML_SIGN_UP_ADDRESS_LIMIT", 10)
 # hundred nodes must fit.
 DATA_UPLOAD_MAX_MEMORY_SIZE = 2560 * 1024
 OPTIML_MAX_IMPORT_BYTES = env_int("OPTIML_MAX_UPLOAD_MB", 64) * 1024 * 1024
+# Imports one web process reads at once (search.throttles.ImportSlots): each holds up to
+# about five times its body in memory while it is checked and written, so two of 64 MiB
+# stay under 1 GB. Another waits up to OPTIML_IMPORT_WAIT_S seconds, then gets a 503.
+OPTIML_IMPORTS_AT_ONCE = env_int("OPTIML_IMPORTS_AT_ONCE", 2)
+if OPTIML_IMPORTS_AT_ONCE < 1:
+    raise ImproperlyConfigured(f"OPTIML_IMPORTS_AT_ONCE={OPTIML_IMPORTS_AT_ONCE}: at least 1")
+OPTIML_IMPORT_WAIT_S = env_float("OPTIML_IMPORT_WAIT_S", 30.0)
 
 REST_FRAMEWORK = {
     # Pages and API share the browser's session; SessionAuthentication checks CSRF on
@@ -215,6 +224,17 @@ STATICFILES_DIRS = [BASE_DIR / "frontend" / "dist"]
 
 REDIS_URL = env_secret("REDIS_URL") or ""
 CHANNEL_LAYERS = channel_layers(REDIS_URL)
+CACHES = caches(REDIS_URL)
+# Per signed-in user (search/throttles.py; over the limit: 429 with Retry-After), counted
+# in CACHES["throttle"]. A run queues GPU work for its whole budget: a person starts a few
+# an hour, a script sweeping options a few dozen. An import reads a body of up to
+# OPTIML_MAX_IMPORT_BYTES (several times that in memory while it is checked and written);
+# nobody imports more than a handful of exported runs an hour. "off" lifts a limit.
+OPTIML_THROTTLE_RATES = {
+    "run_create": env_rate("OPTIML_RUN_CREATE_RATE", "60/hour"),
+    "run_import": env_rate("OPTIML_RUN_IMPORT_RATE", "20/hour"),
+}
+OPTIML_THROTTLE_CACHE = "throttle"
 # Live run views: seconds between looks at the database for new events. The embedded
 # default keeps channel groups in memory, which the worker (another process) cannot
 # reach, so the web process looks itself: one cheap query per watched run, shared by

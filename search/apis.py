@@ -47,6 +47,7 @@ from search.serializers import (
     SourceSerializer,
     WritingJobSerializer,
 )
+from search.throttles import RunCreateThrottle, RunImportThrottle, import_slots
 
 AFTER = OpenApiParameter("after", int, description="the last seq the client has (default 0)")
 TEAM = OpenApiParameter("team", int, description="a team id")
@@ -112,6 +113,8 @@ class SourceListApi(APIView):
 
 
 class RunListApi(APIView):
+    throttle_classes = [RunCreateThrottle]  # POST only: reading the list is not limited
+
     @extend_schema(responses=RunSerializer(many=True), parameters=[
         OpenApiParameter("task", str), OpenApiParameter("status", str, enum=Run.Status.values),
         OpenApiParameter("mine", bool, description="true (or 1): only runs I made"), TEAM])
@@ -351,22 +354,29 @@ class RunExportApi(APIView):
 
 
 class RunImportApi(APIView):
+    throttle_classes = [RunImportThrottle]
+
     @property
     def max_body_bytes(self) -> int:
         # The one endpoint whose body may be larger than DATA_UPLOAD_MAX_MEMORY_SIZE.
         return settings.OPTIML_MAX_IMPORT_BYTES
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses={201: RunDetailSerializer},
-                   parameters=[OpenApiParameter("team", int, description="share the import with a team")])
+    @extend_schema(request=OpenApiTypes.OBJECT, responses={
+        201: RunDetailSerializer,
+        503: OpenApiResponse(ErrorSerializer, description="the server is reading as many imports as it "
+                             "reads at once; try again after Retry-After seconds")},
+        parameters=[OpenApiParameter("team", int, description="share the import with a team")])
     def post(self, request: Request) -> Response:
         team = team_of_request(request, params.query_int(request.query_params, "team"))
         # Only tasks this user may use: another team's private task is "unknown".
         usable = selectors.task_names_usable_by(user=request.user)
-        try:
-            trajectory = parse_trajectory(request.data, tasks=usable)
-        except TrajectoryError as error:
-            raise ValidationError({error.field: [error.message]}) from None
-        run = services.run_import(trajectory=trajectory, user=request.user, team=team)
+        # The body is first read (request.data) inside the slot, and checked and written there.
+        with import_slots.held(at_once=settings.OPTIML_IMPORTS_AT_ONCE, wait_s=settings.OPTIML_IMPORT_WAIT_S):
+            try:
+                trajectory = parse_trajectory(request.data, tasks=usable)
+            except TrajectoryError as error:
+                raise ValidationError({error.field: [error.message]}) from None
+            run = services.run_import(trajectory=trajectory, user=request.user, team=team)
         run = selectors.run_visible(user=request.user, run_id=run.pk)
         return Response(RunDetailSerializer(run, context={"request": request}).data,
                         status=status.HTTP_201_CREATED)

@@ -44,7 +44,14 @@ from search.engine.types import Measurement
 from search.importing import ParsedTrajectory
 from search.measuring import Measured, candidate_binary, candidate_measure, run_gate_options, screening_for
 from search.models import Run, RunEvent, RunNode, ShareLink
-from search.state import node_rows_create, search_load, search_save, search_state_header
+from search.state import (
+    in_batches,
+    json_size,
+    node_rows_create,
+    search_load,
+    search_save,
+    search_state_header,
+)
 
 EventSink = Callable[[RunEvent], None]
 
@@ -616,8 +623,11 @@ def run_import(*, trajectory: ParsedTrajectory, user=None, team=None) -> Run:
     # The state is kept as given (search_save would re-serialise it, with this server's judge).
     given = {node["id"]: node for node in trajectory.state["tree"]["nodes"]}
     node_rows_create(run, [(search.tree[node_id], given[node_id]) for node_id in sorted(search.tree.nodes)])
-    RunEvent.objects.bulk_create(RunEvent(run=run, seq=seq, kind=kind, data=data)
-                                 for seq, (kind, data) in enumerate(trajectory.events, start=1))
+    # In batches (search.state.in_batches): one INSERT encodes all its JSON before sending it.
+    numbered = enumerate(trajectory.events, start=1)
+    for batch in in_batches(numbered, lambda event: json_size(event[1][1])):
+        RunEvent.objects.bulk_create(RunEvent(run=run, seq=seq, kind=kind, data=data)
+                                     for seq, (kind, data) in batch)
     run.next_seq = len(trajectory.events) + 1
     _append(run, "run_imported", {"from_run": trajectory.original_id})
     summary = search.summary()

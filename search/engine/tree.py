@@ -226,13 +226,14 @@ class Tree:
 
     def path(self, node_id: int) -> list[Node]:
         """Nodes from the root down to `node_id`, both included. A tree the engine grew has
-        no loop in its parent links, but one read back from storage might (a bad import, a
-        hand-edited row): the walk stops at the first node it meets again, so it always ends,
-        and the path then starts below the loop rather than at the root."""
+        no loop in its parent links and no missing parent, but one read back from storage
+        might (a bad import, a hand-edited row): the walk stops at the first node it meets
+        again or a parent that is not in the tree, so it always ends, and the path then
+        starts below the loop or the gap rather than at the root."""
         path: list[Node] = []
         seen: set[int] = set()
         current: int | None = node_id
-        while current is not None and current not in seen:
+        while current is not None and current in self.nodes and current not in seen:
             seen.add(current)
             path.append(self.nodes[current])
             current = self.nodes[current].parent

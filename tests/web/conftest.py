@@ -121,6 +121,15 @@ def store(db):
 RUN_RECORDING = Path(__file__).resolve().parents[1] / "fixtures" / "recorded" / "h200-relu-naive.json"
 
 
+@pytest.fixture(autouse=True)
+def own_throttle_history(settings, request):
+    """Each test counts its own requests against the per-user rates (search.throttles),
+    in a cache of its own: user ids repeat from test to test, and a shared Redis would
+    carry one test's runs into the next one's rate."""
+    own = {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": request.node.nodeid}
+    settings.CACHES = {**settings.CACHES, "throttle": own}
+
+
 @pytest.fixture
 def people(db, settings):
     """alice makes runs; bob is in her team; dana is an admin of it; carol is a stranger."""

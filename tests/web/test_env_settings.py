@@ -10,6 +10,7 @@ from optiml_web.env import (
     channel_layers,
     env_bool,
     env_int,
+    env_rate,
     env_secret,
     evaluator_setting,
     parse_database_url,
@@ -92,6 +93,18 @@ def test_env_int_refuses_a_non_integer():
     assert env_int("N", 3, environ={"N": "12"}) == 12
     with pytest.raises(ImproperlyConfigured, match="N='twelve'"):
         env_int("N", 3, environ={"N": "twelve"})
+
+
+@pytest.mark.parametrize(("raw", "value"), [("60/hour", "60/hour"), ("5/m", "5/minute"), (" 1/DAY ", "1/day"),
+                                             ("off", None), ("", "9/hour")])
+def test_env_rate_reads_a_rate_per_period_or_off(raw, value):
+    assert env_rate("RATE", "9/hour", environ={"RATE": raw}) == value
+
+
+@pytest.mark.parametrize("raw", ["60", "0/hour", "-1/hour", "60/fortnight", "lots/hour", "²/hour", "60/"])
+def test_env_rate_refuses_anything_else(raw):
+    with pytest.raises(ImproperlyConfigured, match="RATE=.* is not a rate"):
+        env_rate("RATE", "9/hour", environ={"RATE": raw})
 
 
 def test_without_a_secret_key_production_refuses_to_start(tmp_path):

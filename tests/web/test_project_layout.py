@@ -82,7 +82,7 @@ def test_the_env_example_lists_every_variable_the_settings_read():
 
     read = set()
     for module in (REPO / "optiml_web").glob("*.py"):
-        read |= set(re.findall(r'env_(?:str|bool|int|secret)\(\s*"([A-Z_]+)"', module.read_text()))
+        read |= set(re.findall(r'env_(?:str|bool|int|float|rate|secret)\(\s*"([A-Z_]+)"', module.read_text()))
     listed = set(re.findall(r"^([A-Z_]+)=", (REPO / "docker" / ".env.example").read_text(), re.M))
 
     assert read, "no env_* calls found: has the settings module moved?"

@@ -352,3 +352,29 @@ def test_a_path_or_a_backup_over_a_loop_of_parent_links_stops_where_the_loop_clo
     visits = {node_id: tree[node_id].visits for node_id in (1, 2)}
     mcts.backpropagate(tree, 2, 1.0)
     assert sum(tree[n].visits - visits[n] for n in (1, 2)) <= len(tree)
+
+
+@pytest.mark.timeout(20)
+def test_a_parent_missing_from_the_database_ends_the_walk_instead_of_failing_the_run_views(
+    api, people, relu_run
+):
+    from search.state import state_of
+
+    run = relu_run(budget=3, user=people["alice"])
+    root_measurement = _node({"state": state_of(run)}, 0)["measurement"]
+    row = RunNode.objects.get(run=run, node_id=2)
+    row.parent_id = 77  # no such node: a hand-edited row, or one a bad import left
+    row.engine = {**row.engine, "parent": 77, "measurement": root_measurement}
+    row.save()
+    run.state = {**run.state, "tree": {**run.state["tree"], "best_id": 2}}
+    run.best_node = 2
+    run.save()
+    alice = api(people["alice"])
+    token = alice.post(f"/api/runs/{run.pk}/shares/").json()["token"]
+
+    assert alice.get(f"/runs/{run.pk}/").status_code == 200
+    detail = alice.get(f"/api/runs/{run.pk}/")
+    assert detail.status_code == 200 and detail.json()["why"] == []  # a path of node 2 alone
+    assert api().get(f"/api/shared/{token}/").status_code == 200
+    assert api().get(f"/share/{token}/").status_code == 200
+    assert alice.get(f"/api/runs/{run.pk}/nodes.json").status_code == 200
