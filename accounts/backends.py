@@ -2,16 +2,16 @@
 
 SignInThrottleBackend comes first in AUTHENTICATION_BACKENDS: it never signs anybody in;
 it refuses a try that must wait before any password is checked, so it covers every
-sign-in form, the admin's included. Django's authenticate() turns the refusal into
-user_login_failed, which is not counted (the try was never made); SignInThrottleMiddleware
-answers the refused request with the 429 page that says how long to wait. The receivers
-below count failures and clear them on success, and have the middleware set the cookie
-that makes the browser a known device for the name it signed in as.
+sign-in form, the admin's included; a try it lets through it counts as a failure before
+the next backend checks the password. SignInThrottleMiddleware answers a refused request
+with the 429 page that says how long to wait. The receiver below takes the count back on
+success and has the middleware set the cookie that makes the browser a known device for
+the name it signed in as.
 """
 
 from __future__ import annotations
 
-from django.contrib.auth.signals import user_logged_in, user_login_failed
+from django.contrib.auth.signals import user_logged_in
 from django.core.exceptions import PermissionDenied
 from django.dispatch import receiver
 
@@ -24,19 +24,11 @@ class SignInThrottleBackend:
     def authenticate(self, request, username=None, password=None, **kwargs):
         if request is None or username is None:
             return None  # no sign-in form behind it (a shell, a test's login()): no address to count
-        refusal = signing_in.sign_in_refusal(request=request, username=username)
+        refusal = signing_in.sign_in_attempt(request=request, username=username)
         if refusal is None:
-            return None  # the next backend checks the password
+            return None  # counted as a failure already; the next backend checks the password
         request.sign_in_refusal = refusal
         raise PermissionDenied("this sign-in must wait: too many failed sign-ins")
-
-
-@receiver(user_login_failed, dispatch_uid="accounts.count_sign_in_failure")
-def count_sign_in_failure(sender, credentials, request=None, **kwargs) -> None:
-    username = credentials.get("username")
-    if request is None or username is None or getattr(request, "sign_in_refusal", None) is not None:
-        return
-    signing_in.sign_in_failure_record(request=request, username=username)
 
 
 @receiver(user_logged_in, dispatch_uid="accounts.clear_sign_in_failures")

@@ -12,8 +12,10 @@ A failure is counted under keys, each with its own back-off (settings.OPTIML_LOG
   free allowance, against one address guessing passwords for many names (each name adds
   at most its own free failures there, so one name's retries never make the address wait).
 A try that must wait is refused before any password is checked and is not counted (it
-cannot lengthen the wait); a success clears the count it was made under, never the
-address's. The address is REMOTE_ADDR: behind a proxy, run daphne with --proxy-headers.
+cannot lengthen the wait); a try that may go ahead is counted as a failure before its
+password is checked, and taken back if it was right: its count clears, all but the
+address's, which keeps its earlier failures. The address is REMOTE_ADDR: behind a proxy,
+run daphne with --proxy-headers.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.core import signing
 from django.db import IntegrityError, transaction
-from django.db.models import Case, F, Value, When
+from django.db.models import F
 from django.http import HttpRequest
 from django.utils import timezone
 
@@ -72,61 +74,70 @@ def _keys(request: HttpRequest, username: str) -> list[tuple[str, BackOff, bool]
             (f"address:{address}", address_back_off(), True)]
 
 
-def sign_in_refusal(*, request: HttpRequest, username: str) -> Refusal | None:
-    """The wait a try as `username` must still sit out, the longest of its counts'; None
-    when it may go ahead now."""
-    now = timezone.now()
+def sign_in_attempt(*, request: HttpRequest, username: str) -> Refusal | None:
+    """Claims a try as `username`: a Refusal with the longest wait of its counts when it
+    must wait (nothing counted), else None, the try counted as a failure in advance, to be
+    taken back by sign_in_success_record if the password turns out right. Counting before
+    the password is checked, under the rows' locks, is what holds a burst of tries sent at
+    once to the same allowance as tries sent one by one."""
+    SignInFailures.objects.filter(latest__lt=_forgotten_before(timezone.now())).delete()
     keys = _keys(request, username)
-    rows = {row.key: row for row in SignInFailures.objects.filter(key__in=[key for key, _, _ in keys],
-                                                                   latest__gte=_forgotten_before(now))}
-    refusals = []
-    for key, back_off, by_address in keys:
-        row = rows.get(key)
-        if row is None:
-            continue
-        left = back_off.seconds_left(row.failures, (now - row.latest).total_seconds())
-        if left > 0:
-            refusals.append(Refusal(left, row.failures, by_address))
-    return max(refusals, key=lambda refusal: refusal.seconds_left, default=None)
-
-
-def sign_in_failure_record(*, request: HttpRequest, username: str) -> None:
-    """Counts a failed try: one more, or the first again where the latest failure was
-    forgotten. The address counts a name's failures only up to the name's free allowance:
-    past it the name's own wait holds the guesser, and one person's retries at their own
-    name never add up to the address's wait for everyone new behind it. Forgotten rows
-    are deleted on the way."""
-    now = timezone.now()
-    forgotten = _forgotten_before(now)
-    SignInFailures.objects.filter(latest__lt=forgotten).delete()
-    (name_key, name_back_off, _), *address = _keys(request, username)
-    failures = _count(name_key, now, forgotten)
-    if address and failures <= name_back_off.free_failures:
-        _count(address[0][0], now, forgotten)
-
-
-def _count(key: str, now: datetime, forgotten: datetime) -> int:
-    """One more failure under `key`; the count it makes."""
-    # A conditional update, then an insert where there was no row; two first failures at
-    # once both insert, one loses on the unique key and counts by the update instead.
-    more = {"failures": Case(When(latest__lt=forgotten, then=Value(1)), default=F("failures") + 1),
-            "latest": now}
     with transaction.atomic():
-        if not SignInFailures.objects.filter(key=key).update(**more):
-            try:
-                with transaction.atomic():
-                    SignInFailures.objects.create(key=key, failures=1, latest=now)
-            except IntegrityError:
-                SignInFailures.objects.filter(key=key).update(**more)
-        # Read in the transaction that holds the row's lock: this failure's own count.
-        return SignInFailures.objects.values_list("failures", flat=True).get(key=key)
+        rows = [_locked_row(key, timezone.now()) for key, _, _ in keys]  # the name's first, always
+        # The time once the locks are held: a try that waited for another's lock sees the
+        # other's failure as earlier than now, not later.
+        now = timezone.now()
+        forgotten = _forgotten_before(now)
+        refusals = []
+        for row, (_, back_off, by_address) in zip(rows, keys, strict=True):
+            failures = 0 if row.latest < forgotten else row.failures
+            left = back_off.seconds_left(failures, (now - row.latest).total_seconds())
+            if left > 0:
+                refusals.append(Refusal(left, failures, by_address))
+        if refusals:
+            return max(refusals, key=lambda refusal: refusal.seconds_left)
+        name_row, *address_rows = rows
+        _count(name_row, now, forgotten)
+        # The address counts a name's failures only up to the name's free allowance: past
+        # it the name's own wait holds the guesser, and one person's retries at their own
+        # name never add up to the address's wait for everyone new behind it.
+        counted = [name_row.key]
+        if address_rows and name_row.failures <= keys[0][1].free_failures:
+            _count(address_rows[0], now, forgotten)
+            counted.append(address_rows[0].key)
+    request.sign_in_counted = counted
+    return None
+
+
+def _locked_row(key: str, now: datetime) -> SignInFailures:
+    """The row of `key`, locked until the transaction ends; made (with no failures) where
+    there was none. Two first tries at once both insert; one loses on the unique key and
+    waits for the other's row instead."""
+    row = SignInFailures.objects.select_for_update().filter(key=key).first()
+    if row is not None:
+        return row
+    try:
+        with transaction.atomic():
+            return SignInFailures.objects.create(key=key, failures=0, latest=now)
+    except IntegrityError:
+        return SignInFailures.objects.select_for_update().get(key=key)
+
+
+def _count(row: SignInFailures, now: datetime, forgotten: datetime) -> None:
+    row.failures = 1 if row.latest < forgotten else row.failures + 1
+    row.latest = now
+    row.save(update_fields=["failures", "latest"])
 
 
 def sign_in_success_record(*, request: HttpRequest, username: str) -> None:
-    """Clears the count the successful try was held to: its device's, or its pair's; the
-    address's stays, so one good password does not buy more guesses at other names."""
+    """Clears the count the successful try was held to, its device's or its pair's, and
+    takes back what the try added to its address's count in advance; the address's earlier
+    failures stay, so one good password does not buy more guesses at other names."""
     key, _, _ = _keys(request, username)[0]
     SignInFailures.objects.filter(key=key).delete()
+    counted = getattr(request, "sign_in_counted", [])
+    SignInFailures.objects.filter(key__in=[other for other in counted if other != key],
+                                  failures__gt=0).update(failures=F("failures") - 1)
 
 
 def _forgotten_before(now: datetime) -> datetime:

@@ -34,5 +34,6 @@ class BackOff:
         return min(self.first_wait_s * 2.0 ** min(past_free, 64), self.longest_wait_s)
 
     def seconds_left(self, failures: int, since_latest_failure_s: float) -> float:
-        """How long the next try must still wait; 0 when it may go ahead now."""
-        return max(0.0, self.wait_s(failures) - since_latest_failure_s)
+        """How long the next try must still wait; 0 when it may go ahead now. A latest
+        failure "in the future" (another process's clock, a moment ahead) counts as now."""
+        return max(0.0, self.wait_s(failures) - max(0.0, since_latest_failure_s))

@@ -16,11 +16,14 @@ hard one (`test_the_wait_ends_and_the_right_password_signs_in_again`)."""
 from __future__ import annotations
 
 import re
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.db import connection
 from django.test import Client
 
 pytestmark = pytest.mark.django_db
@@ -239,3 +242,35 @@ def test_failures_are_forgotten_a_day_after_the_latest(throttled, clock):
 
     clock.advance(24 * 3600)
     assert [sign_in("bob", "wrong").status_code for _ in range(LIMIT)] == [200] * LIMIT
+
+
+@pytest.mark.django_db(transaction=True)
+def test_guesses_sent_at_once_get_no_more_checks_than_guesses_sent_one_by_one(settings):
+    """Each try is counted before its password is checked, under the count's row lock: a
+    burst of tries at once cannot all pass the check before the first failure is counted."""
+    settings.OPTIML_LOGIN_FAILURE_LIMIT = LIMIT
+    settings.OPTIML_LOGIN_FIRST_WAIT_S = FIRST_WAIT_S
+    # Django's own (slow) password hash, as in production: the window a burst aims at
+    get_user_model().objects.create_user("bob", password="bob-secret-1")
+    tries = 12
+    start = threading.Barrier(tries)
+
+    def guess(index: int) -> int:
+        try:
+            start.wait()
+            return sign_in("bob", f"guess{index}", address="10.0.7.7").status_code
+        finally:
+            connection.close()
+
+    with ThreadPoolExecutor(max_workers=tries) as pool:
+        answers = sorted(pool.map(guess, range(tries)))
+
+    assert answers == [200] * LIMIT + [429] * (tries - LIMIT)
+
+
+def test_right_passwords_take_back_what_they_added_to_the_address_in_advance(throttled):
+    for _ in range(2 * ADDRESS_LIMIT):  # a room of colleagues, each in a browser new to the site
+        assert sign_in("alice", "alice-secret-1", address="10.0.8.8").status_code == 302
+
+    assert sign_in("carol", "wrong", address="10.0.8.8").status_code == 200
+    assert sign_in("carol", "carol-secret-1", address="10.0.8.8").status_code == 302

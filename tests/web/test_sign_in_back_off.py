@@ -23,6 +23,8 @@ def test_the_wait_is_counted_from_the_latest_failure():
     assert PRODUCTION.seconds_left(6, since_latest_failure_s=1.5) == 2.5
     assert PRODUCTION.seconds_left(6, since_latest_failure_s=4) == 0.0
     assert PRODUCTION.seconds_left(3, since_latest_failure_s=0) == 0.0
+    assert PRODUCTION.seconds_left(3, since_latest_failure_s=-0.01) == 0.0  # a clock a moment ahead
+    assert PRODUCTION.seconds_left(6, since_latest_failure_s=-0.01) == 4.0
 
 
 def guesses_in(back_off: BackOff, seconds: float) -> int:
