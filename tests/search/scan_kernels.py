@@ -121,7 +121,22 @@ void cummax_total(const float* x, float* y, float* top, int M, int N) {
 """, ["x", "y", "top", "M", "N"], {"x": ("M", "N")}, {"y": ("M", "N"), "top": ("M",)}, _cummax_total,
     Tolerance(atol=0.0, rtol=0.0))
 
-SCAN_STYLES = [CUMSUM, CUMSUM_IN_MEMORY, REVERSE_MASKED, EXCLUSIVE_PROD, CUMMAX_TOTAL]
+# in memory through an index local, the earlier element second: out[idx] = in[idx] + out[idx - 1]
+CUMSUM_LOCAL_INDEX = _kernel("cumsum_idx", """extern "C" __global__
+void cumsum_idx(const float* in, float* out, int rows, int cols) {
+    int r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r < rows) {
+        out[r * cols] = in[r * cols];
+        for (int c = 1; c < cols; c++) {
+            int idx = r * cols + c;
+            out[idx] = in[idx] + out[idx - 1];
+        }
+    }
+}
+""", ["x", "y", "M", "N"], {"x": ("M", "N")}, {"y": ("M", "N")},
+    lambda i, s: {"y": np.cumsum(_f64(i["x"]), axis=1).astype(np.float32)})
+
+SCAN_STYLES = [CUMSUM, CUMSUM_IN_MEMORY, REVERSE_MASKED, EXCLUSIVE_PROD, CUMMAX_TOTAL, CUMSUM_LOCAL_INDEX]
 
 
 def _not_scan(name: str, loop: str, before: str = "float s = 0.0f;") -> str:
@@ -142,6 +157,9 @@ NOT_SCANS = [
     (_not_scan("grows", "s = s + s * x[row * N + j]; y[row * N + j] = s;"), "running values"),
     (_not_scan("two", "s += x[row * N + j]; t = fmaxf(t, x[row * N + j]); y[row * N + j] = s - t;",
                "float s = 0.0f; float t = -INFINITY;"), "2 running values"),
+    (_not_scan("lag_by_division",
+               "y[row * N + j] = (j >= 1 ? y[(row * N + j) / 1 - 1] : 0.0f) + x[row * N + j];", ""),
+     "running values"),
     (_not_scan("lag2", "y[row * N + j] = (j >= 2 ? y[row * N + j - 2] : 0.0f) + x[row * N + j];", ""),
      "running values"),
     (_not_scan("same", "s += x[row * N + j]; y[row] = s;"), "writes the same element"),

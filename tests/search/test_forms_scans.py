@@ -13,6 +13,7 @@ from scan_kernels import (
     CUMMAX_TOTAL,
     CUMSUM,
     CUMSUM_IN_MEMORY,
+    CUMSUM_LOCAL_INDEX,
     EXCLUSIVE_PROD,
     NOT_SCANS,
     REVERSE_MASKED,
@@ -48,6 +49,7 @@ def emitted(kernel) -> Emitted:
     (REVERSE_MASKED, "sum", "((m[base + j] > 0.0f) ? (x[base + j]) : 0.0f)", True),
     (EXCLUSIVE_PROD, "prod", "v", False),
     (CUMMAX_TOTAL, "max", "v", False),
+    (CUMSUM_LOCAL_INDEX, "sum", "in[idx]", False),
 ], ids=IDS)
 def test_each_style_lifts_to_a_scan_with_its_running_value_term_and_direction(kernel, op, term, reverse):
     form = lifted(kernel)

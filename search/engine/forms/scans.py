@@ -44,7 +44,7 @@ from ..rewrites.syntax import (
     text,
     walk,
 )
-from . import rows
+from . import rows, strides
 from .accumulators import _accumulation, _body, _expression
 from .reading import INDEX_TYPES, _declaration, condition_of
 from .types import IDENTITIES, SCAN, Axis, Form, LoopHole, Reduction, Refusal, Uniform
@@ -215,12 +215,17 @@ def _iterations_independent(body: list[Node], update: Node, scanned: Reduction, 
     """Nothing but the running value carries from one iteration to the next, and every
     write lands on an element of the iteration's own."""
     inner = set().union(*(declared_names(s) for s in body)) if body else set()
+    # index locals that name the counter (`int idx = r * cols + c;`), never changed after
+    locals_ = _index_locals(body)
+    through = {name for name, value in locals_.items()
+               if re.search(rf"\b{re.escape(counter.name)}\b", strides.through(value, locals_, keep=""))
+               and not any(assigned_identifier(n) == name for s in body for n in walk(s))}
     for statement in body:
         for node in walk(statement):
             changed = assigned_identifier(node)
             if changed is not None and changed not in inner and statement is not update:
                 raise NotScan(f"{_line(node)}: {changed} carries a value from one iteration to the next")
-            if rows._memory_write(node) and not rows._names_any(node, {counter.name}):
+            if rows._memory_write(node) and not rows._names_any(node, {counter.name} | through):
                 raise NotScan(f"{_line(node)}: every iteration writes the same element")
     try:
         rows._same_element(body, loop)
@@ -271,9 +276,12 @@ def _recurrence(statements: list[Node], common: dict[str, Any]) -> list[Node]:
                 continue
             op, sides = found
             base = text(target.child_by_field_name("argument"))
-            index = text(target.child_by_field_name("indices"))[1:-1]
-            earlier = _compact(f"{base}[{_shifted(index, variable.name)}]")
-            matching = [side for side in sides if _compact(text(side)) == earlier]
+            locals_ = _index_locals(body[:body.index(statement)])
+            index = _subscript(target, locals_)
+            earlier = _shifted(index, variable.name)
+            matching = [side for side in sides if side.type == "subscript_expression"
+                        and text(side.child_by_field_name("argument")) == base
+                        and strides.same_index(_subscript(side, locals_), earlier)]
             if len(matching) != 1:
                 continue
             other = text(next(side for side in sides if side is not matching[0]))
@@ -285,11 +293,12 @@ def _recurrence(statements: list[Node], common: dict[str, Any]) -> list[Node]:
                 return statements
             run = "optiml_run"
             new = f"{run} = {op}({run}, {other});" if op in _CALLS else f"{run} = {run} {op} ({other});"
-            first = re.sub(rf"\b{variable.name}\b", f"({start})", _shifted(index, variable.name))
+            first = re.sub(rf"\b{variable.name}\b", f"({start})", earlier)
             source = "\n".join(
                 [*(text(s) for s in statements[:position]),
                  f"{kind} {run} = {base}[{first}];",
-                 _rewritten_loop(loop, body, statement, f"{new}\n{base}[{index}] = {run};"),
+                 _rewritten_loop(loop, body, statement,
+                                 f"{new}\n{text(target)} = {run};"),
                  *(text(s) for s in statements[position + 1:])])
             return rows_statements(parse(f"void optiml_scan() {{\n{source}\n}}"))
         return statements
@@ -319,7 +328,17 @@ def _shifted(index: str, counter: str) -> str:
     return re.sub(rf"\b{re.escape(counter)}\b", f"({counter} - 1)", index)
 
 
-def _compact(expression: str) -> str:
-    """An index compared by its arithmetic, `row * N + j - 1` against `row * N + (j - 1)`."""
-    flat = expression.replace(" ", "")
-    return re.sub(r"(^|[\[+])\((\w+)-1\)", r"\1\2-1", flat)
+def _index_locals(statements: list[Node]) -> dict[str, str]:
+    """`int idx = r * cols + c;` -> {"idx": "r * cols + c"}: the integer locals an index
+    may be written through."""
+    found = {}
+    for statement in statements:
+        declared = _declaration(statement)
+        if declared is not None and declared[1].replace("const ", "") in INDEX_TYPES:
+            found[declared[0]] = text(declared[2])
+    return found
+
+
+def _subscript(node: Node, locals_: dict[str, str]) -> str:
+    """p[i]'s index, its index locals read through to their definitions."""
+    return strides.through(text(node.child_by_field_name("indices"))[1:-1], locals_, keep="")

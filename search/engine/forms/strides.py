@@ -96,8 +96,9 @@ def contiguity_problem(loop: LoopHole, helpers: str = "", fixed: dict[str, int] 
     the plan passes as numbers, `literal_arguments`)."""
     variable = loop.variables[-1].name  # the innermost: consecutive flattened iterations
     strides = []
+    locals_ = emit.uniform_locals(loop.body)  # `int idx = r * cols + c;`: read through
     for pointer, index in accesses(loop):
-        step = stride(expand_macros(index, helpers), variable, fixed)
+        step = stride(expand_macros(through(index, locals_, keep=""), helpers), variable, fixed)
         if step is None:
             return f"{pointer}[{index}]: an index whose stride in {variable} cannot be worked out"
         if step not in (0, 1, -1):
