@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from accounts.models import Invitation, Membership, SignUp, Team
+from accounts.models import Invitation, Membership, SignInFailures, SignUp, Team
 
 
 class MembershipInline(admin.TabularInline):
@@ -47,6 +47,20 @@ class SignUpAdmin(admin.ModelAdmin):
     list_filter = ["invited"]
     search_fields = ["user__username", "ip_address"]
     readonly_fields = ["user", "ip_address", "invited"]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+
+@admin.register(SignInFailures)
+class SignInFailuresAdmin(admin.ModelAdmin):
+    """Read-only counts of failed sign-ins (accounts/signing_in.py): `pair:<address>:<name>`,
+    `address:<address>` or `device:<id>`. Deleting a row ends its wait at once."""
+
+    list_display = ["key", "failures", "latest"]
+    search_fields = ["key"]
+    ordering = ["-latest"]
+    readonly_fields = ["key", "failures", "latest"]
 
     def has_add_permission(self, request) -> bool:
         return False

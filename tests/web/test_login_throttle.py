@@ -26,6 +26,8 @@ from django.contrib.auth import get_user_model
 from django.db import connection
 from django.test import Client
 
+from accounts.models import SignInFailures
+
 pytestmark = pytest.mark.django_db
 
 LIMIT = 3
@@ -274,3 +276,18 @@ def test_right_passwords_take_back_what_they_added_to_the_address_in_advance(thr
 
     assert sign_in("carol", "wrong", address="10.0.8.8").status_code == 200
     assert sign_in("carol", "carol-secret-1", address="10.0.8.8").status_code == 302
+
+
+def test_an_administrator_ends_a_wait_by_deleting_its_count_in_the_admin(throttled, superuser):
+    for _ in range(LIMIT):
+        sign_in("bob", "wrong", address="10.0.9.9")
+    assert sign_in("bob", "bob-secret-1", address="10.0.9.9").status_code == 429
+    admin = Client()
+    admin.force_login(superuser)
+    listing = admin.get("/admin/accounts/signinfailures/?q=bob")
+    assert listing.status_code == 200 and "pair:10.0.9.9:bob" in listing.content.decode()
+
+    row = SignInFailures.objects.get(key="pair:10.0.9.9:bob")
+    assert admin.post(f"/admin/accounts/signinfailures/{row.pk}/delete/", {"post": "yes"}).status_code == 302
+
+    assert sign_in("bob", "bob-secret-1", address="10.0.9.9").status_code == 302
