@@ -49,7 +49,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     # Signing in and out (POST), and a signed-in user changing their own password; no
     # password reset: with no mail set up, Django's reset views would only fail. Sign-in is
-    # throttled (django-axes and accounts/backends.py, settings.AXES_*). Signing up: open
+    # throttled (accounts/signing_in.py, settings.OPTIML_LOGIN_*). Signing up: open
     # where settings.OPTIML_OPEN_SIGN_UP says so, else by a team admin's invitation link.
     path("accounts/login/", accounts_views.SignInView.as_view(), name="login"),
     path("accounts/sign-up/", accounts_views.SignUpView.as_view(), name="sign-up"),
