@@ -54,7 +54,7 @@ class SignUpAdmin(admin.ModelAdmin):
 
 @admin.register(SignInFailures)
 class SignInFailuresAdmin(admin.ModelAdmin):
-    """Read-only counts of failed sign-ins (accounts/signing_in.py): `pair:<address>:<name>`,
+    """Read-only counts of failed sign-ins (accounts/signing_in.py): `pair:<address> <name>`,
     `address:<address>` or `device:<id>`. Deleting a row ends its wait at once."""
 
     list_display = ["key", "failures", "latest"]

@@ -70,7 +70,9 @@ def _keys(request: HttpRequest, username: str) -> list[tuple[str, BackOff, bool]
     if device is not None:
         return [(f"device:{device}", pair_back_off(), False)]
     address = client_address(request) or "unknown"
-    return [(f"pair:{address}:{username[:_LONGEST_NAME]}", pair_back_off(), False),
+    # A space after the address, which has none: an IPv6 address has colons, and a name
+    # may start with what would extend it (2001:db8::1 trying "5:bob" is not 2001:db8::1:5).
+    return [(f"pair:{address} {username[:_LONGEST_NAME]}", pair_back_off(), False),
             (f"address:{address}", address_back_off(), True)]
 
 

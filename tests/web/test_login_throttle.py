@@ -285,9 +285,16 @@ def test_an_administrator_ends_a_wait_by_deleting_its_count_in_the_admin(throttl
     admin = Client()
     admin.force_login(superuser)
     listing = admin.get("/admin/accounts/signinfailures/?q=bob")
-    assert listing.status_code == 200 and "pair:10.0.9.9:bob" in listing.content.decode()
+    assert listing.status_code == 200 and "pair:10.0.9.9 bob" in listing.content.decode()
 
-    row = SignInFailures.objects.get(key="pair:10.0.9.9:bob")
+    row = SignInFailures.objects.get(key="pair:10.0.9.9 bob")
     assert admin.post(f"/admin/accounts/signinfailures/{row.pk}/delete/", {"post": "yes"}).status_code == 302
 
     assert sign_in("bob", "bob-secret-1", address="10.0.9.9").status_code == 302
+
+
+def test_a_name_that_extends_an_ipv6_address_counts_apart_from_the_longer_address(throttled):
+    for _ in range(2 * LIMIT):
+        sign_in("5:bob", "guess", address="2001:db8::1")
+
+    assert sign_in("bob", "bob-secret-1", address="2001:db8::1:5").status_code == 302
