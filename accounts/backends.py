@@ -4,18 +4,22 @@ SignInThrottleBackend comes first in AUTHENTICATION_BACKENDS: it never signs any
 it refuses a try that must wait before any password is checked, so it covers every
 sign-in form, the admin's included; a try it lets through it counts as a failure before
 the next backend checks the password. SignInThrottleMiddleware answers a refused request
-with the 429 page that says how long to wait. The receiver below takes the count back on
-success and has the middleware set the cookie that makes the browser a known device for
-the name it signed in as.
+with the 429 page that says how long to wait. The receivers below log each failure and, on
+success, take the count back and have the middleware set the cookie that makes the
+browser a known device for the name it signed in as.
 """
 
 from __future__ import annotations
 
-from django.contrib.auth.signals import user_logged_in
+import logging
+
+from django.contrib.auth.signals import user_logged_in, user_login_failed
 from django.core.exceptions import PermissionDenied
 from django.dispatch import receiver
 
 from accounts import signing_in
+
+logger = logging.getLogger(__name__)
 
 
 class SignInThrottleBackend:
@@ -29,6 +33,19 @@ class SignInThrottleBackend:
             return None  # counted as a failure already; the next backend checks the password
         request.sign_in_refusal = refusal
         raise PermissionDenied("this sign-in must wait: too many failed sign-ins")
+
+
+@receiver(user_login_failed, dispatch_uid="accounts.log_sign_in_failure")
+def log_sign_in_failure(sender, credentials, request=None, **kwargs) -> None:
+    # For whoever watches the logs (fail2ban, say); the name as repr, so that it cannot
+    # write a line of its own. A refused try says so; the 429 is logged by Django too.
+    refusal = getattr(request, "sign_in_refusal", None)
+    address = signing_in.client_address(request) if request is not None else None
+    if refusal is not None:
+        logger.warning("Sign-in as %r from %s refused: it waits %.0f s more", credentials.get("username"),
+                       address, refusal.seconds_left)
+    else:
+        logger.warning("Sign-in as %r from %s failed", credentials.get("username"), address)
 
 
 @receiver(user_logged_in, dispatch_uid="accounts.clear_sign_in_failures")

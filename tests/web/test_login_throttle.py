@@ -15,6 +15,7 @@ hard one (`test_the_wait_ends_and_the_right_password_signs_in_again`)."""
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -298,3 +299,14 @@ def test_a_name_that_extends_an_ipv6_address_counts_apart_from_the_longer_addres
         sign_in("5:bob", "guess", address="2001:db8::1")
 
     assert sign_in("bob", "bob-secret-1", address="2001:db8::1:5").status_code == 302
+
+
+def test_failed_and_refused_sign_ins_are_logged_with_the_name_quoted(throttled, caplog):
+    with caplog.at_level(logging.WARNING, logger="accounts.backends"):
+        for _ in range(LIMIT):
+            sign_in("bob\nforged line", "wrong", address="10.0.10.10")
+        sign_in("bob\nforged line", "wrong", address="10.0.10.10")
+
+    lines = [record.getMessage() for record in caplog.records if record.name == "accounts.backends"]
+    assert lines[:LIMIT] == ["Sign-in as 'bob\\nforged line' from 10.0.10.10 failed"] * LIMIT
+    assert lines[LIMIT] == "Sign-in as 'bob\\nforged line' from 10.0.10.10 refused: it waits 60 s more"
