@@ -1,5 +1,6 @@
-"""The joining pages: sign-up, an invitation's page, and the sign-in page that links to
-sign-up where it is open. Thin: the form is Django's UserCreationForm (a username nobody
+"""The joining pages: sign-up, an invitation's page, the sign-in page that links to
+sign-up where it is open, and a signed-in user's password change (its current password
+checked under the sign-in throttle). Thin: the form is Django's UserCreationForm (a username nobody
 has in any case, the password twice, AUTH_PASSWORD_VALIDATORS); the rules are
 accounts.joining's. A refusal is a page that says why (404 where there is nothing here
 for this visitor, 429 for an address that made its accounts for the hour), never a 500.
@@ -7,17 +8,21 @@ for this visitor, 429 for an address that made its accounts for the hour), never
 
 from __future__ import annotations
 
+import math
+from datetime import timedelta
+
 from django.conf import settings
 from django.contrib import auth
+from django.contrib.auth import forms as auth_forms
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.forms import UserCreationForm
+from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views import View
 
-from accounts import joining
+from accounts import joining, signing_in
 from accounts.selectors import invitation_open, team_role
-from accounts.signing_in import client_address
 
 # The password was set a moment ago: Django's own backend signs the new user in. (The
 # throttle backend, first in AUTHENTICATION_BACKENDS, only refuses; it never signs in.)
@@ -31,6 +36,36 @@ class SignInView(auth_views.LoginView):
 
     def get_context_data(self, **kwargs):
         return {**super().get_context_data(**kwargs), "sign_up_open": settings.OPTIML_OPEN_SIGN_UP}
+
+
+class PasswordChangeForm(auth_forms.PasswordChangeForm):
+    """Django's, with the current password checked under the sign-in throttle: a session
+    left open, or stolen, is no unthrottled way to guess its user's password."""
+
+    def __init__(self, user, *args, request: HttpRequest, **kwargs) -> None:
+        super().__init__(user, *args, **kwargs)
+        self.request = request
+
+    def clean_old_password(self) -> str:
+        username = self.user.get_username()
+        refusal = signing_in.sign_in_attempt(request=self.request, username=username)
+        if refusal is not None:
+            wait = timedelta(seconds=math.ceil(refusal.seconds_left))
+            raise ValidationError(f"Too many wrong passwords: try again in {wait} (hours:minutes:seconds).",
+                                  code="throttled")
+        old_password = super().clean_old_password()  # a wrong one stays counted
+        signing_in.sign_in_success_record(request=self.request, username=username)
+        return old_password
+
+
+class PasswordChangeView(auth_views.PasswordChangeView):
+    """/accounts/password/: a signed-in user changes their own password."""
+
+    form_class = PasswordChangeForm
+    template_name = "registration/password_change.html"
+
+    def get_form_kwargs(self) -> dict:
+        return {**super().get_form_kwargs(), "request": self.request}
 
 
 class SignUpView(View):
@@ -94,7 +129,7 @@ def _sign_up(request: HttpRequest, form: UserCreationForm, template: str, contex
     try:
         user = joining.user_sign_up(username=form.cleaned_data["username"],
                                     password=form.cleaned_data["password1"],
-                                    ip_address=client_address(request),
+                                    ip_address=signing_in.client_address(request),
                                     invitation_token=invitation_token)
     except joining.UsernameTaken as error:
         form.add_error("username", str(error))

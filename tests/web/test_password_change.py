@@ -79,3 +79,28 @@ def test_a_signed_out_visitor_is_sent_to_sign_in(people):
     assert change(visitor, "bob-secret-1").status_code == 302
     people["bob"].refresh_from_db()
     assert people["bob"].check_password("bob-secret-1")
+
+
+def test_the_current_password_is_checked_under_the_sign_in_throttle(people, bob_client, settings):
+    """A session left open is no unthrottled way to guess its user's password."""
+    settings.OPTIML_LOGIN_FAILURE_LIMIT = 3
+    settings.OPTIML_LOGIN_FIRST_WAIT_S = 600
+    for guess in ("guess-1", "guess-2", "guess-3"):
+        assert "Your old password was entered incorrectly" in change(bob_client, guess).content.decode()
+
+    refused = change(bob_client, "bob-secret-1")
+
+    assert refused.status_code == 200
+    assert "Too many wrong passwords: try again in 0:10:00" in refused.content.decode()
+    people["bob"].refresh_from_db()
+    assert people["bob"].check_password("bob-secret-1")
+
+
+def test_the_right_current_password_takes_back_its_count(people, bob_client, settings):
+    settings.OPTIML_LOGIN_FAILURE_LIMIT = 3
+    change(bob_client, "guess-1")
+    change(bob_client, "guess-2")
+    assert change(bob_client, "bob-secret-1").status_code == 302
+
+    assert change(bob_client, "guess-3").status_code == 200
+    assert change(bob_client, NEW, new="another-passphrase-43").status_code == 302  # not held up
