@@ -46,6 +46,15 @@ NODE_TEXT_LIMITS = {"proposal source": 120, "status": 12, "guard": 40, "level": 
 # (600 s by default); an hour leaves room for a raised limit, while a value like 1e308 ms
 # (which would break every speed-up and chart the run shows) is refused.
 MAX_TIME_MS = 3_600_000.0
+# The shortest time a measurement may claim: 0.1 us, five times finer than the CUDA event
+# timer the gate times with resolves ("around 0.5 microseconds", CUDA Runtime API,
+# cudaEventElapsedTime), and far under a launch's own overhead (microseconds). A time like
+# 1e-300 ms made the node's achieved FLOP/s infinite, which no JSON answer can carry.
+MIN_TIME_MS = 1e-4
+# The most work one launch may claim (a verdict's timing flops and bytes): an H200 at its
+# highest peak (under 4e15 FLOP/s, FP8 tensor cores with sparsity, NVIDIA's datasheet) for
+# MAX_TIME_MS does under 1.5e19, and moves far fewer bytes (4.8e12 B/s of HBM3e).
+MAX_LAUNCH_WORK = 1e20
 
 
 class TrajectoryError(ValueError):
@@ -199,6 +208,13 @@ def _check_best(tree: Tree) -> None:
     node = tree.nodes[best]
     if not node.passed or node.measurement.time_ms is None:
         raise TrajectoryError("state.tree", f"the best node {best} has no passed, timed measurement")
+    # The run's account of why it is faster (search.engine.explain.why_faster) compares each
+    # step of this path with its parent's measurement. The tree's shape is already checked,
+    # so the path reaches the root.
+    for step in tree.path(best):
+        if step.measurement is None:
+            raise TrajectoryError("state.tree", f"node {step.id}, on the path from the root to the best "
+                                  f"node {best}, has no measurement")
 
 
 def _check_run_columns(search: Search) -> None:
@@ -232,9 +248,16 @@ def _check_numbers(node) -> None:
             raise TrajectoryError("state.tree", f"node {node.id}'s {name} is not a number")
         if not math.isfinite(value):  # the API's parser refuses 1e400; a caller's dict may not
             raise TrajectoryError("state.tree", f"node {node.id}'s {name} is not a finite number")
+    for name in ("deltas_vs_parent", "deltas_vs_root", "reward_terms"):  # read by the run's account
+        ratios = getattr(node, name)
+        if not isinstance(ratios, dict) or not all(isinstance(key, str) and _finite(value)
+                                                   for key, value in ratios.items()):
+            raise TrajectoryError("state.tree", f"node {node.id}'s {name} must be an object of names to "
+                                  "finite numbers")
     if m is not None:
-        _check_time(node.id, "time_ms", m.time_ms, zero_ok=False)  # no kernel runs in no time
-        _check_time(node.id, "spread_ms", m.spread_ms, zero_ok=True)  # identical runs spread 0
+        _check_time(node.id, "time_ms", m.time_ms, low=MIN_TIME_MS)  # no kernel runs in no time
+        _check_time(node.id, "spread_ms", m.spread_ms, low=0.0)  # identical runs spread 0
+        _check_verdict(node.id, m.verdict)
     whole = {"id": node.id, "parent": node.parent, "depth": node.depth, "visits": node.visits}
     for name, value in whole.items():
         if value is None and name == "parent":
@@ -255,11 +278,38 @@ def _check_numbers(node) -> None:
                                   f"{NODE_TEXT_LIMITS[name]} characters")
 
 
-def _check_time(node_id: int, name: str, value: float | None, *, zero_ok: bool) -> None:
-    """A measured time (already known to be a finite number) within (0 or above 0, MAX_TIME_MS]."""
-    if value is not None and (value < 0 or (value == 0 and not zero_ok) or value > MAX_TIME_MS):
+def _finite(value: Any) -> bool:
+    return not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value)
+
+
+def _check_time(node_id: int, name: str, value: float | None, *, low: float) -> None:
+    """A measured time (already known to be a finite number) within [low, MAX_TIME_MS]."""
+    if value is not None and not low <= value <= MAX_TIME_MS:
         raise TrajectoryError("state.tree", f"node {node_id}'s {name} is {value!r}: it must be "
-                              f"{'at least' if zero_ok else 'above'} 0 and at most {MAX_TIME_MS:g} ms")
+                              f"at least {low:g} and at most {MAX_TIME_MS:g} ms")
+
+
+def _check_verdict(node_id: int, verdict: Any) -> None:
+    """The parts of a verdict the node's inspector computes with (search.inspector.node_detail
+    and its roofline): objects where it reads keys, numbers where it divides."""
+    where = f"node {node_id}'s verdict"
+    if verdict is None:
+        return
+    if not isinstance(verdict, dict):
+        raise TrajectoryError("state.tree", f"{where} must be an object")
+    for part in ("compile", "timing", "profile", "environment"):
+        if verdict.get(part) is not None and not isinstance(verdict[part], dict):
+            raise TrajectoryError("state.tree", f"{where}'s {part} must be an object")
+    for work in ("flops", "bytes"):
+        value = (verdict.get("timing") or {}).get(work)
+        if value is not None and not (_finite(value) and 0 <= value <= MAX_LAUNCH_WORK):
+            raise TrajectoryError("state.tree", f"{where}'s timing {work} must be a number from 0 to "
+                                  f"{MAX_LAUNCH_WORK:g}")
+    metrics = (verdict.get("profile") or {}).get("metrics")
+    if metrics is not None and not (isinstance(metrics, dict) and all(
+            isinstance(key, str) and _finite(value) for key, value in metrics.items())):
+        raise TrajectoryError("state.tree", f"{where}'s profile metrics must be an object of names to "
+                              "finite numbers")
 
 
 def _check_nodes(nodes: list, search: Search) -> None:

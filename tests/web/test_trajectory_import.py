@@ -277,6 +277,19 @@ def _root_time(ms: float):
     return lambda data: _node(data, 0)["measurement"].update(time_ms=ms)
 
 
+def _best_through_an_unmeasured_node(data: dict) -> None:
+    """root -> 1 -> 2, with 2 the best (the root's passed measurement) and 1 never measured:
+    the run's account of each step on the best path compares it with its parent's."""
+    _node(data, 0)["children"].remove(2)
+    _node(data, 1).update(children=[2], measurement=None)
+    _node(data, 2).update(parent=1, depth=2, measurement=copy.deepcopy(_node(data, 0)["measurement"]))
+    data["state"]["tree"]["best_id"] = 2
+
+
+def _root_verdict(part: str, **values):
+    return lambda data: _node(data, 0)["measurement"]["verdict"][part].update(values)
+
+
 @pytest.mark.timeout(20)  # today's loop would otherwise hang the suite
 @pytest.mark.parametrize(("how", "words"), [
     (_self_parent, "node 2's parent 2 is not an earlier node"),
@@ -287,10 +300,22 @@ def _root_time(ms: float):
     (lambda d: _node(d, 0)["children"].append(0), "node 0's children"),
     (_best_without_measurement, "the best node 2 has no passed, timed measurement"),
     (lambda d: d["state"]["tree"].update(best_id=1), "the best node 1 has no passed, timed measurement"),
-    (_root_time(-5), "node 0's time_ms is -5: it must be above 0 and at most 3.6e+06 ms"),
-    (_root_time(0), "node 0's time_ms is 0: it must be above 0"),
-    (_root_time(1e308), "node 0's time_ms is 1e+308: it must be above 0 and at most 3.6e+06 ms"),
+    (_root_time(-5), "node 0's time_ms is -5: it must be at least 0.0001 and at most 3.6e+06 ms"),
+    (_root_time(0), "node 0's time_ms is 0: it must be at least 0.0001"),
+    (_root_time(1e-300), "node 0's time_ms is 1e-300: it must be at least 0.0001"),
+    (_root_time(1e308), "node 0's time_ms is 1e+308: it must be at least 0.0001 and at most 3.6e+06 ms"),
     (lambda d: _node(d, 0)["measurement"].update(spread_ms=-0.1), "node 0's spread_ms is -0.1"),
+    # What the run's views compute with; each of these was a 500 on every view that reads it.
+    (_best_through_an_unmeasured_node,
+     "node 1, on the path from the root to the best node 2, has no measurement"),
+    (lambda d: _node(d, 1).update(deltas_vs_parent={"time": "fast"}),
+     "node 1's deltas_vs_parent must be an object of names to finite numbers"),
+    (lambda d: _node(d, 1).update(reward_terms=[1, 2]), "node 1's reward_terms must be an object of names"),
+    (lambda d: _node(d, 0)["measurement"].update(verdict="passed"), "node 0's verdict must be an object"),
+    (_root_verdict("timing", flops="many"), "node 0's verdict's timing flops must be a number from 0 to"),
+    (_root_verdict("timing", bytes=1e300), "node 0's verdict's timing bytes must be a number from 0 to"),
+    (lambda d: _node(d, 0)["measurement"]["verdict"]["profile"]["metrics"].update(ffma_thread_inst=None),
+     "node 0's verdict's profile metrics must be an object of names to finite numbers"),
 ])
 def test_a_trajectory_that_is_not_a_sound_tree_is_refused_naming_the_node_and_writes_nothing(
     api, people, exported, how, words
