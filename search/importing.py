@@ -51,10 +51,14 @@ MAX_TIME_MS = 3_600_000.0
 # cudaEventElapsedTime), and far under a launch's own overhead (microseconds). A time like
 # 1e-300 ms made the node's achieved FLOP/s infinite, which no JSON answer can carry.
 MIN_TIME_MS = 1e-4
-# The most work one launch may claim (a verdict's timing flops and bytes): an H200 at its
-# highest peak (under 4e15 FLOP/s, FP8 tensor cores with sparsity, NVIDIA's datasheet) for
-# MAX_TIME_MS does under 1.5e19, and moves far fewer bytes (4.8e12 B/s of HBM3e).
-MAX_LAUNCH_WORK = 1e20
+# A verdict's counts, rates and percentages (timing's flops and bytes, the profile's
+# metrics) are 0 or of a magnitude from 1e-9 to 1e20. The inspector divides and multiplies
+# them (search.inspector.roofline, profiling.harness.profile.hierarchical_roofline): within
+# the band none of its results leaves a float's range (1e300 FLOP over 1 ns made one
+# infinite, which no JSON answer carries). An H200 at its highest peak (under 4e15 FLOP/s,
+# FP8 tensor cores with sparsity) does under 1.5e19 in MAX_TIME_MS; the recorded H200
+# verdicts span 0.52 (a percentage) to 3.4e10 (DRAM bytes).
+VERDICT_MAGNITUDES = (1e-9, 1e20)
 
 
 class TrajectoryError(ValueError):
@@ -300,16 +304,28 @@ def _check_verdict(node_id: int, verdict: Any) -> None:
     for part in ("compile", "timing", "profile", "environment"):
         if verdict.get(part) is not None and not isinstance(verdict[part], dict):
             raise TrajectoryError("state.tree", f"{where}'s {part} must be an object")
+    low, high = VERDICT_MAGNITUDES
+    band = f"0 or of a magnitude from {low:g} to {high:g}"
     for work in ("flops", "bytes"):
         value = (verdict.get("timing") or {}).get(work)
-        if value is not None and not (_finite(value) and 0 <= value <= MAX_LAUNCH_WORK):
-            raise TrajectoryError("state.tree", f"{where}'s timing {work} must be a number from 0 to "
-                                  f"{MAX_LAUNCH_WORK:g}")
+        if value is not None and not (_in_band(value) and value >= 0):
+            raise TrajectoryError("state.tree", f"{where}'s timing {work} is {_shown(value)}: it must be "
+                                  f"{band}")
     metrics = (verdict.get("profile") or {}).get("metrics")
-    if metrics is not None and not (isinstance(metrics, dict) and all(
-            isinstance(key, str) and _finite(value) for key, value in metrics.items())):
+    if metrics is None:
+        return
+    if not isinstance(metrics, dict) or not all(isinstance(key, str) for key in metrics):
         raise TrajectoryError("state.tree", f"{where}'s profile metrics must be an object of names to "
-                              "finite numbers")
+                              "numbers")
+    for key, value in metrics.items():
+        if not _in_band(value):
+            raise TrajectoryError("state.tree", f"{where}'s profile metric {_shown(key)} is {_shown(value)}: "
+                                  f"it must be {band}")
+
+
+def _in_band(value: Any) -> bool:
+    low, high = VERDICT_MAGNITUDES
+    return _finite(value) and (value == 0 or low <= abs(value) <= high)
 
 
 def _check_nodes(nodes: list, search: Search) -> None:

@@ -312,10 +312,16 @@ def _root_verdict(part: str, **values):
      "node 1's deltas_vs_parent must be an object of names to finite numbers"),
     (lambda d: _node(d, 1).update(reward_terms=[1, 2]), "node 1's reward_terms must be an object of names"),
     (lambda d: _node(d, 0)["measurement"].update(verdict="passed"), "node 0's verdict must be an object"),
-    (_root_verdict("timing", flops="many"), "node 0's verdict's timing flops must be a number from 0 to"),
-    (_root_verdict("timing", bytes=1e300), "node 0's verdict's timing bytes must be a number from 0 to"),
+    (_root_verdict("timing", flops="many"), "node 0's verdict's timing flops is 'many': it must be 0 or"),
+    (_root_verdict("timing", bytes=1e300), "node 0's verdict's timing bytes is 1e+300: it must be 0 or"),
+    # flops over bytes: an intensity of 1e320, past a float
+    (_root_verdict("timing", flops=1e20, bytes=1e-300), "timing bytes is 1e-300: it must be 0 or of a mag"),
+    (_root_verdict("profile", metrics=[1]), "node 0's verdict's profile metrics must be an object of names"),
     (lambda d: _node(d, 0)["measurement"]["verdict"]["profile"]["metrics"].update(ffma_thread_inst=None),
-     "node 0's verdict's profile metrics must be an object of names to finite numbers"),
+     "node 0's verdict's profile metric 'ffma_thread_inst' is None: it must be 0 or of a magnitude"),
+    # 2e300 FLOP in 1 ns: achieved FLOP/s past a float
+    (lambda d: _node(d, 0)["measurement"]["verdict"]["profile"]["metrics"].update(
+        ffma_thread_inst=1e300, duration_ns=1), "profile metric 'ffma_thread_inst' is 1e+300"),
 ])
 def test_a_trajectory_that_is_not_a_sound_tree_is_refused_naming_the_node_and_writes_nothing(
     api, people, exported, how, words
