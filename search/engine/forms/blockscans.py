@@ -30,11 +30,12 @@ from .skeleton_base import (
     DEFAULT_ITEMS,
     Emitted,
     Skeleton,
+    block_row,
     kernel_text,
     last_launch,
     plan_with,
     short_rows_problem,
-    unflatten,
+    uniform_lines,
 )
 from .types import SCAN, Form, LoopHole
 
@@ -54,20 +55,9 @@ class BlockScan(Skeleton):
             short_rows_problem(form, plan, task)
         if problem:
             return problem
-        if len(form.space) == 1:
-            axis = form.space[0]
-            lines = [f"const {axis.ctype} {axis.name} = ({axis.ctype})blockIdx.x;"]
-            rows = sizes[0]
-        else:
-            lines = ["const long long optiml_flat_row = blockIdx.x;", unflatten(form, "optiml_flat_row")]
-            rows = " * ".join(f"({size})" for size in sizes)
+        lines, rows = block_row(form, sizes)
         for step in form.steps:
-            if isinstance(step, LoopHole):
-                lines.append(_scan(form, step))
-            elif step.writes:
-                lines += ["if (threadIdx.x == 0) {", emit.indent(step.text, 4), "}", "__syncthreads();"]
-            else:
-                lines.append(step.text)
+            lines += [_scan(form, step)] if isinstance(step, LoopHole) else uniform_lines(step)
         body = emit.indent("\n".join(lines), 4)
         tunables = {"BLOCK": DEFAULT_BLOCK, "ITEMS": DEFAULT_ITEMS}
         new_plan = plan_with(form, plan, task, f"max({rows}, 1)", tunables)

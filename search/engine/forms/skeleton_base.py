@@ -10,7 +10,7 @@ from profiling.harness import expr
 from profiling.harness.spec import Task
 
 from . import emit, strides
-from .types import CONTRACTION, FULL_REDUCE, MAP, PERMUTATION, ROWS, SCAN, WINDOW, Form, LoopHole
+from .types import CONTRACTION, FULL_REDUCE, MAP, PERMUTATION, ROWS, SCAN, WINDOW, Form, LoopHole, Uniform
 
 DEFAULT_BLOCK = 256  # threads; a multiple of the warp, 8 warps per block as CUB's defaults
 DEFAULT_ITEMS = 4  # elements per thread per grid-stride step: four loads in flight
@@ -99,6 +99,24 @@ def unflatten(form: Form, flat: str) -> str:
         lines.append(f"{axis.ctype} {axis.name} = ({axis.ctype}){value};")
         inner.append(axis.bound)
     return "\n".join(reversed(lines))
+
+
+def block_row(form: Form, sizes: list[str]) -> tuple[list[str], str]:
+    """A block per row: the declarations of the block's row from blockIdx.x (unflattened,
+    slowest axis first, when rows span a grid's axes) and the number of rows."""
+    if len(form.space) == 1:
+        axis = form.space[0]
+        return [f"const {axis.ctype} {axis.name} = ({axis.ctype})blockIdx.x;"], sizes[0]
+    return (["const long long optiml_flat_row = blockIdx.x;", unflatten(form, "optiml_flat_row")],
+            " * ".join(f"({size})" for size in sizes))
+
+
+def uniform_lines(step: Uniform) -> list[str]:
+    """A row's uniform statement under a block per row: one that writes memory is written
+    by one thread, and the block waits for it before anything reads it."""
+    if step.writes:
+        return ["if (threadIdx.x == 0) {", emit.indent(step.text, 4), "}", "__syncthreads();"]
+    return [step.text]
 
 
 def set_aside(loop: LoopHole) -> list[str]:

@@ -43,6 +43,7 @@ from .skeleton_base import (
     DEFAULT_WAVE_BLOCKS,
     Emitted,
     Skeleton,
+    block_row,
     flat_total,
     kernel_text,
     last_launch,
@@ -51,6 +52,7 @@ from .skeleton_base import (
     short_rows_problem,
     spread_loop,
     unflatten,
+    uniform_lines,
 )
 from .tiles import SmemRegisterTile
 from .transposes import SmemTile
@@ -153,7 +155,6 @@ class BlockPerRow(Skeleton):
                "(coalesced), each reduction combined by warp shuffles and one shared-slot step")
 
     def _emit(self, form: Form, plan: dict[str, Any], task: Task, sizes: list[str]) -> Emitted | str:
-        rows = sizes[0]
         fixed = strides.literal_arguments(form, last_launch(plan).get("args", []))
         for loop in (step for step in form.steps if isinstance(step, LoopHole)):
             problem = strides.contiguity_problem(loop, form.helpers, fixed)
@@ -162,20 +163,10 @@ class BlockPerRow(Skeleton):
         problem = short_rows_problem(form, plan, task)
         if problem:
             return problem
-        if len(form.space) == 1:
-            axis = form.space[0]
-            lines = [f"const {axis.ctype} {axis.name} = ({axis.ctype})blockIdx.x;"]
-        else:  # rows over a grid's axes: the block's row, unflattened (slowest axis first)
-            lines = ["const long long optiml_flat_row = blockIdx.x;", unflatten(form, "optiml_flat_row")]
-            rows = " * ".join(f"({size})" for size in sizes)
+        lines, rows = block_row(form, sizes)
         reducers: dict[tuple[str, str], str] = {}
         for step in form.steps:
-            if isinstance(step, LoopHole):
-                lines += _strided_loop(step, reducers)
-            elif step.writes:
-                lines += ["if (threadIdx.x == 0) {", emit.indent(step.text, 4), "}", "__syncthreads();"]
-            else:
-                lines.append(step.text)
+            lines += _strided_loop(step, reducers) if isinstance(step, LoopHole) else uniform_lines(step)
         body = emit.indent("\n".join(lines), 4)
         new_plan = plan_with(form, plan, task, f"max({rows}, 1)", {"BLOCK": DEFAULT_BLOCK})
         if isinstance(new_plan, str):
