@@ -136,7 +136,43 @@ void cumsum_idx(const float* in, float* out, int rows, int cols) {
 """, ["x", "y", "M", "N"], {"x": ("M", "N")}, {"y": ("M", "N")},
     lambda i, s: {"y": np.cumsum(_f64(i["x"]), axis=1).astype(np.float32)})
 
-SCAN_STYLES = [CUMSUM, CUMSUM_IN_MEMORY, REVERSE_MASKED, EXCLUSIVE_PROD, CUMMAX_TOTAL, CUMSUM_LOCAL_INDEX]
+def _exclusive_sum(inputs, sizes):
+    x = _f64(inputs["x"])
+    before = np.cumsum(x, axis=1) - x
+    return {"y": before.astype(np.float32)}
+
+
+# exclusive, in memory: y[0] = 0, then y[j] = y[j - 1] + x[j - 1], a loop without braces
+EXCLUSIVE_SUM_IN_MEMORY = _kernel("excl_sum_mem", """extern "C" __global__
+void excl_sum_mem(const float* x, float* y, int M, int N) {
+    int row = blockIdx.x * blockDim.x + threadIdx.x;
+    if (row < M) {
+        y[row * N] = 0.0f;
+        for (int j = 1; j < N; j++)
+            y[row * N + j] = y[row * N + j - 1] + x[row * N + j - 1];
+    }
+}
+""", ["x", "y", "M", "N"], {"x": ("M", "N")}, {"y": ("M", "N")}, _exclusive_sum)
+
+# a running minimum with fminf in a counted while loop, size_t offsets
+CUMMIN_WHILE = _kernel("cummin_while", """extern "C" __global__
+void cummin_while(const float* x, float* y, int M, int N) {
+    const int row = blockIdx.x * blockDim.x + threadIdx.x;
+    if (row >= M) return;
+    const size_t base = (size_t)row * N;
+    float low = INFINITY;
+    int j = 0;
+    while (j < N) {
+        low = fminf(low, x[base + j]);
+        y[base + j] = low;
+        ++j;
+    }
+}
+""", ["x", "y", "M", "N"], {"x": ("M", "N")}, {"y": ("M", "N")},
+    lambda i, s: {"y": np.minimum.accumulate(i["x"], axis=1)}, Tolerance(atol=0.0, rtol=0.0))
+
+SCAN_STYLES = [CUMSUM, CUMSUM_IN_MEMORY, REVERSE_MASKED, EXCLUSIVE_PROD, CUMMAX_TOTAL, CUMSUM_LOCAL_INDEX,
+               EXCLUSIVE_SUM_IN_MEMORY, CUMMIN_WHILE]
 
 
 def _not_scan(name: str, loop: str, before: str = "float s = 0.0f;") -> str:

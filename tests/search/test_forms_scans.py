@@ -11,10 +11,12 @@ from cuda_on_cpu import CpuKernels, inputs_for, mismatch
 from forms_kernels import ROW_PROD, plan
 from scan_kernels import (
     CUMMAX_TOTAL,
+    CUMMIN_WHILE,
     CUMSUM,
     CUMSUM_IN_MEMORY,
     CUMSUM_LOCAL_INDEX,
     EXCLUSIVE_PROD,
+    EXCLUSIVE_SUM_IN_MEMORY,
     NOT_SCANS,
     REVERSE_MASKED,
     SCAN_STYLES,
@@ -50,6 +52,8 @@ def emitted(kernel) -> Emitted:
     (EXCLUSIVE_PROD, "prod", "v", False),
     (CUMMAX_TOTAL, "max", "v", False),
     (CUMSUM_LOCAL_INDEX, "sum", "in[idx]", False),
+    (EXCLUSIVE_SUM_IN_MEMORY, "sum", "x[row * N + j - 1]", False),
+    (CUMMIN_WHILE, "min", "x[base + j]", False),
 ], ids=IDS)
 def test_each_style_lifts_to_a_scan_with_its_running_value_term_and_direction(kernel, op, term, reverse):
     form = lifted(kernel)
