@@ -315,7 +315,26 @@ def _to_nhwc(inputs, sizes):
 PERMUTE_NHWC = Kernel("to_nhwc", _NHWC_SOURCE, _NHWC_PLAN,
                       task("to_nhwc", _NHWC_SOURCE, _NHWC_PLAN, {"x": ("N", "C", "H", "W"), "bias": ("C",)},
                            {"y": ("N", "H", "W", "C")}, _to_nhwc, SIZES_4D))
-PERMUTATIONS = [MAP_TRANSPOSE, MAP_TRANSPOSE_FLAT, PERMUTE_BATCHED, PERMUTE_NHWC]
+# the same batch of transposes through pointer offsets of each matrix, the threads' x
+# along the columns
+_BATCHED_OFFSETS_SOURCE = """extern "C" __global__ void batched_offsets(const float* x, float* y,
+                                                int B, int H, int W) {
+    int c = blockIdx.x * blockDim.x + threadIdx.x;
+    int r = blockIdx.y * blockDim.y + threadIdx.y;
+    int b = blockIdx.z;
+    if (r < H && c < W) {
+        const float* src = x + b * H * W;
+        float* dst = y + b * W * H;
+        dst[c * H + r] = 2.0f * src[r * W + c];
+    }
+}
+"""
+_BATCHED_OFFSETS_PLAN = plan("batched_offsets", ["x", "y", "B", "H", "W"],
+                             grid=["cdiv(W, 16)", "cdiv(H, 16)", "B"], block=[16, 16])
+PERMUTE_OFFSETS = Kernel("batched_offsets", _BATCHED_OFFSETS_SOURCE, _BATCHED_OFFSETS_PLAN,
+                         task("batched_offsets", _BATCHED_OFFSETS_SOURCE, _BATCHED_OFFSETS_PLAN,
+                              {"x": ("B", "H", "W")}, {"y": ("B", "W", "H")}, _batched_transposed, SIZES_3D))
+PERMUTATIONS = [MAP_TRANSPOSE, MAP_TRANSPOSE_FLAT, PERMUTE_BATCHED, PERMUTE_NHWC, PERMUTE_OFFSETS]
 
 # --- row map-reduce ---------------------------------------------------------------------------
 # The softmax-like kernels compute the suite's softmax (x, y, M, N): its task is reused.

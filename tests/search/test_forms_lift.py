@@ -515,3 +515,57 @@ def test_a_macro_whose_body_is_a_subscript_is_read_as_the_access_it_hides():
     assert "acc += x[((r)) * D + ((col))];" in accessor_macros_expanded(_ACCESSOR_MEAN)
     two = "#define BOTH(i) a[i] + b[i]\n__global__ void k(float* a, float* b) { a[0] = BOTH(1); }\n"
     assert accessor_macros_expanded(two) == two  # two accesses: not one subscript, left alone
+
+
+GRID_STRIDE_WHILE = """extern "C" __global__ void hardswish(const float* x, float* y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    while (i < n) {
+        float v = x[i];
+        y[i] = v * fminf(fmaxf(v + 3.0f, 0.0f), 6.0f) / 6.0f;
+        i += blockDim.x * gridDim.x;
+    }
+}
+"""
+
+
+def test_a_grid_stride_while_loop_is_the_grid_stride_for_it_stands_for():
+    form = lifted(GRID_STRIDE_WHILE, plan("hardswish", ["x", "y", "n"]))
+    assert form.family == forms.MAP and form.direct
+    # a stride the body changes is no grid stride: the loop stays a while (refused)
+    wider = GRID_STRIDE_WHILE.replace("int i =", "int s = blockDim.x * gridDim.x;\n    int i =").replace(
+        "i += blockDim.x * gridDim.x;", "s = s + 1;\n        i += s;")
+    assert "while (i < n)" in wider
+    assert isinstance(forms.lift(wider, plan("hardswish", ["x", "y", "n"])), forms.Refusal)
+    # nor is a bound the body changes: the loop would not walk 0..n
+    shrinking = GRID_STRIDE_WHILE.replace("float v = x[i];", "float v = x[i]; n = n - 1;")
+    refused = forms.lift(shrinking, plan("hardswish", ["x", "y", "n"]))
+    assert isinstance(refused, forms.Refusal) and "changes n" in refused.reason
+
+
+RUNNING_MAX_WHILE = """extern "C" __global__ void k(const float* x, float* y, int M, int N) {
+    int row = blockIdx.x * blockDim.x + threadIdx.x;
+    if (row >= M) return;
+    int j = 0;
+    float m = -INFINITY;
+    while (j < N) {
+        m = fmaxf(m, x[row * N + j]);
+        y[row * N + j] = m;
+        j++;
+    }
+}
+"""
+
+
+def test_a_counter_declared_before_other_statements_still_counts_its_while_loop():
+    assert lifted(RUNNING_MAX_WHILE, ROW_PLAN).family == forms.SCAN
+    # read between its declaration and its loop, the counter is not the loop's alone
+    read_before = RUNNING_MAX_WHILE.replace("float m = -INFINITY;", "float m = x[row * N + j];")
+    assert isinstance(forms.lift(read_before, ROW_PLAN), forms.Refusal)
+
+
+def test_a_skeleton_given_a_refusal_says_so_instead_of_failing():
+    from search.engine.forms.skeletons import SKELETONS
+
+    refusal = forms.Refusal("a reason", family=forms.ROWS)
+    for skeleton in SKELETONS:
+        assert "no form to emit: a reason" in skeleton.emit(refusal, ROW_PLAN, None)

@@ -5,7 +5,15 @@ an index array, a copy, two writes, a write under a test) stay maps. The skeleto
 runs on the CPU emulator are in test_forms_skeletons.py."""
 
 import pytest
-from forms_kernels import MAP_2D, MAP_TRANSPOSE, MAP_TRANSPOSE_FLAT, PERMUTE_BATCHED, PERMUTE_NHWC, plan
+from forms_kernels import (
+    MAP_2D,
+    MAP_TRANSPOSE,
+    MAP_TRANSPOSE_FLAT,
+    PERMUTE_BATCHED,
+    PERMUTE_NHWC,
+    PERMUTE_OFFSETS,
+    plan,
+)
 
 from search.engine import forms
 from search.engine.forms import MAP, PERMUTATION, Form
@@ -22,6 +30,7 @@ def lifted(source: str, the_plan: dict) -> Form:
     (MAP_TRANSPOSE_FLAT, ("c", "r"), "c * H + r"),
     (PERMUTE_BATCHED, ("c", "r"), "(b * W + c) * H + r"),  # the threads' x along r: reads scattered
     (PERMUTE_NHWC, ("w", "c"), "(((n * H + h) * W + w) * C + c)"),  # the write's local read through
+    (PERMUTE_OFFSETS, ("c", "r"), "(b * W * H) + (c * H + r)"),  # through pointer offsets
 ], ids=lambda k: getattr(k, "name", None))
 def test_a_map_that_reads_along_one_coordinate_and_writes_along_another_is_a_permutation(
         kernel, along, written_at):

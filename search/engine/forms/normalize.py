@@ -80,9 +80,12 @@ def one_declarator_each(source: str) -> str:
 
 
 def counted_whiles_as_fors(source: str) -> str:
-    """`int k = 0; while (k < K) { ...; k++; }` written as the for loop it is, when k is
-    read nowhere after the loop, changed nowhere else in it, and no `continue` skips
-    its step: every reader of loops (rows, contractions) then reads one kind."""
+    """`int k = 0; while (k < K) { ...; k++; }` (or `k += stride`, a grid stride that the
+    body does not change) written as the for loop it is, when k is read nowhere after
+    the loop, changed nowhere else in it, and no `continue` skips its step: every
+    reader of loops (rows, contractions, the grid-stride map) then reads one kind. Statements
+    between the declaration and the loop that neither read k nor change what its start
+    reads (`int j = 0; float m = -INFINITY; while (j < N)`) stay where they are."""
     for _ in range(64):
         data = source.encode()
         found = _counted_while(parse(data).root_node)
@@ -91,28 +94,36 @@ def counted_whiles_as_fors(source: str) -> str:
         declaration, loop, (name, kind, start), body = found
         condition = text(strip_parens(condition_of(loop)))
         inner = "\n".join(text(s) for s in body[:-1])
-        replacement = f"for ({kind} {name} = {start}; {condition}; ++{name}) {{\n{inner}\n}}"
-        source = (data[:declaration.start_byte] + replacement.encode() + data[loop.end_byte:]).decode()
+        replacement = f"for ({kind} {name} = {start}; {condition}; {_step(body, name)}) {{\n{inner}\n}}"
+        source = (data[:declaration.start_byte] + data[declaration.end_byte:loop.start_byte]
+                  + replacement.encode() + data[loop.end_byte:]).decode()
     return source
 
 
 def _counted_while(root: Node):
     for block in (n for n in walk(root) if n.type == "compound_statement"):
         statements = named_statements(block)
-        for position, (first, loop) in enumerate(zip(statements, statements[1:], strict=False)):
+        for position, first in enumerate(statements):
             counter = _declaration(first)
-            if counter is None or loop.type != "while_statement":
+            if counter is None:
                 continue
             name = counter[0]
+            reads = {text(n) for n in walk(counter[2]) if n.type == "identifier"}
+            offset = next((i for i, s in enumerate(statements[position + 1:], position + 1)
+                           if s.type == "while_statement"), None)
+            if offset is None:
+                continue
+            loop, between = statements[offset], statements[position + 1:offset]
+            if any(n.type == "identifier" and text(n) == name or assigned_identifier(n) in reads
+                   for s in between for n in walk(s)):
+                continue  # the counter read before its loop, or its start changed meanwhile
             body = named_statements(loop.child_by_field_name("body")) \
                 if loop.child_by_field_name("body").type == "compound_statement" else []
-            step = text(body[-1]).replace(" ", "").rstrip(";") if body else ""
             condition = strip_parens(condition_of(loop))
-            if step not in (f"++{name}", f"{name}++", f"{name}+=1", f"{name}={name}+1") or \
-                    condition.type != "binary_expression" or \
+            if _step(body, name) is None or condition.type != "binary_expression" or \
                     text(strip_parens(condition.child_by_field_name("left"))) != name:
                 continue
-            later = statements[position + 2:]
+            later = statements[offset + 1:]
             inside = [n for s in body[:-1] for n in walk(s)]
             if any(n.type == "identifier" and text(n) == name for s in later for n in walk(s)) or \
                     any(assigned_identifier(n) == name or (n.type == "update_expression" and
@@ -121,6 +132,25 @@ def _counted_while(root: Node):
                 continue
             return first, loop, (name, text(first.child_by_field_name("type")), text(counter[2])), body
     return None
+
+
+def _step(body: list[Node], name: str) -> str | None:
+    """The for loop's update for a while body's last statement: `++k` for k++, k += 1 and
+    k = k + 1; `k += s` for a stride s (a grid stride, `blockDim.x * gridDim.x`) that
+    nothing in the body changes; else None."""
+    if not body:
+        return None
+    step = text(body[-1]).replace(" ", "").rstrip(";")
+    if step in (f"++{name}", f"{name}++", f"{name}+=1", f"{name}={name}+1"):
+        return f"++{name}"
+    stride = re.fullmatch(rf"{re.escape(name)}\+=(.+)|{re.escape(name)}={re.escape(name)}\+(.+)", step)
+    if stride is None:
+        return None
+    value = stride.group(1) or stride.group(2)
+    changed = {assigned_identifier(n) for s in body[:-1] for n in walk(s)} | {name}
+    if set(re.findall(r"[A-Za-z_]\w*", value)) & changed:
+        return None
+    return f"{name} += {value}"
 
 
 def skips_as_tests(source: str) -> str:

@@ -45,7 +45,8 @@ def lift_permutation(space, common: dict[str, Any]) -> Form | None:
         return None
     coordinates, declarations, rebuild = found
     work = [s for s in space.body if s not in declarations]
-    write = _single_write(work, common)
+    offsets = _pointer_offsets(work[:-1], common)
+    write = _single_write(work, common, offsets)
     if write is None:
         return None
     lets, (pointer, index, value) = work[:-1], write
@@ -72,7 +73,7 @@ def lift_permutation(space, common: dict[str, Any]) -> Form | None:
         return None if any(v is None for v in measured.values()) else measured
 
     written = steps(index)
-    reads = [steps(i) for i in _read_indices(work, common)]
+    reads = [steps(i) for i in _read_indices(work, common, offsets)]
     if written is None or not reads or any(r is None for r in reads):
         return None
     along_write = [c.name for c in coordinates if written[c.name] == 1]
@@ -138,9 +139,28 @@ def _flat_value(coordinates: list[Axis]) -> str:
     return value
 
 
-def _single_write(work: list[Node], common: dict[str, Any]) -> tuple[str, str, str] | None:
+def _pointer_offsets(lets: list[Node], common: dict[str, Any]) -> dict[str, str]:
+    """{local: offset} for `const float* src = a + b * M * N;` (a a pointer parameter, in
+    either order): `src[e]` is a[(offset) + (e)]."""
+    found = {}
+    pointers = set(common["reads"]) | set(common["writes"])
+    for statement in lets:
+        declared = _declaration(statement)
+        if declared is None or "*" not in text(statement).split("=")[0]:
+            continue
+        sides = [t.strip() for t in text(declared[2]).split("+", 1)]
+        if len(sides) == 2 and sides[0] in pointers and sides[0] in common["params"]:
+            found[declared[0]] = sides[1]
+        elif len(sides) == 2 and sides[1] in pointers and sides[1] in common["params"]:
+            found[declared[0]] = sides[0]
+    return found
+
+
+def _single_write(work: list[Node], common: dict[str, Any],
+                  offsets: dict[str, str]) -> tuple[str, str, str] | None:
     """(pointer, index, value) when the work's last statement is `p[index] = value;` and
-    it is the only write (the declarations before it write nothing)."""
+    it is the only write (the declarations before it write nothing); a write through a
+    pointer offset is the parameter's, at the offset plus the index."""
     if not work or work[-1].type != "expression_statement" or len(common["writes"]) != 1:
         return None
     assignment = work[-1].named_children[0] if work[-1].named_children else None
@@ -148,21 +168,32 @@ def _single_write(work: list[Node], common: dict[str, Any]) -> tuple[str, str, s
             text(assignment.child_by_field_name("operator")) != "=":
         return None
     left = assignment.child_by_field_name("left")
-    if left.type != _SUBSCRIPT or text(left.child_by_field_name("argument")) != common["writes"][0]:
+    if left.type != _SUBSCRIPT:
         return None
+    base = text(left.child_by_field_name("argument"))
     index = text(left.child_by_field_name("indices"))[1:-1].strip()
+    if base in offsets:
+        index = f"({offsets[base]}) + ({index})"
+    elif base != common["writes"][0]:
+        return None
     return common["writes"][0], index, text(assignment.child_by_field_name("right"))
 
 
-def _read_indices(work: list[Node], common: dict[str, Any]) -> list[str]:
-    """The index of every subscript of a parameter pointer the work reads."""
+def _read_indices(work: list[Node], common: dict[str, Any], offsets: dict[str, str]) -> list[str]:
+    """The index of every subscript of a parameter pointer (or of an offset from one) the
+    work reads."""
     pointers = set(common["reads"]) | set(common["writes"])
     found = []
     target = work[-1].named_children[0].child_by_field_name("left")
     for node in (n for s in work for n in walk(s)):
-        if node.type == _SUBSCRIPT and node != target and \
-                text(node.child_by_field_name("argument")) in pointers:
-            found.append(text(node.child_by_field_name("indices"))[1:-1].strip())
+        if node.type != _SUBSCRIPT or node == target:
+            continue
+        base = text(node.child_by_field_name("argument"))
+        index = text(node.child_by_field_name("indices"))[1:-1].strip()
+        if base in offsets:
+            found.append(f"({offsets[base]}) + ({index})")
+        elif base in pointers:
+            found.append(index)
     return found
 
 

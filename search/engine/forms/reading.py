@@ -20,6 +20,7 @@ from tree_sitter import Node
 from ..rewrites.syntax import (
     THREAD_BUILTINS,
     Kernel,
+    assigned_identifier,
     declared_name,
     named_statements,
     strip_parens,
@@ -334,4 +335,14 @@ def _grid_stride(loop: Node, env: dict[str, Node], prelude: tuple[Node, ...],
     if bounds is None or body_node is None:
         raise NotRead("the grid-stride loop's condition is not `index < bound`")
     body = named_statements(body_node) if body_node.type == "compound_statement" else [body_node]
+    # the bound and the index are the loop's: a body that changes either (`n = n - 1;`,
+    # `i += 2;`) walks other elements than the grid stride over 0..bound
+    fixed = {name, *(text(n) for n in walk(condition) if n.type == "identifier")}
+    for statement in body:
+        for node in walk(statement):
+            changed = assigned_identifier(node) or (
+                text(node.child_by_field_name("argument")) if node.type == "update_expression" else None)
+            if changed in fixed:
+                raise NotRead(f"line {node.start_point.row + 1}: the grid-stride loop's body changes "
+                              f"{changed}")
     return Space(prelude, (Axis(name, kind, bounds[name]),), tuple(body), thread_names)

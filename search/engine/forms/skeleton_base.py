@@ -177,6 +177,8 @@ class Skeleton:
     families: tuple[str, ...] = ()
 
     def emit(self, form: Form, plan: dict[str, Any], task: Task) -> Emitted | str:
+        if not isinstance(form, Form):  # a Refusal names the family it looked like, not a form
+            return f"no form to emit: {getattr(form, 'reason', form)}"
         if form.family != self.family:
             return f"a {form.family} form, not {_WHAT[self.family]}"
         try:
