@@ -12,6 +12,7 @@ from tree_sitter import Node
 
 from ..rewrites.syntax import assigned_identifier, named_statements, parse, strip_parens, text, walk
 from . import strides
+from .accumulated import outputs_accumulated_in_locals
 from .peeled import peeled_digits_as_divisions
 from .reading import _declaration, condition_of
 
@@ -20,9 +21,11 @@ _LOOPS = ("for_statement", "while_statement", "do_statement")
 
 def normalized(source: str) -> str:
     """One declarator a declaration, peeled digits as divisions, counted whiles as fors,
-    `if (c) continue;` as the test it is."""
+    an output element accumulated in memory as a local (accumulated.py), `if (c)
+    continue;` as the test it is."""
     source = accessor_macros_expanded(source)
-    return skips_as_tests(counted_whiles_as_fors(peeled_digits_as_divisions(one_declarator_each(source))))
+    counted = counted_whiles_as_fors(peeled_digits_as_divisions(one_declarator_each(source)))
+    return skips_as_tests(outputs_accumulated_in_locals(counted))
 
 
 _ACCESSOR = re.compile(r"\s*[A-Za-z_]\w*\s*\[.*\]\s*")
