@@ -68,6 +68,8 @@ def test_without_an_initial_write_the_local_starts_from_the_element_in_memory():
     "y[idx[row]] += x[row * N + j];",  # the element is read from memory
     "y[row] += x[row * N + j]; y[row + 1] = 0.0f;",  # the loop reaches another element of y
     "int r = row + j; y[r] += x[r];",  # the index is a local of the loop
+    "y[row] += x[row * N + j]; if (y[row] > 1.0f) return;",  # left early: the store would be skipped
+    "y[row] += x[row * N + j]; if (y[row] > 1.0f) break;",
 ])
 def test_what_is_not_provably_one_element_stays_as_written(loop):
     source = f"""extern "C" __global__ void k(const float* x, const float* w, const int* idx, float* y,

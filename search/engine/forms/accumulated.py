@@ -32,6 +32,7 @@ from ..rewrites.syntax import (
 )
 
 _TYPES = ("float", "double", "int")
+_EXITS = ("return_statement", "break_statement", "goto_statement")
 
 
 def outputs_accumulated_in_locals(source: str) -> str:
@@ -51,8 +52,8 @@ def _accumulated(root: Node, source: str):
     for block in (n for n in walk(root) if n.type == "compound_statement"):
         statements = named_statements(block)
         for position, loop in enumerate(statements):
-            if loop.type != "for_statement":
-                continue
+            if loop.type != "for_statement" or any(n.type in _EXITS for n in walk(loop)):
+                continue  # a loop left early would skip the store after it
             for pointer, index in _written_elements(loop):
                 kind = _element_type(source, pointer)
                 if kind is None or not _fixed_in(loop, index):
