@@ -6,9 +6,10 @@ A block of 256 threads (16 x 16) computes a T x T tile of outputs (T = 128 when 
 output extents are at least 256 at the task's sizes, or at least 128 with a wave of
 blocks, else 64; an extent made of several coordinates, a convolution's images and
 pixels, is one merged index split back into them where read) for one batch point
-(blockIdx.z, unflattened into the batch coordinates), in steps of D = 1024 / T along the
-reduction. Each step the threads load a T x D tile of the first factor and a D x T tile
-of the second, both stored k-major and padded by 4 floats so the stores do not conflict;
+(blockIdx.z, unflattened into the batch coordinates), in steps of D = OPTIML_STEP / T
+(1024 / T by default) along the reduction. Each step the threads load a T x D tile of the
+first factor and a D x T tile of the second, both stored k-major and padded by 4 floats
+so the stores do not conflict;
 each element is evaluated with the kernel's own expression (out-of-range ones as 0), and
 neighbouring threads load along whichever index the factor's memory is contiguous in (k
 for A[row * K + k], the column for B[k * N + col], k for a transposed W[col * K + k]); each
@@ -32,12 +33,12 @@ from .skeleton_base import Emitted, Skeleton, kernel_text, launch_of, size_expre
 from .types import CONTRACTION, Form
 
 THREADS = 256  # 16 x 16
-STEP_ELEMENTS = 1024  # T x D elements of each factor a step: 4 loads a thread
-PER_THREAD = STEP_ELEMENTS // THREADS
 # Compile-time switches, each overridable with -D (bench/contraction_variants.py times them):
 # OPTIML_PREFETCH loads the next step's elements into registers while a step computes;
-# OPTIML_MIN_BLOCKS is __launch_bounds__'s blocks an SM (2: at most 128 registers a thread).
-SWITCHES = {"OPTIML_PREFETCH": 0, "OPTIML_MIN_BLOCKS": 2}
+# OPTIML_MIN_BLOCKS is __launch_bounds__'s blocks an SM (2: at most 128 registers a thread);
+# OPTIML_STEP is T x D, the elements of each factor a step (1024: D = 8 at T = 128, four
+# loads a thread; 2048 halves the steps and their barriers, eight loads a thread).
+SWITCHES = {"OPTIML_PREFETCH": 0, "OPTIML_MIN_BLOCKS": 2, "OPTIML_STEP": 1024}
 DEFINES = "\n".join(f"#ifndef {name}\n#define {name} {value}\n#endif" for name, value in SWITCHES.items())
 LARGE = 256  # both output extents at least this at the task's sizes: 128 x 128 tiles
 WAVE_BLOCKS = 132  # or both at least 128 and this many 128 x 128 blocks (an H100's SMs)
@@ -142,11 +143,11 @@ def _load(form: Form, coordinate, factor: str, setup: str, outer: str, depth_ind
 
 
 def _fetch(load_a: str, load_b: str, at: str) -> str:
-    """Each thread's PER_THREAD elements of both tiles at step `at`, into registers."""
+    """Each thread's OPTIML_STEP / THREADS elements of both tiles at step `at`, into registers."""
     return f"""{{
     const long long optiml_k_at = {at};
 #pragma unroll
-    for (int optiml_f = 0; optiml_f < {PER_THREAD}; ++optiml_f) {{
+    for (int optiml_f = 0; optiml_f < optiml_per_thread; ++optiml_f) {{
         const int optiml_e = threadIdx.x + optiml_f * {THREADS};
 {emit.indent(load_a, 8)}
 {emit.indent(load_b, 8)}
@@ -177,7 +178,7 @@ def k_fastest(factor: str, coordinate: str, k: str, default: bool, setup: str = 
 def _body(form: Form, tile: int) -> str:
     *_, row, col = form.coordinates
     k = form.reduction
-    depth, per = STEP_ELEMENTS // tile, tile // 16
+    depth, per = "optiml_depth", tile // 16
     # each tile is loaded in the order its factor's memory is contiguous in
     # a flattened nest (a convolution's taps) is contiguous along k for its innermost loop
     # only; the coordinate, for a whole tile row
@@ -203,7 +204,10 @@ def _body(form: Form, tile: int) -> str:
     # thread t's outputs: row ty*4 + 64*(i/4) + i%4, column tx*4 + 64*(j/4) + j%4
     offset = "optiml_{t} * 4 + 64 * (optiml_{i} / 4) + optiml_{i} % 4"
     # both k-major, each row padded by 4 floats so that stores along k spread over the banks
-    return f"""    __shared__ __align__(16) float optiml_As[{depth}][{tile} + 4];
+    return f"""    constexpr int optiml_depth = OPTIML_STEP / {tile};
+    constexpr int optiml_per_thread = OPTIML_STEP / {THREADS};
+    static_assert(OPTIML_STEP % {tile} == 0 && OPTIML_STEP % {THREADS} == 0, "OPTIML_STEP");
+    __shared__ __align__(16) float optiml_As[{depth}][{tile} + 4];
     __shared__ __align__(16) float optiml_Bs[{depth}][{tile} + 4];
     const int optiml_tx = threadIdx.x % 16, optiml_ty = threadIdx.x / 16;
 {emit.indent(_batch(form), 4)}
@@ -212,7 +216,7 @@ def _body(form: Form, tile: int) -> str:
     float optiml_c[{per}][{per}] = {{}};
     // OPTIML_PREFETCH: the next step's elements are loaded into registers while this step
     // computes; else each step's just before it
-    float optiml_ra[{PER_THREAD}], optiml_rb[{PER_THREAD}];
+    float optiml_ra[optiml_per_thread], optiml_rb[optiml_per_thread];
 #if OPTIML_PREFETCH
 {emit.indent(_fetch(load_a, load_b, "0"), 4)}
 #endif
@@ -221,7 +225,7 @@ def _body(form: Form, tile: int) -> str:
 {emit.indent(_fetch(load_a, load_b, "optiml_k0"), 8)}
 #endif
 #pragma unroll
-        for (int optiml_f = 0; optiml_f < {PER_THREAD}; ++optiml_f) {{
+        for (int optiml_f = 0; optiml_f < optiml_per_thread; ++optiml_f) {{
             const int optiml_e = threadIdx.x + optiml_f * {THREADS};
             optiml_As[{step_a}][{outer_a}] = optiml_ra[optiml_f];
             optiml_Bs[{step_b}][{outer_b}] = optiml_rb[optiml_f];
