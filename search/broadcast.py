@@ -65,6 +65,12 @@ def share_revoked_after_commit(*, run_id: int, share_id: int) -> None:
                                                                    "share_id": share_id}))
 
 
+def run_access_changed_after_commit(*, run_id: int) -> None:
+    """Tell every socket on run `run_id` to check its access again once the change commits
+    (the run moved to another team or creator, or deleted)."""
+    transaction.on_commit(partial(group_send, run_group(run_id), {"type": ACCESS_MESSAGE_TYPE}))
+
+
 def access_changed_after_commit(*, user_id: int, session_ended: str | None = None) -> None:
     """Tell `user_id`'s sockets to check their access again once the change commits (a
     socket told early would read the access it is losing). `session_ended`: the session

@@ -1,7 +1,9 @@
 """Access to a live socket ends when what let it in ends (issue 34, part 3): a member removed
 from a team, leaving it, or its team deleted stops seeing the team's runs and cards at
 once, and signing out closes the sockets that session opened; a link's visitors are
-unaffected. Through the real ASGI application, as tests/web/test_live_runs.py."""
+unaffected. So do the changes made past the services (the admin, cascades): a password
+set or a user made inactive or deleted, a run moved out of a team or deleted, a link
+revoked in the admin or deleted. Through the real ASGI application, as tests/web/test_live_runs.py."""
 
 from __future__ import annotations
 
@@ -13,11 +15,13 @@ from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth.signals import user_logged_out
 from django.test import Client, RequestFactory
+from django.utils import timezone
 
 from accounts import services as accounts
 from accounts.models import Team
 from lineage.models import SkillCard
 from search import services
+from search.models import Run, ShareLink
 from tests.web.test_live_runs import MEMORY, socket
 from tests.web.test_skills_api import card_data
 
@@ -219,3 +223,138 @@ def test_a_socket_takes_its_session_as_ended_when_the_sign_out_is_signalled_befo
         return await ws.receive_output(timeout=2)
 
     assert async_to_sync(scenario)() == CLOSED
+
+
+# -- the user, the run and the link changed by other paths than the services ----------------
+
+
+@database_sync_to_async
+def change_password_on_the_page(session: str, old: str, new: str) -> None:
+    client = Client()
+    client.cookies["sessionid"] = session
+    response = client.post("/accounts/password/", {"old_password": old, "new_password1": new,
+                                                   "new_password2": new})
+    assert response.status_code == 302, response.content
+
+
+@database_sync_to_async
+def as_the_admin_saves(user, **fields) -> None:
+    """What the admin's user page does: load the row, change it, save it whole."""
+    row = type(user).objects.get(pk=user.pk)
+    for name, value in fields.items():
+        if name == "password":
+            row.set_password(value)
+        else:
+            setattr(row, name, value)
+    row.save()
+
+
+@pytest.mark.parametrize("change", ["password on the page", "password by an admin", "made inactive",
+                                    "deleted"])
+def test_a_change_that_ends_a_users_sessions_closes_the_sockets_they_opened(live, people, team_run, change):
+    laptop, phone = session_of(people["bob"]), session_of(people["bob"])
+    alice = session_of(people["alice"])
+    bob = people["bob"]
+    make_change = {
+        "password on the page": lambda: change_password_on_the_page(laptop, "bob-secret-1", "a-new-one-77x"),
+        "password by an admin": lambda: as_the_admin_saves(bob, password="an-admins-choice-77x"),
+        "made inactive": lambda: as_the_admin_saves(bob, is_active=False),
+        "deleted": lambda: database_sync_to_async(type(bob).objects.filter(pk=bob.pk).delete)(),
+    }[change]
+
+    async def scenario():
+        stolen = await watching_run(team_run.pk, phone)
+        colleague = await watching_run(team_run.pk, alice)
+        await make_change()
+        return await stolen.receive_output(timeout=2), await still_open(colleague)
+
+    closed, colleague_open = async_to_sync(scenario)()
+
+    assert closed == CLOSED
+    assert colleague_open
+
+
+def test_signing_in_again_leaves_the_users_other_sockets_open(live, people, team_run):
+    """A sign-in saves the user (its last_login): that ends no session."""
+    bob = session_of(people["bob"])
+
+    async def scenario():
+        ws = await watching_run(team_run.pk, bob)
+        await database_sync_to_async(session_of)(people["bob"])
+        return await still_open(ws)
+
+    assert async_to_sync(scenario)()
+
+
+@pytest.mark.parametrize("change", ["revoked in the admin", "deleted"])
+def test_a_link_revoked_or_deleted_outside_the_api_closes_its_visitors(live, people, team_run, change):
+    link, token = services.share_create(run=team_run, user=people["alice"])
+    other, other_token = services.share_create(run=team_run, user=people["alice"])
+
+    @database_sync_to_async
+    def end_link():
+        if change == "deleted":
+            ShareLink.objects.get(pk=link.pk).delete()
+        else:  # the admin's form: revoked_at set, the row saved
+            row = ShareLink.objects.get(pk=link.pk)
+            row.revoked_at = timezone.now()
+            row.save()
+
+    async def scenario():
+        visitor = await watching_run(team_run.pk, share=token)
+        other_visitor = await watching_run(team_run.pk, share=other_token)
+        await end_link()
+        return await visitor.receive_output(timeout=2), await still_open(other_visitor)
+
+    closed, other_open = async_to_sync(scenario)()
+
+    assert closed == CLOSED
+    assert other_open
+
+
+def test_a_run_moved_out_of_a_team_closes_the_teams_members_and_keeps_its_creator_and_link(
+        live, people, team_run):
+    link, token = services.share_create(run=team_run, user=people["alice"])
+    bob, alice = session_of(people["bob"]), session_of(people["alice"])
+
+    @database_sync_to_async
+    def move_out():  # the admin's run page: the row loaded, its team cleared, saved whole
+        run = Run.objects.get(pk=team_run.pk)
+        run.team = None
+        run.save()
+
+    async def scenario():
+        member = await watching_run(team_run.pk, bob)
+        creator = await watching_run(team_run.pk, alice)
+        visitor = await watching_run(team_run.pk, share=token)
+        await move_out()
+        return await member.receive_output(timeout=2), await still_open(creator), await still_open(visitor)
+
+    closed, creator_open, visitor_open = async_to_sync(scenario)()
+
+    assert closed == CLOSED
+    assert creator_open and visitor_open
+
+
+def test_a_saved_run_whose_team_and_creator_are_unchanged_leaves_its_viewers_alone(live, people, team_run):
+    bob = session_of(people["bob"])
+
+    async def scenario():
+        ws = await watching_run(team_run.pk, bob)
+        await database_sync_to_async(lambda: Run.objects.get(pk=team_run.pk).save())()
+        return await still_open(ws)
+
+    assert async_to_sync(scenario)()
+
+
+def test_deleting_a_run_closes_every_socket_on_it(live, people, team_run):
+    link, token = services.share_create(run=team_run, user=people["alice"])
+    alice = session_of(people["alice"])
+
+    async def scenario():
+        creator = await watching_run(team_run.pk, alice)
+        visitor = await watching_run(team_run.pk, share=token)
+        await database_sync_to_async(lambda: Run.objects.filter(pk=team_run.pk).delete())()
+        return await creator.receive_output(timeout=2), await visitor.receive_output(timeout=2)
+
+    assert async_to_sync(scenario)() == (CLOSED, CLOSED)
