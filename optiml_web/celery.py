@@ -11,11 +11,15 @@ to the queue, and running it again costs nothing (claims and drive tokens). How 
 back is configured here; tests/web/test_crash_safety.py kills workers to check it.
 """
 
+import logging
 import os
 
 from celery import Celery
+from celery.signals import after_setup_logger, after_setup_task_logger
+from celery.utils.log import get_multiprocessing_logger
 
 from optiml_web.env import env_int
+from optiml_web.log_redaction import RedactShareTokens
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "optiml_web.settings")
 
@@ -75,6 +79,21 @@ def _redis_redelivery(sender: Celery, **kwargs) -> None:
     # process is free opens that gap only while it is idle, never while a step is running
     # (a message waiting for its countdown would otherwise let it fetch one more).
     sender.conf.worker_disable_prefetch = True
+
+
+
+@after_setup_logger.connect
+@after_setup_task_logger.connect
+def _redact_tokens(logger: logging.Logger, **kwargs) -> None:
+    """A worker or the beat replaces the root logger's handlers (settings.LOGGING's, which
+    keep share and invitation tokens out: optiml_web/log_redaction.py) with Celery's own,
+    and gives the task logger and billiard's pool logger handlers of their own: each gets
+    the same filter. What a task prints reaches the root logger (worker_redirect_stdouts)."""
+    loggers = [logger] if logger is not logging.getLogger() else [logger, get_multiprocessing_logger()]
+    for each in loggers:
+        for handler in each.handlers:
+            if not any(isinstance(f, RedactShareTokens) for f in handler.filters):
+                handler.addFilter(RedactShareTokens())
 
 
 app.autodiscover_tasks()

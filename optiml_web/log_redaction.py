@@ -4,7 +4,9 @@ A share link's token opens a run to anyone who has it, so it is stored only as a
 (search.models.ShareLink). It also travels in URLs: the page /share/<token>/, the API
 /api/shared/<token>/..., and the live view's websocket ?share=<token>. Request logs
 (daphne's and runserver's, Django's "Not Found: <path>") write those URLs, so this
-filter, on every handler of settings.LOGGING, replaces the token before a line is written.
+filter, on every handler of settings.LOGGING and of Celery's worker and beat
+(optiml_web/celery.py), replaces the token before a line is written; daphne's own access
+log passes through `redact` (optiml_web/daphne.py).
 A team invitation's token (accounts.models.Invitation: /accounts/invitations/<token>/, and
 ?next= to it from the sign-in page) lets someone into a team, and is kept out the same way.
 """

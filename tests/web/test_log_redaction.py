@@ -147,3 +147,37 @@ def test_the_servers_request_log_never_writes_a_share_token(served):
         assert f'"GET /share/{REDACTED}/" 200' in written, written
         assert f'"GET /api/shared/{REDACTED}/" 200' in written
         assert f'"WSCONNECT /ws/runs/{run_id}/"' in written
+
+
+# -- Celery's worker and beat --------------------------------------------------------------
+
+CELERY_LOGGING = """
+import logging
+import django
+django.setup()
+from celery.utils.log import get_task_logger
+from optiml_web.celery import app
+# What `celery worker` and `celery beat` call at start (WorkController.setup_logging,
+# celery.apps.beat.Beat.setup_logging): Celery's handlers replace settings.LOGGING's.
+app.log.setup(loglevel="INFO", redirect_stdouts=True, redirect_level="WARNING")
+logging.getLogger("search.tasks").warning("GET /share/tok-in-a-module-log/")
+get_task_logger("search.tasks").warning("opened /api/shared/tok-in-a-task-log/nodes/")
+print("printed ?share=tok-printed-by-a-task")
+try:
+    raise ValueError("/accounts/invitations/tok-in-a-traceback/")
+except ValueError:
+    logging.getLogger("celery.worker").exception("a task failed")
+"""
+
+
+def test_celerys_worker_and_beat_logs_never_write_a_token(tmp_path: Path):
+    dropped = {"DATABASE_URL", "DATABASE_URL_FILE", "REDIS_URL", "REDIS_URL_FILE"}
+    env = {key: value for key, value in os.environ.items() if key not in dropped}
+    env.update(OPTIML_VAR_DIR=str(tmp_path / "var"), DJANGO_SETTINGS_MODULE="optiml_web.settings")
+    done = subprocess.run([sys.executable, "-c", CELERY_LOGGING], cwd=REPO, env=env, capture_output=True,
+                          text=True, timeout=120)
+    written = done.stdout + done.stderr
+
+    assert done.returncode == 0, written
+    assert "tok-" not in written, written
+    assert written.count(REDACTED) == 4, written
