@@ -233,6 +233,8 @@ CACHES = caches(REDIS_URL)
 OPTIML_THROTTLE_RATES = {
     "run_create": env_rate("OPTIML_RUN_CREATE_RATE", "60/hour"),
     "run_import": env_rate("OPTIML_RUN_IMPORT_RATE", "20/hour"),
+    # The New session form checks before each start, and again on "Check": a few per run.
+    "run_preflight": env_rate("OPTIML_RUN_PREFLIGHT_RATE", "240/hour"),
 }
 OPTIML_THROTTLE_CACHE = "throttle"
 # Live run views: seconds between looks at the database for new events. The embedded

@@ -1,7 +1,7 @@
 """How often one user may start what costs the server most: a run (GPU time, a driver
-chain in the worker) and an import (a request body of up to OPTIML_MAX_IMPORT_BYTES,
-several times that in memory while it is read and written), and how many imports one
-web process reads at once (ImportSlots).
+chain in the worker), a run's pre-flight (nvcc in the web process) and an import (a
+request body of up to OPTIML_MAX_IMPORT_BYTES, several times that in memory while it is
+read and written), and how many imports one web process reads at once (ImportSlots).
 
 DRF's sliding-window throttle, per signed-in user, counting every request that passed
 sign-in and permissions, whatever its answer (reading a refused file costs the server
@@ -58,6 +58,10 @@ class RunCreateThrottle(UserActionThrottle):
 
 class RunImportThrottle(UserActionThrottle):
     scope = "run_import"
+
+
+class RunPreflightThrottle(UserActionThrottle):
+    scope = "run_preflight"  # each one may run nvcc in the web process (seconds of a core)
 
 
 class ImportsBusy(APIException):

@@ -5,7 +5,7 @@ anything else is a 404 before a view runs."""
 from django.urls import path
 
 from optiml_web import params
-from search import apis, node_table_apis
+from search import apis, node_table_apis, preflight_apis
 
 params.register_converters()
 
@@ -15,6 +15,7 @@ urlpatterns = [
     path("kernels/write/<id:job_id>/", apis.KernelWriteJobApi.as_view(), name="api-kernel-write-job"),
     path("runs/", apis.RunListApi.as_view(), name="api-runs"),
     path("runs/import/", apis.RunImportApi.as_view(), name="api-run-import"),
+    path("runs/preflight/", preflight_apis.RunPreflightApi.as_view(), name="api-run-preflight"),
     path("runs/compare/", apis.RunCompareApi.as_view(), name="api-run-compare"),
     path("runs/<id:run_id>/", apis.RunDetailApi.as_view(), name="api-run"),
     path("runs/<id:run_id>/nodes/", apis.RunNodesApi.as_view(), name="api-run-nodes"),

@@ -135,9 +135,21 @@ def _evaluate(task: Task, candidate: Candidate, options: GateOptions) -> Verdict
 
 
 def compile_checked(task: Task, candidate: Candidate, l1_sizes: dict[str, int]) -> Verdict | CompileReport:
-    """Everything before the GPU: the plan, the policy, nvcc, the kernels the plan names.
-    Returns the compile report, or the verdict that ends the evaluation here (a rejection,
-    or "incomplete" on a host without a GPU)."""
+    """Everything before the GPU (cpu_stage). Returns the compile report, or the verdict
+    that ends the evaluation here (a rejection, or "incomplete" on a host without a GPU)."""
+    checked = cpu_stage(task, candidate, l1_sizes)
+    if isinstance(checked, Verdict) or gpu_name() is not None:
+        return checked
+    return Verdict(task=task.name, candidate_hash=candidate.content_hash(), status=INCOMPLETE,
+                   stage="compile", compile=checked, message="compiled and checked; running it needs "
+                   "a GPU host (an NVIDIA GPU with pycuda installed)")
+
+
+def cpu_stage(task: Task, candidate: Candidate, l1_sizes: dict[str, int]) -> Verdict | CompileReport:
+    """The plan, the policy, nvcc, the kernels the plan names and their arguments: what
+    needs no GPU, so that the New session form's pre-flight (preflight.py) asks exactly
+    what the gate will. Returns the compile report, or the verdict that ends it (a
+    rejection, or an error when this host has no nvcc)."""
     digest = candidate.content_hash()
     try:
         check_plan(task, candidate, l1_sizes)
@@ -176,11 +188,6 @@ def compile_checked(task: Task, candidate: Candidate, l1_sizes: dict[str, int]) 
                                  buffers)
     except CandidateError as error:
         return rejected(task.name, digest, "plan", str(error), "plan", compile=report)
-    gpu = gpu_name()
-    if gpu is None:
-        return Verdict(task=task.name, candidate_hash=digest, status=INCOMPLETE, stage="compile",
-                       compile=report, message="compiled and checked; running it needs a GPU "
-                       "host (an NVIDIA GPU with pycuda installed)")
     return report
 
 
@@ -491,4 +498,5 @@ def profile_candidate(task: Task, candidate: Candidate, report: CompileReport, r
                          bottleneck=bottleneck, evidence=evidence, report_path=str(report_path))
 
 
-__all__ = ["GateOptions", "evaluate", "gpu_name", "check_plan", "compile_checked", "prepare_inputs"]
+__all__ = ["GateOptions", "evaluate", "gpu_name", "check_plan", "compile_checked", "cpu_stage",
+           "prepare_inputs"]

@@ -1,4 +1,6 @@
-"""What a launch plan can be refused for before anything is queued: the gate's own plan
+"""What a kernel and its launch plan can be refused for before anything is queued.
+
+`plan_problem`: the gate's own plan
 check at every size the task runs (every name known, dimensions positive, arguments that
 evaluate), the limits every CUDA GPU has (grid, block, shared memory), and the compile
 options the policy allows. The API runs it when a run is created, so that a plan the
@@ -6,16 +8,26 @@ gate would refuse is a 400 naming the problem, not a queued run that ends "nothi
 passed". What only the device knows (registers per thread, this GPU's opt-in shared
 memory) is still the gate's to say (device.py).
 
+`preflight`: the New session form's check before a run is created: `plan_problem`, then
+the gate's CPU stage itself (gate.cpu_stage: the source policy, nvcc, the kernels the
+plan names and their arguments), each problem as a finding the form shows by its field
+and, for the compiler's, by the line of the kernel. A host without nvcc still checks the
+plan and policy, and says that it could not compile.
+
 No pycuda here: the web process and the CPU-only CI import it.
 """
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
+
 from profiling.harness import expr
 from profiling.harness.candidate import Candidate, CandidateError
-from profiling.harness.gate import check_plan
+from profiling.harness.gate import check_plan, cpu_stage
 from profiling.harness.policy import PolicyViolation, check_compile_options
 from profiling.harness.spec import Task
+from profiling.harness.verdict import ERROR, CompileReport
 
 # CUDA C++ Programming Guide, "Technical Specifications per Compute Capability": the same
 # for every compute capability the gate runs on (7.0-12.x).
@@ -57,3 +69,50 @@ def plan_problem(task: Task, candidate: Candidate) -> str | None:
                 return (f"{where}: {shared} B of shared memory, more than any GPU gives a block "
                         f"({MAX_SHARED_BYTES} B)")
     return None
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem the gate would reject the candidate for, where the form shows it."""
+
+    field: str  # "source" (the kernel) or "plan" (the launch plan)
+    message: str
+    line: int | None = None  # the kernel's line the compiler named, from 1
+
+
+@dataclass(frozen=True)
+class Preflight:
+    findings: tuple[Finding, ...] = ()
+    # Why nvcc did not run ("" when it did, or when a plan problem came first): the plan
+    # and policy are still checked, and a run may start; its compile is the gate's.
+    not_compiled: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return not self.findings
+
+
+# The guards whose rejection is about the kernel's text; every other is about the plan.
+_SOURCE_GUARDS = frozenset({"source_policy", "compile"})
+# How the source policy names a line (policy.py: "line 12: ...").
+_LINE = re.compile(r"^line (\d+): ")
+
+
+def preflight(task: Task, candidate: Candidate) -> Preflight:
+    """What the gate would reject `candidate` for before it reaches a GPU (compiling it
+    with nvcc when this host has it: seconds, or nothing for a kernel compiled before)."""
+    problem = plan_problem(task, candidate)
+    if problem:
+        return Preflight(findings=(Finding("plan", f"launch plan: {problem}"),))
+    checked = cpu_stage(task, candidate, dict(task.sizes))
+    if isinstance(checked, CompileReport):
+        return Preflight()
+    if checked.status == ERROR:  # this host cannot compile (CompilerUnavailable)
+        return Preflight(not_compiled=checked.message)
+    errors = checked.compile.errors if checked.compile is not None and checked.stage == "compile" else []
+    if checked.guard == "compile" and errors:
+        return Preflight(findings=tuple(Finding("source", e.message, e.line) for e in errors))
+    if checked.guard not in _SOURCE_GUARDS:
+        return Preflight(findings=(Finding("plan", checked.message),))
+    line = _LINE.match(checked.message)
+    return Preflight(findings=(Finding("source", checked.message, int(line.group(1)) if line else None),))

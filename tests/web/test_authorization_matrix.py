@@ -284,6 +284,11 @@ def matrix(world: World, api) -> dict[str, dict[str, list[Probe]]]:
                      Probe("POST", "/api/runs/", team_only, body={**launch, "team": world.team_id}),
                      Probe("POST", "/api/runs/", owner_only, body=_declared_kernel(world, api))],
         },
+        "api/runs/preflight/": {"POST": [  # checks only: nothing is made, for anyone signed in
+            Probe("POST", "/api/runs/preflight/", expect(200, anonymous=401, share_holder=401),
+                  body={k: launch[k] for k in ("task", "source", "plan")}),
+            Probe("POST", "/api/runs/preflight/", expect(400, owner=200, anonymous=401, share_holder=401),
+                  body={k: v for k, v in _declared_kernel(world, api).items() if k != "budget"})]},
         "api/runs/import/": {"POST": [
             Probe("POST", "/api/runs/import/", owner_only,
                   body=_relabelled(world.export, world.private_task)),

@@ -2,6 +2,7 @@
 // and the kernel editor (a textarea over its own highlighted copy).
 import { highlightCuda } from "../transforms/cuda.js";
 import { diffStats, parseUnifiedDiff } from "../transforms/diff.js";
+import { lineRange } from "../transforms/preflight.js";
 import { h } from "./dom.js";
 
 /** @param {string} source */
@@ -58,20 +59,43 @@ function escape(text) {
 export function codeEditor({ name, id, value = "", rows = 18, label = "kernel source" }) {
   const highlighted = h("code");
   const pre = h("pre", { class: "code-editor-highlight", "aria-hidden": "true" }, highlighted);
+  // Under the text, a band on each line a check found wrong (markLines); gone on the next edit.
+  const marks = h("pre", { class: "code-editor-marks", "aria-hidden": "true" });
   const textarea = /** @type {HTMLTextAreaElement} */ (h("textarea", { name, id, rows, spellcheck: "false",
     autocomplete: "off", autocapitalize: "off", "aria-label": label, class: "code-editor-input" }));
   textarea.value = value;
+  const follow = () => {
+    for (const layer of [pre, marks]) {
+      layer.scrollTop = textarea.scrollTop;
+      layer.scrollLeft = textarea.scrollLeft;
+    }
+  };
   const sync = () => {
     // A trailing newline needs a character after it, or the <pre> is one line short.
     highlighted.innerHTML = highlightCuda(textarea.value) + (textarea.value.endsWith("\n") ? " " : "");
-    pre.scrollTop = textarea.scrollTop;
-    pre.scrollLeft = textarea.scrollLeft;
+    follow();
   };
-  textarea.addEventListener("input", sync);
-  textarea.addEventListener("scroll", () => {
-    pre.scrollTop = textarea.scrollTop;
-    pre.scrollLeft = textarea.scrollLeft;
+  /** @param {Map<number, string[]>} lines the kernel's lines (from 1) to mark, with why */
+  const markLines = (lines) => {
+    marks.replaceChildren(...textarea.value.split("\n").map((text, index) => h("span",
+      { class: lines.has(index + 1) ? "mark-line marked" : "mark-line", "data-line": index + 1 }, `${text} `)));
+    textarea.toggleAttribute("data-marked", lines.size > 0);
+    follow();
+  };
+  /** Select line `line` (from 1) and bring it into view. @param {number} line */
+  const goToLine = (line) => {
+    const [start, end] = lineRange(textarea.value, line);
+    textarea.focus();
+    textarea.setSelectionRange(start, end);
+    const style = getComputedStyle(textarea);
+    textarea.scrollTop = Math.max(0, (line - 3) * (parseFloat(style.lineHeight) || 19.5));
+    follow();
+  };
+  textarea.addEventListener("input", () => {
+    if (marks.childElementCount) markLines(new Map());
+    sync();
   });
+  textarea.addEventListener("scroll", follow);
   textarea.addEventListener("keydown", (event) => {
     if (event.key !== "Tab" || event.shiftKey || event.ctrlKey || event.metaKey) return;
     event.preventDefault(); // Tab indents in a code box; Esc then Tab leaves it
@@ -79,6 +103,11 @@ export function codeEditor({ name, id, value = "", rows = 18, label = "kernel so
     sync();
   });
   sync();
-  const root = h("div", { class: "code-editor" }, pre, textarea);
-  return { root, textarea, setValue(text) { textarea.value = text; sync(); }, sync };
+  const root = h("div", { class: "code-editor" }, marks, pre, textarea);
+  const setValue = (/** @type {string} */ text) => {
+    textarea.value = text;
+    markLines(new Map());
+    sync();
+  };
+  return { root, textarea, setValue, sync, markLines, goToLine };
 }

@@ -1,9 +1,12 @@
 // The new-session form: a task (its naive kernel and plan as the starting point) or one
 // defined here (defineTask.js), the kernel (typed, pasted or uploaded), the launch plan
 // as JSON, budget, judge and seed. Errors, ours or the server's, show next to their
-// fields; nothing typed is lost.
+// fields; nothing typed is lost. Before a run is created, pre-flight asks the server what
+// the gate would reject on the CPU (transforms/preflight.js): compile errors are marked on
+// their lines in the editor, and a kernel the gate would refuse costs no run.
 import { api, ApiError } from "../api.js";
 import { fieldErrors, JUDGES, MAX_PARALLEL, prefillFor, runPayload, writtenSummary } from "../transforms/forms.js";
+import { preflightBody, preflightView } from "../transforms/preflight.js";
 import { format } from "../transforms/runs.js";
 import { attemptRow, writingEnded, writingPollDelay, writingStatusLine } from "../transforms/writing.js";
 import { codeEditor } from "./code.js";
@@ -42,6 +45,9 @@ export async function mountNewRun(root) {
     sourceBoxes.map((box) => h("label", { class: "checkbox" }, box, " ", h("code", null, box.value))), errors.sources) : null;
   const screen = /** @type {HTMLInputElement} */ (h("input", { type: "checkbox", name: "screen", id: "id_screen", checked: true }));
   const submit = /** @type {HTMLButtonElement} */ (h("button", { type: "submit", class: "primary" }, "Start the search"));
+  const check = /** @type {HTMLButtonElement} */ (h("button", { type: "button", id: "id_preflight", onclick: checkOnly },
+    "Check the kernel and plan"));
+  const preflightStatus = h("p", { class: "hint", id: "preflight-status", role: "status" });
   const draft = /** @type {HTMLButtonElement} */ (h("button", { type: "button", id: "id_draft", onclick: writeFromIntent },
     "Write the kernel from the intent (LLM)"));
   const drafted = h("p", { class: "hint", id: "drafted", role: "status" });
@@ -99,7 +105,7 @@ export async function mountNewRun(root) {
     h("div", { class: "field field-screen" }, h("label", { class: "checkbox" }, screen, " Screen candidates first"),
       h("p", { class: "hint" }, "A cheap first look in one long-lived GPU process (fewer seeds and runs, no profile); "
         + "only candidates faster than the best get the full gate, and only those can be the best.")),
-    h("div", { class: "actions" }, submit));
+    h("div", { class: "actions" }, submit, " ", check, preflightStatus));
   fill(root, h("h1", null, "New session"), form);
   taskChanged();
 
@@ -145,6 +151,53 @@ export async function mountNewRun(root) {
     }
   }
 
+  async function checkOnly() {
+    showErrors({}, []);
+    const { payload, errors: local } = runPayload({ task: task.value, source: editor.textarea.value, plan: plan.value,
+      budget: budget.value, parallel: parallel.value, judge: judge.value, seed: seed.value });
+    if (!payload) return showErrors(local, ["Please fix the fields marked below."]);
+    check.disabled = true;
+    try {
+      await preflight(payload);
+    } finally {
+      check.disabled = false;
+    }
+  }
+
+  /**
+   * Ask the server what the gate would reject, and show it. True when the run may start:
+   * nothing found, the server could not compile (it says so), or pre-flight itself could
+   * not be asked (the run's own checks still apply).
+   * @param {Record<string, any>} payload
+   */
+  async function preflight(payload) {
+    fill(preflightStatus, "Pre-flight: checking the kernel and plan as the gate would…");
+    let answer;
+    try {
+      answer = await api("/api/runs/preflight/", { method: "POST", body: preflightBody(payload) });
+    } catch (error) {
+      if (error instanceof ApiError && error.status === 400) {
+        const { fields, general: top } = fieldErrors(error.body, FIELDS);
+        fill(preflightStatus);
+        showErrors(fields, top.length ? top : ["Please fix the fields marked below."]);
+        return false;
+      }
+      fill(preflightStatus, `Pre-flight could not be asked (${error.message}); the run's own checks still apply.`);
+      return true;
+    }
+    const view = preflightView(answer);
+    fill(preflightStatus, view.status);
+    editor.markLines(view.lines);
+    if (view.ok) return true;
+    showErrors(view.fields, [view.status]);
+    for (const item of errors.source.querySelectorAll("li")) {
+      const line = Number(/^line (\d+):/.exec(item.textContent ?? "")?.[1]);
+      if (line) item.replaceChildren(h("button", { type: "button", class: "link", onclick: () => editor.goToLine(line) },
+        `line ${line}`), (item.textContent ?? "").replace(/^line \d+/, ""));
+    }
+    return false;
+  }
+
   function showWriting(job) {
     fill(drafted, writingStatusLine(job));
     fill(attemptList, (job.attempts ?? []).map((a) => {
@@ -162,6 +215,12 @@ export async function mountNewRun(root) {
       screen: screen.checked, writingJob: writtenJob?.task === task.value ? writtenJob.id : null });
     if (!payload) return showErrors(local, ["Please fix the fields marked below."]);
     submit.disabled = true;
+    submit.textContent = "Checking…";
+    if (!await preflight(payload)) {
+      submit.disabled = false;
+      submit.textContent = "Start the search";
+      return;
+    }
     submit.textContent = "Starting…";
     try {
       const run = await api("/api/runs/", { method: "POST", body: payload });
