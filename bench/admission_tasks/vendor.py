@@ -27,7 +27,15 @@ OPS: dict[str, tuple[Callable[..., tuple], Callable[..., Any]]] = {
     "channels_last": (lambda s, d: (_randn(d, s["N"], s["C"], s["H"], s["W"]),),
                       lambda x: x.permute(0, 2, 3, 1).contiguous()),
     "running_max": (lambda s, d: (_randn(d, s["M"], s["N"]),), lambda x: _cummax(x)),
+    "prelu": (lambda s, d: (_randn(d, s["N"], s["C"], s["H"], s["W"]), _randn(d, s["C"])),
+              lambda x, a: _prelu(x, a)),
 }
+
+
+def _prelu(x: Any, slope: Any) -> Any:
+    import torch
+
+    return torch.nn.functional.prelu(x, slope)
 
 
 def _cummax(x: Any) -> Any:

@@ -192,6 +192,85 @@ MAP_IF_ELSE = _map("leaky_if_else", """extern "C" __global__ void KERNEL(const f
 }
 """)
 
+# --- maps that write y[i] but read elsewhere (map.vec4's quads, quads.py) --------------------
+
+BROADCAST_SIZES = [{"R": 1, "C": 1}, {"R": 3, "C": 5}, {"R": 7, "C": 12}, {"R": 5, "C": 33}]
+
+
+def _bias_add(inputs, sizes):
+    return {"y": (inputs["x"] + inputs["b"][None, :]).astype(np.float32)}
+
+
+# a bias broadcast along rows, its column worked out with %
+_BIAS_SOURCE = """extern "C" __global__ void bias_add(const float* x, const float* b, float* y,
+                                         int R, int C) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < R * C) {
+        int c = i % C;
+        y[i] = x[i] + b[c];
+    }
+}
+"""
+_BIAS_PLAN = plan("bias_add", ["x", "b", "y", "R", "C"], grid="cdiv(R * C, BLOCK)")
+MAP_BIAS = Kernel("bias_add", _BIAS_SOURCE, _BIAS_PLAN,
+                  task("bias_add", _BIAS_SOURCE, _BIAS_PLAN, {"x": ("R", "C"), "b": ("C",)},
+                       {"y": ("R", "C")}, _bias_add, BROADCAST_SIZES))
+
+
+def _gated(inputs, sizes):
+    x = inputs["x"]
+    half = sizes["C"]
+    return {"y": (x[:, :half] * np.maximum(x[:, half:], np.float32(0.0))).astype(np.float32)}
+
+
+# a row's two halves, each read at the element's own column: neither read is the flat index
+_HALVES_SOURCE = """extern "C" __global__ void gated(const float* x, float* y, int R, int C) {
+    int t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= R * C) return;
+    int r = t / C;
+    int c = t - r * C;
+    float g = x[r * 2 * C + C + c];
+    y[t] = x[r * 2 * C + c] * (g > 0.0f ? g : 0.0f);
+}
+"""
+_HALVES_PLAN = plan("gated", ["x", "y", "R", "C"], grid="cdiv(R * C, BLOCK)")
+MAP_HALVES = Kernel("gated", _HALVES_SOURCE, _HALVES_PLAN,
+                    task("gated", _HALVES_SOURCE, _HALVES_PLAN, {"x": ("R", "2 * C")}, {"y": ("R", "C")},
+                         _gated, BROADCAST_SIZES))
+
+
+def _upsampled(inputs, sizes):
+    return {"y": inputs["x"].repeat(2, axis=1).repeat(2, axis=2)}
+
+
+# a 3-D grid (columns, rows, planes), each output reading the input value it copies
+_UPSAMPLE_SOURCE = """extern "C" __global__ void upsample(const float* x, float* y, int P, int H, int W) {
+    int ox = blockIdx.x * blockDim.x + threadIdx.x;
+    int oy = blockIdx.y * blockDim.y + threadIdx.y;
+    int p = blockIdx.z;
+    if (ox < 2 * W && oy < 2 * H) {
+        y[(p * 2 * H + oy) * 2 * W + ox] = x[(p * H + oy / 2) * W + ox / 2];
+    }
+}
+"""
+_UPSAMPLE_PLAN = plan("upsample", ["x", "y", "P", "H", "W"], grid=["cdiv(2 * W, 16)", "cdiv(2 * H, 16)", "P"],
+                      block=[16, 16])
+MAP_UPSAMPLE = Kernel("upsample", _UPSAMPLE_SOURCE, _UPSAMPLE_PLAN,
+                      task("upsample", _UPSAMPLE_SOURCE, _UPSAMPLE_PLAN, {"x": ("P", "H", "W")},
+                           {"y": ("P", "2 * H", "2 * W")}, _upsampled,
+                           [{"P": 1, "H": 1, "W": 1}, {"P": 2, "H": 3, "W": 5}, {"P": 3, "H": 2, "W": 9}]))
+
+# y written at another element than the thread's own: no quad of y is the thread's
+_SCATTER_SOURCE = """extern "C" __global__ void scatter_reverse(const float* x, float* y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[n - 1 - i] = x[i];
+}
+"""
+_SCATTER_PLAN = plan("scatter_reverse", ["x", "y", "n"])
+MAP_SCATTER = Kernel("scatter_reverse", _SCATTER_SOURCE, _SCATTER_PLAN,
+                     task("scatter_reverse", _SCATTER_SOURCE, _SCATTER_PLAN, {"x": ("n",)}, {"y": ("n",)},
+                          lambda inputs, sizes: {"y": inputs["x"][::-1].copy()}, MAP_SIZES))
+
 # --- 2-D maps ---------------------------------------------------------------------------------
 
 GRID_2D = ["cdiv(W, 16)", "cdiv(H, 16)"]

@@ -22,12 +22,16 @@ from forms_kernels import (
     HEAD_SUMSQ,
     MAP_2D,
     MAP_2D_RAMP,
+    MAP_BIAS,
+    MAP_HALVES,
     MAP_HELPER_LOCALS,
     MAP_IF_ELSE,
     MAP_PLAIN,
     MAP_REVERSE,
     MAP_SAXPY,
+    MAP_SCATTER,
     MAP_STYLES,
+    MAP_UPSAMPLE,
     MASKED_MEAN,
     PERMUTATIONS,
     RMSNORM,
@@ -86,12 +90,14 @@ def candidate(result: Emitted) -> Candidate:
 
 # MAP_HELPER_LOCALS is refused (a bug: see test_forms_lift.py)
 MAPS = [*(k for k in MAP_STYLES if k is not MAP_HELPER_LOCALS), MAP_SAXPY, MAP_IF_ELSE, suite("relu")]
+# maps that write y[i] and read elsewhere: vec4 takes them by quads (quads.py)
+READ_ELSEWHERE = [MAP_REVERSE, MAP_2D_RAMP, MAP_BIAS, MAP_HALVES, MAP_UPSAMPLE]
 ROW_KERNELS = [*SOFTMAX_STYLES, RMSNORM, HEAD_SUMSQ, ROW_PROD, ROW_DEFINED, MASKED_MEAN, ROW_RANGE,
                ROW_MAX_FROM_ONE, ROW_ARGMAX, ROW_ARGMIN_LAST, GROUPNORM, GEMV, suite("softmax"),
                suite("layernorm"), suite("cross_entropy")]
 CASES = [
-    *[(k, "map.grid_stride") for k in [*MAPS, MAP_REVERSE, MAP_2D, MAP_2D_RAMP]],
-    *[(k, "map.vec4") for k in [*MAPS, MAP_2D]],
+    *[(k, "map.grid_stride") for k in [*MAPS, *READ_ELSEWHERE, MAP_SCATTER, MAP_2D]],
+    *[(k, "map.vec4") for k in [*MAPS, *READ_ELSEWHERE, MAP_2D]],
     *[(k, "rows.block_per_row") for k in ROW_KERNELS],
     *[(k, "rows.split_strided") for k in COLUMN_KERNELS],
     *[(k, "full.grid_stride_accumulate") for k in FULL_STYLES],
@@ -248,10 +254,30 @@ def test_the_maths_text_is_moved_not_rewritten():
 # --- where a skeleton does not apply ------------------------------------------------------------
 
 
-@pytest.mark.parametrize("kernel", [MAP_REVERSE, MAP_2D_RAMP], ids=lambda k: k.name)
-def test_vec4_refuses_a_map_that_is_not_direct_and_says_so(kernel):
-    reason = by_name("map.vec4").emit(lifted(kernel), kernel.plan, task_of(kernel))
-    assert isinstance(reason, str) and "not a direct map" in reason
+def test_vec4_refuses_a_map_that_writes_another_element_than_its_own_and_says_so():
+    reason = by_name("map.vec4").emit(lifted(MAP_SCATTER), MAP_SCATTER.plan, task_of(MAP_SCATTER))
+    assert isinstance(reason, str) and "written at an element other than" in reason
+
+
+@needs_gxx
+@pytest.mark.parametrize("kernel", [MAP_BIAS, MAP_UPSAMPLE], ids=lambda k: k.name)
+def test_the_cpu_run_takes_the_quads_of_a_map_that_reads_elsewhere(kernel, tmp_path):
+    """Each quad's results reach memory only by its float4 store: without it the outputs
+    stay poisoned, so the quads, and not only the scalar tail, are what the CPU run checks."""
+    result = emitted(kernel, "map.vec4")
+    store = "reinterpret_cast<float4*>(y)[optiml_q] = y_v4;"
+    assert store in result.source
+    broken = Candidate.from_source_and_plan(result.source.replace(store, ""), result.plan)
+    spec = task_of(kernel)
+    sizes = spec.l0_sizes[-1]
+    inputs = inputs_for(spec, sizes)
+    assert mismatch(spec, sizes, inputs, CpuKernels(broken, tmp_path).run(spec, sizes, inputs))
+
+
+def test_vec4_loads_a_quad_read_at_the_elements_own_index_and_leaves_the_others_scalar():
+    source = emitted(MAP_BIAS, "map.vec4").source
+    assert "const float4 x_v4 = reinterpret_cast<const float4*>(x)[optiml_q];" in source
+    assert "b[c]" in source and "b_v4" not in source  # the broadcast operand stays as written
 
 
 @pytest.mark.parametrize("skeleton, kernel, family", [

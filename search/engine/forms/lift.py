@@ -371,10 +371,10 @@ def _direct(space, kernel: Kernel) -> bool:
                 if outer is not None and outer.type == "pointer_expression":
                     return False  # &x[i]: an address, not a value a float4 lane can stand for
     written = {rows.assigned_subscript(n) for s in space.body for n in walk(s)} - {None}
-    return written <= _always_written(list(space.body))
+    return written <= always_written(list(space.body))
 
 
-def _always_written(statements: list[Node]) -> set[str]:
+def always_written(statements: list[Node]) -> set[str]:
     """The pointers every path through the statements writes (p[...] = ..., an if with an
     else writing them on both sides)."""
     found: set[str] = set()
@@ -383,10 +383,10 @@ def _always_written(statements: list[Node]) -> set[str]:
         if target is not None:
             found.add(target)
         elif statement.type == "compound_statement":
-            found |= _always_written(named_statements(statement))
+            found |= always_written(named_statements(statement))
         elif statement.type == "if_statement" and statement.child_by_field_name("alternative") is not None:
             alternative = statement.child_by_field_name("alternative")
             other = alternative.named_children[-1] if alternative.type == "else_clause" else alternative
-            found |= _always_written([statement.child_by_field_name("consequence")]) & \
-                _always_written([other])
+            found |= always_written([statement.child_by_field_name("consequence")]) & \
+                always_written([other])
     return found

@@ -7,7 +7,9 @@ kernel's own text, moved, never rewritten: only how index points and row element
 handed to threads changes, and reductions are combined across the block.
 
     map.grid_stride          every element, ITEMS per thread at a grid stride
-    map.vec4                 float4 loads and stores (a direct map), scalar tail
+    map.vec4                 float4 loads and stores (a direct map), scalar tail; a map
+                             that writes y[i] but reads elsewhere: four neighbouring
+                             elements a thread, one float4 store (quads.py)
     rows.block_per_row       a block per row, the loops strided over its threads,
                              reductions by warp shuffles and one shared-slot step
     rows.split_strided       rows side by side in memory: a row per lane, its loops
@@ -37,6 +39,7 @@ from profiling.harness.spec import Task
 from . import emit, strides
 from .blockscans import BlockScan
 from .columns import SplitStridedRows
+from .quads import quad_body, quad_work
 from .skeleton_base import (
     DEFAULT_BLOCK,
     DEFAULT_ITEMS,
@@ -98,11 +101,16 @@ class Vec4Map(Skeleton):
     intents = ("VEC4", "GRID_STRIDE")
     families = ("vectorize", "grid_stride")
     summary = ("float4 loads and stores where every pointer is 16-byte aligned, a grid-stride loop "
-               "over the quads and a scalar tail")
+               "over the quads and a scalar tail (a map that reads elsewhere than its own element: "
+               "four neighbouring elements a thread, their results stored as one float4)")
 
     def _emit(self, form: Form, plan: dict[str, Any], task: Task, sizes: list[str]) -> Emitted | str:
-        if not form.direct:
-            return "not a direct map: some access is not p[i] of the one index, or a write is conditional"
+        if not form.direct:  # four neighbouring elements a thread, one float4 store (quads.py)
+            work = quad_work(form)
+            if isinstance(work, str):
+                return work
+            total = " * ".join(f"({size})" for size in sizes)
+            return self._emitted(form, plan, task, quad_body(form, *work), total)
         total = sizes[0]
         index = form.space[0].name
         pointers = sorted(set(form.reads) | set(form.writes))
@@ -137,6 +145,9 @@ class Vec4Map(Skeleton):
         {form.space[0].ctype} {index} = ({form.space[0].ctype})optiml_flat;
 {emit.indent(form.body, 8)}
     }}"""
+        return self._emitted(form, plan, task, body, total)
+
+    def _emitted(self, form: Form, plan: dict[str, Any], task: Task, body: str, total: str) -> Emitted | str:
         grid = f"max(cdiv({total}, 4 * BLOCK), 1)"
         new_plan = plan_with(form, plan, task, grid, {"BLOCK": DEFAULT_BLOCK})
         if isinstance(new_plan, str):

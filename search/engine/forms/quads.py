@@ -1,0 +1,142 @@
+"""map.vec4 for a map that is not direct: four neighbouring elements a thread, each with
+the kernel's own work, their results stored as one float4.
+
+A direct map (every access p[i]) has float4 lanes for every pointer (skeletons.Vec4Map).
+Most maps people write are not direct: a broadcast operand (`bias[i % C]`), two halves of
+a row (`x[m * 2 * D + d]` and `x[m * 2 * D + D + d]`), a gather (`x[(oy / 2) * W + ox / 2]`),
+a neighbour (`x[i + half]`). What they share with a direct map is the write: element i of
+the output is `y[i]`, i the flat index of the thread's coordinates. A thread then takes
+the quad of flat indices 4q .. 4q + 3, runs the element's work for each with its
+coordinates worked out from the flat index (the other reads as written: scalar loads,
+four of them in flight), and stores the quad's four results as one float4. A pointer
+read only at the flat index is loaded as one float4 too.
+
+Preconditions, each checked, never assumed:
+- every write is `p[e] = v` with e the same integer function of the coordinates as the
+  flat index (strides.same_index, read through the work's integer locals, none of them
+  assigned again), p a float pointer, written on every path through the work (else the
+  quad is loaded first, so that a lane that writes nothing stores back what was there);
+- the work has no `return` or `goto` (a lane's exit would end the whole quad);
+- at run time, every pointer taken as float4 is 16-byte aligned; otherwise, and for the
+  last total % 4 elements, the thread runs the elements one at a time.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..rewrites.syntax import parse, text, walk
+from . import emit, strides
+from .skeleton_base import flat_total, unflatten
+from .transposes import element_type
+from .types import Form
+
+_COMPONENTS = ("x", "y", "z", "w")
+_PREFIX = "void optiml_quad_body() {\n"
+
+
+def quad_work(form: Form) -> tuple[str, str] | str:
+    """(the work of one quad, the pointers that must be 16-byte aligned) or why not."""
+    body = form.body
+    if re.search(r"\b(?:return|goto)\b", body):
+        return "the element's work can return or jump: a lane's exit would end its quad"
+    tree = parse(f"{_PREFIX}{body}\n}}")
+    function = tree.root_node.named_children[0]
+    statements = list(function.child_by_field_name("body").named_children)
+    locals_ = emit.uniform_locals(body)
+    flat = _flat_index(form)
+    pointers = set(form.reads) | set(form.writes)
+    at_flat: dict[str, list] = {p: [] for p in pointers}
+    elsewhere: set[str] = set()
+    for node in walk(function):
+        if node.type != "subscript_expression":
+            continue
+        pointer = text(node.child_by_field_name("argument"))
+        if pointer not in pointers:
+            continue
+        index = text(node.child_by_field_name("indices"))[1:-1]
+        if _reassigned(index, locals_, body) or not strides.same_index(
+                strides.through(index, locals_, keep=""), flat):
+            elsewhere.add(pointer)
+        else:
+            at_flat[pointer].append(node)
+    for pointer in form.writes:
+        if pointer in elsewhere:
+            return f"{pointer} is written at an element other than the thread's own"
+        if element_type(form.signature, pointer) != "float":
+            return f"{pointer} is not a float pointer"
+    from .lift import always_written
+
+    written_everywhere = always_written(statements)
+    vectors = sorted(p for p in pointers if p not in elsewhere and at_flat[p]
+                     and element_type(form.signature, p) == "float")
+    loaded = [p for p in vectors if p in form.reads or p not in written_everywhere]
+    lines = [f"const float4 {p}_v4 = reinterpret_cast<const float4*>({p})[optiml_q];"
+             for p in loaded if p not in form.writes]
+    load = " = reinterpret_cast<const float4*>({})[optiml_q]"
+    lines += [f"float4 {p}_v4{load.format(p) if p in loaded else ''};" for p in form.writes]
+    replaced = [node for p in vectors for node in at_flat[p]]
+    for lane, component in enumerate(_COMPONENTS):
+        work = _substituted(body, replaced, component)
+        lines.append("{\n" + emit.indent(f"const long long optiml_flat = optiml_q * 4 + {lane};\n"
+                                         f"{unflatten(form, 'optiml_flat')}\n{work}", 4) + "\n}")
+    lines += [f"reinterpret_cast<float4*>({p})[optiml_q] = {p}_v4;" for p in form.writes]
+    aligned = " | ".join(f"(unsigned long long){p}" for p in vectors)
+    return "\n".join(lines), aligned
+
+
+def quad_body(form: Form, quad: str, aligned: str) -> str:
+    """The kernel's body: the quads at a grid stride where aligned, then the elements left."""
+    return f"""    const long long optiml_total = {flat_total(form)};
+    const long long optiml_stride = (long long)blockDim.x * gridDim.x;
+    const long long optiml_first = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    long long optiml_done = 0;
+    if ((({aligned}) & 15ull) == 0) {{
+        const long long optiml_quads = optiml_total / 4;
+        for (long long optiml_q = optiml_first; optiml_q < optiml_quads; optiml_q += optiml_stride) {{
+{emit.indent(quad, 12)}
+        }}
+        optiml_done = optiml_quads * 4;
+    }}
+    for (long long optiml_flat = optiml_done + optiml_first; optiml_flat < optiml_total;
+         optiml_flat += optiml_stride) {{
+{emit.indent(unflatten(form, "optiml_flat"), 8)}
+{emit.indent(form.body, 8)}
+    }}"""
+
+
+def _flat_index(form: Form) -> str:
+    """The flat index of the form's coordinates, slowest first: a * (B * C) + b * C + c."""
+    terms = []
+    for position, axis in enumerate(form.space):
+        inner = [f"({a.bound})" for a in form.space[position + 1:]]
+        terms.append(" * ".join([f"({axis.name})", *inner]))
+    return " + ".join(terms)
+
+
+def _reassigned(index: str, locals_: dict[str, str], body: str) -> bool:
+    """Whether a local the index reads (directly or through others) is assigned after its
+    declaration: its declared value would then not be the one the access sees."""
+    names, seen = set(re.findall(r"[A-Za-z_]\w*", index)), set()
+    while names:
+        name = names.pop()
+        if name in seen or name not in locals_:
+            continue
+        seen.add(name)
+        names |= set(re.findall(r"[A-Za-z_]\w*", locals_[name]))
+        changes = re.findall(rf"\b{name}\s*(?:[-+*/%&|^]|<<|>>)?=(?!=)|\b{name}\s*(?:\+\+|--)"
+                             rf"|(?:\+\+|--)\s*{name}\b", body)
+        if len(changes) > 1:
+            return True
+    return False
+
+
+def _substituted(body: str, nodes: list, component: str) -> str:
+    """The body with each of these subscripts (p[...] at the flat index) as p_v4.<component>."""
+    source = body.encode()
+    offset = len(_PREFIX.encode())
+    for node in sorted(nodes, key=lambda n: n.start_byte, reverse=True):
+        pointer = text(node.child_by_field_name("argument"))
+        start, end = node.start_byte - offset, node.end_byte - offset
+        source = source[:start] + f"{pointer}_v4.{component}".encode() + source[end:]
+    return source.decode()
