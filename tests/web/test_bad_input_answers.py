@@ -120,3 +120,23 @@ def test_djangos_bad_request_errors_are_answered_in_words():
 
     assert response.status_code == 400
     assert response.data == {"detail": "bad request: more than 1000 parameters"}
+
+
+@pytest.mark.parametrize("expression", [
+    "+".join(["n"] * 5000),  # the audit's: deep enough to exhaust the parser's stack
+    "(" * 2000 + "n" + ")" * 2000,
+])
+def test_a_plan_expression_too_long_to_parse_is_a_400_that_says_so_before_it_is_parsed(
+        api, people, expression):
+    from profiling.harness import tasks as task_registry
+
+    relu = task_registry.get("relu")
+    plan = copy.deepcopy(relu.naive_plan)
+    plan["launches"][0]["grid"] = [expression]
+    body = {"task": "relu", "source": relu.naive_source, "plan": plan, "budget": 3, "judge": "rules"}
+
+    response = api(people["alice"]).post("/api/runs/", body, format="json")
+
+    _says_it_in_words(response)
+    assert "longer than 400 characters" in str(response.json()["plan"]), response.json()
+    assert not Run.objects.exists()

@@ -149,6 +149,29 @@ def test_the_servers_request_log_never_writes_a_share_token(served):
         assert f'"WSCONNECT /ws/runs/{run_id}/"' in written
 
 
+async def _refused_status(url: str) -> int:
+    import websockets
+    from websockets.exceptions import InvalidStatus
+
+    with pytest.raises(InvalidStatus) as refused:
+        async with websockets.connect(url, origin="http://127.0.0.1"):
+            pass
+    return refused.value.response.status_code
+
+
+def test_a_websocket_to_a_path_no_app_routes_is_refused_by_the_server_without_a_traceback(served):
+    """Channels' "No route found" was a 500 and a traceback in the server's log (issue 34, part 6)."""
+    host, run_id, token, log, server = served
+
+    assert asyncio.run(_refused_status(f"ws://{host}/ws/nowhere/")) == 403  # the handshake refused
+    assert asyncio.run(_refused_status(f"ws://{host}/ws/runs/abc/")) == 403
+    time.sleep(0.5)
+
+    written = log.read_text()
+    assert "Traceback" not in written and "No route found" not in written, written
+    assert "websocket refused: no route for /ws/nowhere/" in written, written
+
+
 # -- Celery's worker and beat --------------------------------------------------------------
 
 CELERY_LOGGING = """
