@@ -13,7 +13,8 @@ Who may connect: whoever may read the card's library (lineage.selectors.
 skill_library_open): anyone signed in for the default library, the team's members for a
 team's. Others, and cards that do not exist, are refused (close code 4404) before the
 socket is accepted. The viewer's access is checked again when their memberships change
-or they sign out (search.socket_access), and the socket closed (4404) once it has gone.
+or they sign out, and every few minutes anyway (search.socket_access), and the socket
+closed (4404) once it has gone.
 A bad `team` is accepted only to be closed with 4400 and a reason
 (optiml_web.params.close_bad_request).
 """
@@ -60,6 +61,7 @@ class SkillCardConsumer(AccessRechecked, AsyncJsonWebsocketConsumer):
         # committed after it brings a message.
         await self.channel_layer.group_add(live.card_group(self.card_pk), self.channel_name)
         await self.accept()
+        self.recheck_periodically()
         self.revision = (await _revision(self.card_pk) or (self.revision, ""))[0]
         await self.send_json({"type": "card", "data": {"revision": self.revision, "what": None}})
         if settings.OPTIML_CARD_POLL_S > 0:

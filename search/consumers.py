@@ -17,9 +17,10 @@ on the receiving side, per viewer.
 Who may connect: the signed-in user who may view the run, or anyone with an open share
 link's token. Others are refused (close code 4404) before the socket is accepted, and a
 viewer who came in by a link is closed (4404) when that link is revoked. A signed-in
-viewer's access is checked again when their memberships change or they sign out
-(search.socket_access), and the socket is closed (4404) when neither they nor the link
-they came with may still see the run.
+viewer's access is checked again when their memberships change or they sign out, and
+every viewer's when the run or a link changes and every few minutes anyway
+(search.socket_access); the socket is closed (4404) when neither they nor the link they
+came with may still see the run.
 
 A bad `after` (not a whole number of ASCII digits that a sequence number can be) is a bad
 request: the socket is accepted only to be closed with 4400 and a reason that names the
@@ -74,6 +75,7 @@ class RunConsumer(AccessRechecked, AsyncJsonWebsocketConsumer):
         # committed after it brings a notification. Either way nothing falls in a gap.
         await self.channel_layer.group_add(broadcast.run_group(self.run_id), self.channel_name)
         await self.accept()
+        self.recheck_periodically()
         self.feed = await live.join(self.run_id)
         self.wanted = await _last_seq(self.run_id)
         # A client ahead of the log (a database restored from backup) starts again from

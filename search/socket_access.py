@@ -11,8 +11,10 @@ changes that group hears "look again" (search.broadcast.access_changed_after_com
 after the change commits); when a run's changes, the run's group hears it. Each socket
 then asks the selector it asked at connect, for the user its session signs in *now*
 (accounts.selectors.session_user), and closes with its "may not see" code if the answer
-is no. The message carries no verdict, so a repeated one costs a re-check and a lost one
-leaves a socket as open as it was; nothing it says can let anybody see more.
+is no. The message carries no verdict, so a repeated one costs a re-check; nothing it says
+can let anybody see more. A lost one, and what sends none (a session that expires, a
+change written past the signals), is caught by each socket asking again unprompted every
+few minutes (RECHECK_EVERY_S).
 
 Setting a password re-keys the session it was set from (Django's update_session_auth_hash),
 so the sockets that session had opened close too: the page reconnects under its new key.
@@ -27,6 +29,10 @@ group: a revoked or deleted link closes their sockets
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import random
+
 from channels.db import database_sync_to_async
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AnonymousUser
@@ -38,17 +44,28 @@ from accounts.models import Membership
 from search import broadcast
 from search.models import Run, ShareLink
 
+log = logging.getLogger(__name__)
+
+# How often an open socket asks again with no message to prompt it, in seconds: the
+# backstop for what sends none (a session that expires; a change written past the models'
+# signals, such as a queryset update) and for a message lost with the channel layer
+# (broadcast.group_send logs and drops it). Each asks a few indexed reads: 5,000 viewers
+# (bench/results/2026-11-29-browser-live-5000.json) about 17 checks a second.
+RECHECK_EVERY_S = 300.0
+
 
 class AccessRechecked:
-    """Mixed into a websocket consumer whose access rests on its signed-in user.
+    """Mixed into a websocket consumer whose access rests on its signed-in user or link.
 
     The consumer calls `follow_user()` in connect before it checks access (a change that
-    commits between the two is then heard, as "join first, then read" for news), and
-    `unfollow_user()` when it refuses or disconnects; it implements `recheck_access(user)`,
-    which closes the socket when `user` may no longer see what it shows."""
+    commits between the two is then heard, as "join first, then read" for news),
+    `recheck_periodically()` once it has accepted, and `unfollow_user()` when it refuses
+    or disconnects; it implements `recheck_access(user)`, which closes the socket when
+    `user` (or the link it came with) may no longer see what it shows."""
 
     user_group: str | None = None
     session_key: str | None = None
+    periodic_recheck: asyncio.Task | None = None
 
     async def follow_user(self) -> None:
         user = self.scope.get("user")
@@ -59,7 +76,22 @@ class AccessRechecked:
         self.user_group = broadcast.user_group(user.pk)
         await self.channel_layer.group_add(self.user_group, self.channel_name)
 
+    def recheck_periodically(self) -> None:
+        self.periodic_recheck = asyncio.create_task(self._recheck_every_while())
+
+    async def _recheck_every_while(self) -> None:
+        while True:
+            # Spread over half a period: the sockets a restart reopens together ask apart.
+            await asyncio.sleep(random.uniform(RECHECK_EVERY_S / 2, RECHECK_EVERY_S))
+            try:
+                await self.access_changed({})
+            except Exception:  # the database away a moment: ask again next time
+                log.exception("socket %s: access not checked again", self.scope.get("path", "?")[:200])
+
     async def unfollow_user(self) -> None:
+        if self.periodic_recheck is not None:
+            self.periodic_recheck.cancel()
+            self.periodic_recheck = None
         if self.user_group is not None:
             await self.channel_layer.group_discard(self.user_group, self.channel_name)
             self.user_group = None

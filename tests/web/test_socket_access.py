@@ -7,6 +7,8 @@ revoked in the admin or deleted. Through the real ASGI application, as tests/web
 
 from __future__ import annotations
 
+import asyncio
+from datetime import timedelta
 from importlib import import_module
 
 import pytest
@@ -14,13 +16,14 @@ from asgiref.sync import async_to_sync
 from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth.signals import user_logged_out
+from django.contrib.sessions.models import Session
 from django.test import Client, RequestFactory
 from django.utils import timezone
 
 from accounts import services as accounts
 from accounts.models import Team
 from lineage.models import SkillCard
-from search import services
+from search import services, socket_access
 from search.models import Run, ShareLink
 from tests.web.test_live_runs import MEMORY, socket
 from tests.web.test_skills_api import card_data
@@ -358,3 +361,59 @@ def test_deleting_a_run_closes_every_socket_on_it(live, people, team_run):
         return await creator.receive_output(timeout=2), await visitor.receive_output(timeout=2)
 
     assert async_to_sync(scenario)() == (CLOSED, CLOSED)
+
+
+# -- what sends no message: each socket asks again unprompted ------------------------------
+
+
+@pytest.fixture
+def rechecking(live, monkeypatch):
+    monkeypatch.setattr(socket_access, "RECHECK_EVERY_S", 0.2)
+    return live
+
+
+def test_a_session_that_expires_while_its_sockets_are_open_closes_them(rechecking, people, team_run,
+                                                                      team_card):
+    bob, alice = session_of(people["bob"]), session_of(people["alice"])
+    expire = database_sync_to_async(lambda: Session.objects.filter(session_key=bob).update(
+        expire_date=timezone.now() - timedelta(seconds=1)))
+
+    async def scenario():
+        run = await watching_run(team_run.pk, bob)
+        card = await watching_card(f"/ws/skills/vec4-v1/?team={people['team'].pk}", bob)
+        colleague = await watching_run(team_run.pk, alice)
+        await expire()
+        return (await run.receive_output(timeout=2), await card.receive_output(timeout=2),
+                await still_open(colleague))
+
+    run_closed, card_closed, colleague_open = async_to_sync(scenario)()
+
+    assert run_closed == CLOSED and card_closed == CLOSED
+    assert colleague_open
+
+
+def test_a_link_revoked_with_no_message_sent_closes_its_visitors_all_the_same(rechecking, people, team_run):
+    """A queryset update sends no signal, as a message lost with the channel layer."""
+    link, token = services.share_create(run=team_run, user=people["alice"])
+    revoke_quietly = database_sync_to_async(lambda: ShareLink.objects.filter(pk=link.pk).update(
+        revoked_at=timezone.now()))
+
+    async def scenario():
+        visitor = await watching_run(team_run.pk, share=token)
+        await revoke_quietly()
+        return await visitor.receive_output(timeout=2)
+
+    assert async_to_sync(scenario)() == CLOSED
+
+
+def test_asking_again_and_again_leaves_a_viewer_who_may_see_watching(rechecking, people, team_run, team_card):
+    link, token = services.share_create(run=team_run, user=people["alice"])
+    bob = session_of(people["bob"])
+
+    async def scenario():
+        sockets = [await watching_run(team_run.pk, bob), await watching_run(team_run.pk, share=token),
+                   await watching_card(f"/ws/skills/vec4-v1/?team={people['team'].pk}", bob)]
+        await asyncio.sleep(1)  # five periods and more
+        return [await still_open(ws) for ws in sockets]
+
+    assert async_to_sync(scenario)() == [True, True, True]
