@@ -173,9 +173,14 @@ def declared_task_file_ensure(*, name: str) -> None:
 def declared_task_create(*, definition: dict, owner, team=None) -> DeclaredTask:
     """Validate a task definition through the harness (its reference run at every small
     size), store it, and write its file where the harness looks. Raises
-    declared.DefinitionError, whose `field` names the input at fault."""
+    declared.DefinitionError, whose `field` names the input at fault.
+
+    The task is named for its owner (user-<slug>.<owner's id>): a name already taken can
+    only be one of the owner's own, so declaring says nothing of other people's tasks."""
+    definition = {**definition, "name": declared.owned_name(definition.get("name"), owner.pk)}
     canonical, spec = declared.declare(definition)
-    taken = declared.DefinitionError("name", f"a task named {spec.name!r} exists already: pick another name")
+    taken = declared.DefinitionError("name", f"you have a task named {spec.name!r} already: "
+                                             "pick another name")
     if DeclaredTask.objects.filter(name=spec.name).exists():
         raise taken
     try:

@@ -14,7 +14,9 @@ Shapes, flops and bytes are expressions over the sizes (expr.py); a reference is
 refexpr.py expression per output, computed in float64 and cast to the output's dtype.
 An int32 input needs "range": [lo, hi], expressions for the half-open range its values
 are drawn from. The name is a slug; the task is called "user-<slug>" so that it can
-never shadow a suite task (the registry reserves the prefix). Bytes default to the
+never shadow a suite task (the registry reserves the prefix), and one declared in the
+app "user-<slug>.<owner's user id>" (owned_name), so that each owner's names are their
+own. Bytes default to the
 inputs read once and the outputs written once; flops to 0, so that a guess can never
 make a correct kernel look impossibly fast.
 
@@ -45,6 +47,8 @@ from .definition import (  # noqa: F401 (the names callers use, from one place)
     Parsed,
     Parser,
     is_declared_name,
+    owned_name,
+    slug_of,
     task_name,
 )
 from .jsonfile import write_json_atomically
@@ -184,7 +188,7 @@ def _starting_plan(name: str, inputs: list[DeclaredTensor], outputs: list[Declar
 
 
 def _kernel_name(name: str) -> str:
-    kernel = name.removeprefix(NAME_PREFIX).replace("-", "_")
+    kernel = slug_of(name).replace("-", "_")
     return f"kernel_{kernel}" if kernel[0].isdigit() else kernel
 
 

@@ -21,6 +21,12 @@ from .spec import DEFAULT_TOLERANCES, DISTRIBUTIONS, Sizes, TensorSpec, Toleranc
 FORMAT = 1
 NAME_PREFIX = "user-"
 SLUG = re.compile(r"[a-z0-9][a-z0-9-]{0,47}")
+# A task declared in the app is named for its owner too, `user-<slug>.<owner's user id>`,
+# so that no one learns whether another user declared a slug: each owner's names are
+# their own (issue 34, part 7). Files on the task path may go without it.
+OWNER = re.compile(r"\.([0-9]{1,19})")
+SLUG_RULE = ("a slug: lowercase letters, digits and '-', at most 48, e.g. double-relu "
+             "(the task is called user-<slug>.<your user number>)")
 IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,31}")
 RESERVED = {"np", "cdiv", "min", "max", "ceil", "floor"}  # names expressions already use
 DECLARED_DTYPES = ("float32", "int32")  # those the GPU can re-randomise between timed runs
@@ -64,6 +70,21 @@ class _TooLarge(DefinitionError):
 
 def task_name(slug: str) -> str:
     return slug if slug.startswith(NAME_PREFIX) else NAME_PREFIX + slug
+
+
+def owned_name(slug: Any, owner: int) -> str:
+    """The name of `owner`'s task `slug` (with or without the prefix): user-<slug>.<owner>.
+    Anything but a slug is refused, another owner's number included."""
+    if not isinstance(slug, str) or not SLUG.fullmatch(slug.removeprefix(NAME_PREFIX)):
+        raise DefinitionError("name", SLUG_RULE)
+    return f"{task_name(slug)}.{owner}"
+
+
+def slug_of(name: str) -> str:
+    """The slug of a declared task's name, without its prefix or its owner."""
+    slug = name.removeprefix(NAME_PREFIX)
+    owner = re.search(rf"{OWNER.pattern}$", slug)
+    return slug[: owner.start()] if owner else slug
 
 
 def is_declared_name(name: str) -> bool:
@@ -176,12 +197,8 @@ class Parser:
 
     # -- fields --------------------------------------------------------------------------
     def _name(self, value: Any) -> str:
-        if not isinstance(value, str) or not SLUG.fullmatch(task_name(value)[len(NAME_PREFIX) :]):
-            raise DefinitionError(
-                "name",
-                "a slug: lowercase letters, digits and '-', at most 48, "
-                "e.g. double-relu (the task is called user-<slug>)",
-            )
+        if not isinstance(value, str) or not SLUG.fullmatch(slug_of(task_name(value))):
+            raise DefinitionError("name", SLUG_RULE)
         return task_name(value)
 
     def _sizes(self, value: Any) -> dict[str, int]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import re
 import shutil
 import socket
 import subprocess
@@ -311,15 +312,17 @@ def test_a_person_defines_a_task_and_starts_a_run_on_it(server, app_env, tmp_pat
     assert result["refused_reference"].startswith("reference.y:")
     assert result["kept_after_refusal"] is True
     # Created, picked, and its starting plan filled in; the run was made on it.
-    assert result["selected_task"] == "user-double-relu" and result["refusal_cleared"] is True
+    # Named for its owner (user-<slug>.<id>), so that declaring tells nothing of others' tasks.
+    task = result["selected_task"]
+    assert re.fullmatch(r"user-double-relu\.[0-9]+", task) and result["refusal_cleared"] is True
     assert result["plan"]["launches"][0]["kernel"] == "double_relu"
     assert result["page_errors"] == []
     stored = _manage(app_env, "shell", "-c", (
         "from search.models import Run\n"
         f"run = Run.objects.get(pk={result['run_id']})\n"
         "print(run.task.name, run.budget, 'double_relu' in run.root_candidate.source)"))
-    assert stored.splitlines()[-1].split() == ["user-double-relu", "1", "True"]
-    written = json.loads((tmp_path / "var" / "tasks" / "user-double-relu.json").read_text())
+    assert stored.splitlines()[-1].split() == [task, "1", "True"]
+    written = json.loads((tmp_path / "var" / "tasks" / f"{task}.json").read_text())
     assert written["reference"] == {"y": "np.maximum(x, 0) * 2"}
     assert written["tolerances"] == {"float32": {"atol": 0.0, "rtol": 0.0}}
     assert (SHOTS / "define-task-errors.png").stat().st_size > 10_000

@@ -25,6 +25,11 @@ extern "C" __global__ void double_relu(const float* x, float* y, int n) {
 """
 
 
+def owned(people) -> str:
+    """The name alice's double-relu is given: her own, named for her."""
+    return f"user-double-relu.{people['alice'].pk}"
+
+
 def double_relu(**changes) -> dict:
     return {
         "name": "double-relu",
@@ -56,20 +61,20 @@ def test_a_declared_task_is_stored_written_for_the_harness_and_offered_to_a_new_
 
     assert response.status_code == 201, response.json()
     body = response.json()
-    assert (body["name"], body["owner"], body["team"]) == ("user-double-relu", "alice", people["team"].pk)
+    assert (body["name"], body["owner"], body["team"]) == (owned(people), "alice", people["team"].pk)
     assert body["definition"]["l0_sizes"][0] == {"n": 1}  # small sizes generated
     assert body["starting_plan"]["launches"][0]["args"] == ["x", "y", "n"]
-    row = DeclaredTask.objects.get(name="user-double-relu")
-    assert json.loads((task_dir / "user-double-relu.json").read_text()) == row.definition
-    task_row = Task.objects.get(name="user-double-relu")
+    row = DeclaredTask.objects.get(name=owned(people))
+    assert json.loads((task_dir / f"{owned(people)}.json").read_text()) == row.definition
+    task_row = Task.objects.get(name=owned(people))
     assert task_row.bytes == 8 * 2**20 and task_row.naive_candidate is None
     offered = {t["name"]: t for t in api(people["alice"]).get("/api/tasks/").json()}
-    assert offered["user-double-relu"]["declared"] is True and offered["relu"]["declared"] is False
-    assert offered["user-double-relu"]["naive_source"] == ""
-    assert offered["user-double-relu"]["naive_plan"] == body["starting_plan"]
+    assert offered[owned(people)]["declared"] is True and offered["relu"]["declared"] is False
+    assert offered[owned(people)]["naive_source"] == ""
+    assert offered[owned(people)]["naive_plan"] == body["starting_plan"]
     listed = api(people["alice"]).get("/api/tasks/declared/").json()
-    assert [t["name"] for t in listed] == ["user-double-relu"]
-    assert api(people["alice"]).get("/api/tasks/declared/user-double-relu/").json()["description"] == (
+    assert [t["name"] for t in listed] == [owned(people)]
+    assert api(people["alice"]).get(f"/api/tasks/declared/{owned(people)}/").json()["description"] == (
         "y = 2 max(x, 0)")
 
 
@@ -109,19 +114,19 @@ def test_a_name_is_declared_once(declare):
 
     again = declare(reference={"y": "x * 3"})
 
-    assert again.status_code == 400 and "exists already" in again.json()["name"][0]
+    assert again.status_code == 400 and "you have a task named" in again.json()["name"][0]
     assert DeclaredTask.objects.get().definition["reference"] == {"y": "np.maximum(x, 0) * 2"}
 
 
 def test_a_declared_task_is_seen_and_run_by_its_owner_and_team_only(api, people, declare):
     declare(team=people["team"].pk)
-    plan = api(people["alice"]).get("/api/tasks/declared/user-double-relu/").json()["starting_plan"]
-    request = {"task": "user-double-relu", "source": KERNEL, "budget": 1, "plan": plan}
+    plan = api(people["alice"]).get(f"/api/tasks/declared/{owned(people)}/").json()["starting_plan"]
+    request = {"task": owned(people), "source": KERNEL, "budget": 1, "plan": plan}
 
     stranger = api(people["carol"])
-    assert "user-double-relu" not in [t["name"] for t in stranger.get("/api/tasks/").json()]
+    assert owned(people) not in [t["name"] for t in stranger.get("/api/tasks/").json()]
     assert stranger.get("/api/tasks/declared/").json() == []
-    assert stranger.get("/api/tasks/declared/user-double-relu/").status_code == 404
+    assert stranger.get(f"/api/tasks/declared/{owned(people)}/").status_code == 404
     refused = stranger.post("/api/runs/", request, format="json")
     assert refused.status_code == 400 and "not declared by you or your teams" in refused.json()["task"][0]
     typo = stranger.post("/api/runs/", {**request, "task": "reluu"}, format="json").json()["task"][0]
@@ -132,7 +137,7 @@ def test_a_declared_task_is_seen_and_run_by_its_owner_and_team_only(api, people,
 def test_a_run_on_a_declared_task_needs_a_kernel(api, people, declare):
     declare()
 
-    request = {"task": "user-double-relu", "budget": 1}
+    request = {"task": owned(people), "budget": 1}
 
     response = api(people["alice"]).post("/api/runs/", request, format="json")
 
@@ -148,20 +153,20 @@ def test_a_run_on_a_declared_task_compiles_its_kernel_through_the_gate(
     from search import services
 
     plan = declare().json()["starting_plan"]
-    request = {"task": "user-double-relu", "source": KERNEL, "plan": plan, "budget": 1}
+    request = {"task": owned(people), "source": KERNEL, "plan": plan, "budget": 1}
     response = api(people["alice"]).post("/api/runs/", request, format="json")
     assert response.status_code == 201, response.json()
     # A worker on another host has the database but not the file: it writes it itself.
-    (task_dir / "user-double-relu.json").unlink()
+    (task_dir / f"{owned(people)}.json").unlink()
 
     run = services.run_step(run_id=response.json()["id"], evaluator=GateEvaluator(workdir=tmp_path / "work"))
 
-    evaluation = Evaluation.objects.get(task__name="user-double-relu")
+    evaluation = Evaluation.objects.get(task__name=owned(people))
     assert evaluation.status == Evaluation.Status.INCOMPLETE, evaluation.message
     assert "needs a GPU host" in evaluation.message
     assert evaluation.verdict["compile"]["ok"] is True
     assert [k["kernel"] for k in evaluation.verdict["compile"]["kernels"]] == ["double_relu"]
-    assert (task_dir / "user-double-relu.json").exists()
+    assert (task_dir / f"{owned(people)}.json").exists()
     assert run.evaluated == 1
 
 
@@ -175,7 +180,7 @@ def test_a_kernel_that_does_not_match_the_declared_task_is_refused_by_the_plan_c
     declare()
     plan = {"launches": [{"kernel": "double_relu", "grid": ["cdiv(N, 256)"], "block": [256],
                           "args": ["x", "y", "n"]}]}
-    request = {"task": "user-double-relu", "source": KERNEL, "plan": plan, "budget": 1}
+    request = {"task": owned(people), "source": KERNEL, "plan": plan, "budget": 1}
     response = api(people["alice"]).post("/api/runs/", request, format="json")
 
     assert response.status_code == 400 and "unknown name 'N'" in str(response.json()["plan"])

@@ -80,6 +80,38 @@ def test_a_member_not_in_the_team_answers_alike_whether_the_user_exists_or_not(a
     assert carol.replace("carol", "X") == nobody.replace("nobody-at-all", "X")
 
 
+# -- declared tasks' names -------------------------------------------------------------------
+
+
+def _definition(slug: str) -> dict:
+    return {"name": slug, "description": "y = x", "sizes": {"n": 64},
+            "inputs": [{"name": "x", "dtype": "float32", "shape": ["n"]}],
+            "outputs": [{"name": "y", "dtype": "float32", "shape": ["n"]}], "reference": {"y": "x"}}
+
+
+def test_declaring_a_slug_another_user_declared_answers_as_if_nobody_had(api, people, task_dir):
+    carol, alice = people["carol"], people["alice"]
+    assert api(carol).post("/api/tasks/declared/", _definition("secret-op"), format="json").status_code == 201
+
+    answers = {slug: api(alice).post("/api/tasks/declared/", _definition(slug), format="json")
+               for slug in ("secret-op", "fresh-op")}  # carol declared the one, nobody the other
+
+    assert [answers[slug].status_code for slug in ("secret-op", "fresh-op")] == [201, 201]
+    assert [answers[slug].json()["name"] for slug in ("secret-op", "fresh-op")] == [
+        f"user-secret-op.{alice.pk}", f"user-fresh-op.{alice.pk}"]
+    assert answers["secret-op"].json()["starting_plan"]["launches"][0]["kernel"] == "secret_op"
+    assert f"user-secret-op.{carol.pk}" not in json.dumps(answers["secret-op"].json())
+
+
+@pytest.mark.parametrize("name", ["secret-op.{carol}", "user-secret-op.{carol}", "secret-op.{alice}"])
+def test_a_declared_name_cannot_claim_an_owners_number(api, people, task_dir, name):
+    name = name.format(carol=people["carol"].pk, alice=people["alice"].pk)
+
+    response = api(people["alice"]).post("/api/tasks/declared/", _definition(name), format="json")
+
+    assert response.status_code == 400 and "a slug" in response.json()["name"][0], response.json()
+
+
 # -- the recorded evaluator's messages -------------------------------------------------------
 
 
