@@ -127,7 +127,8 @@ class TeamDetailApi(APIView):
 
 
 class TeamMembersApi(APIView):
-    """POST: an admin adds someone by username, as member or admin."""
+    """POST: an admin adds, by username, someone in a team with them already, as member or
+    admin (anyone else is invited by a link: services.member_add)."""
 
     @extend_schema(request=MemberAddSerializer, responses={201: TeamRowSerializer})
     def post(self, request: Request, team_id: int) -> Response:

@@ -82,11 +82,17 @@ def _role(role: str) -> str:
 
 @transaction.atomic
 def member_add(*, team: Team, actor, username: str, role: str = Membership.Role.MEMBER) -> Membership:
+    """An admin adds, by username, someone who is in a team with them already: whose name
+    they can read in a team's members. Anyone else, whether or not such a user exists, is
+    the same refusal (pointing to an invitation link, which its receiver chooses to use),
+    so that the form tells nobody which usernames exist (issue 34, part 7)."""
     _admin_of(team, actor)
     role = _role(role)
-    user = get_user_model().objects.filter(username=str(username or "").strip()).first()
+    colleagues = Membership.objects.filter(team__memberships__user=actor).values("user_id")
+    user = get_user_model().objects.filter(username=str(username or "").strip(), pk__in=colleagues).first()
     if user is None:
-        raise TeamError(f"no user is called {username!r}", "username")
+        raise TeamError(f"nobody called {username!r} is in a team with you: send them an invitation link "
+                        "instead", "username")
     if Membership.objects.filter(team=team, user=user).exists():
         raise TeamError(f"{user.get_username()} is in the team already", "username")
     return membership_set(team=team, user=user, role=role)

@@ -1,9 +1,9 @@
 // The browser half of test_explorer.py's teams test: a person (E2E_USER) makes a team on
-// /teams/, adds a colleague (E2E_MEMBER) by username, is refused an unknown name with a
-// message, makes the colleague an admin; the colleague, signed in apart, sees the team
-// with their new role. Then an invitation link: a newcomer (E2E_NEWCOMER) opens it, signs
-// up and lands on the first-run page. Prints "RESULT <json>"; exits non-zero on the
-// first failure.
+// /teams/, is refused an unknown name and a stranger's (E2E_MEMBER, in no team with them)
+// with one message, invites the stranger by a link, which they open signed in and join;
+// then makes them an admin, and they see the team with their new role. Then another link:
+// a newcomer (E2E_NEWCOMER) opens it, signs up and lands on the first-run page. Prints
+// "RESULT <json>"; exits non-zero on the first failure.
 import { join } from "node:path";
 import { env, launch, signIn, WAIT_MS } from "./browser.mjs";
 
@@ -21,12 +21,24 @@ try {
   const panel = owner.locator('section.team[data-team="attention kernels"]');
   await panel.waitFor({ timeout: WAIT_MS });
 
-  console.log("add a colleague, and someone who does not exist");
+  console.log("add someone who does not exist, and a stranger: one refusal");
   await panel.locator("input[name=username]").fill("nobody-here");
   await panel.locator("form.member-add button[type=submit]").click();
   result.refusal = await owner.locator(".team-errors li").first().textContent({ timeout: WAIT_MS });
-  await owner.locator('section.team[data-team="attention kernels"] input[name=username]').fill(env("E2E_MEMBER"));
-  await owner.locator('section.team[data-team="attention kernels"] form.member-add button[type=submit]').click();
+  await panel.locator("input[name=username]").fill(env("E2E_MEMBER"));
+  await panel.locator("form.member-add button[type=submit]").click();
+  await owner.locator(".team-errors li", { hasText: `'${env("E2E_MEMBER")}'` }).waitFor({ timeout: WAIT_MS });
+  result.stranger_refusal = await owner.locator(".team-errors li").first().textContent();
+
+  console.log("invite the stranger by a link; signed in, they join as themselves");
+  await panel.locator("button.invite").click();
+  const colleagueLink = await panel.locator("input.invitation-url").inputValue({ timeout: WAIT_MS });
+  const member = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
+  member.on("pageerror", (error) => result.page_errors.push(error.message));
+  await signIn(member, "/teams/", /\/teams\/$/, env("E2E_MEMBER"), env("E2E_MEMBER_PASSWORD"));
+  await member.goto(colleagueLink);
+  await Promise.all([member.waitForURL(/\/teams\/$/, { timeout: WAIT_MS }), member.click("main form button[type=submit]")]);
+  await owner.reload();
   await owner.locator(`section.team button[data-remove="${env("E2E_MEMBER")}"]`).waitFor({ timeout: WAIT_MS });
 
   console.log("make them admin");
@@ -37,9 +49,8 @@ try {
   await owner.screenshot({ path: join(env("SHOTS_DIR"), "teams.png"), fullPage: true });
 
   console.log("the colleague sees it");
-  const member = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
-  member.on("pageerror", (error) => result.page_errors.push(error.message));
-  await signIn(member, "/teams/", /\/teams\/$/, env("E2E_MEMBER"), env("E2E_MEMBER_PASSWORD"));
+  await member.reload();
+  await member.locator("#app[data-ready=true]").waitFor({ timeout: WAIT_MS });
   await member.locator('section.team[data-team="attention kernels"]').waitFor({ timeout: WAIT_MS });
   result.member_badge = await member.locator('section.team[data-team="attention kernels"] .badge').textContent();
   await member.screenshot({ path: join(env("SHOTS_DIR"), "teams-member.png"), fullPage: true });

@@ -523,7 +523,9 @@ def test_a_person_makes_a_team_and_a_colleague_sees_their_role(server, app_env):
                      E2E_NEWCOMER="grace", E2E_NEWCOMER_PASSWORD="compiler-1952")
 
     assert "in no team yet" in result["empty"]
-    assert "no user is called 'nobody-here'" in result["refusal"]
+    # A stranger's name is refused as a name nobody has: the form tells no one who exists.
+    assert "nobody called 'nobody-here' is in a team with you" in result["refusal"]
+    assert result["stranger_refusal"].replace(MEMBER, "X") == result["refusal"].replace("nobody-here", "X")
     assert any(row.startswith(MEMBER) for row in result["owner_rows"]), result["owner_rows"]
     assert result["member_badge"] == "you: admin" and result["page_errors"] == []
     stored = _manage(app_env, "shell", "-c", (

@@ -108,6 +108,9 @@ def world(people, relu_run, api, task_dir, settings, tmp_path) -> World:
     settings.OPTIML_OPEN_SIGN_UP = True  # the embedded default; off, its page is a 404 to all
     erin = get_user_model().objects.create_user("erin", password="erin-secret-1")
     other_team = accounts.team_create(name="others", admin=erin)
+    # frank is in another team with dana, the team's admin: the one she may add by name.
+    frank = get_user_model().objects.create_user("frank", password="frank-secret-1")
+    accounts.membership_set(team=accounts.team_create(name="reviewers", admin=people["dana"]), user=frank)
     alice, team = people["alice"], people["team"]
     team_run = relu_run(user=alice, team=team, intent="MARK-TEAM-RUN intent")
     private_run = relu_run(user=alice, intent="MARK-PRIVATE-RUN intent")
@@ -237,7 +240,7 @@ def matrix(world: World, api) -> dict[str, dict[str, list[Probe]]]:
         "api/teams/<id:team_id>/members/": {"POST": [
             Probe("POST", f"/api/teams/{world.team_id}/members/",
                   expect(404, owner=403, member=403, admin=201, anonymous=401, share_holder=401),
-                  body={"username": "carol", "role": "member"})]},
+                  body={"username": "frank", "role": "member"})]},
         "api/teams/<id:team_id>/members/<username:username>/": {
             "PATCH": [Probe("PATCH", f"/api/teams/{world.team_id}/members/bob/",
                             expect(404, owner=403, member=403, admin=200, anonymous=401, share_holder=401),

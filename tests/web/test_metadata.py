@@ -80,6 +80,19 @@ def test_a_member_not_in_the_team_answers_alike_whether_the_user_exists_or_not(a
     assert carol.replace("carol", "X") == nobody.replace("nobody-at-all", "X")
 
 
+def test_adding_a_member_by_name_answers_alike_for_a_stranger_and_for_nobody(api, people):
+    dana, base = api(people["dana"]), f"/api/teams/{people['team'].pk}/members/"
+
+    answers = {username: dana.post(base, {"username": username}, format="json")
+               for username in ("carol", "nobody-at-all")}  # carol exists, in no team with dana
+
+    assert [answers[name].status_code for name in ("carol", "nobody-at-all")] == [400, 400]
+    carol, nobody = (answers[name].json()["username"][0] for name in ("carol", "nobody-at-all"))
+    assert carol.replace("carol", "X") == nobody.replace("nobody-at-all", "X")
+    assert "invitation link" in carol
+    assert not people["team"].memberships.filter(user=people["carol"]).exists()
+
+
 # -- declared tasks' names -------------------------------------------------------------------
 
 

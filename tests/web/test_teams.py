@@ -1,4 +1,4 @@
-"""Teams in the app (/api/teams/ and the /teams/ page's API): make a team, add people by
+"""Teams in the app (/api/teams/ and the /teams/ page's API): make a team, add colleagues by
 username, set roles, remove them or leave; a team always keeps an admin; refusals name
 their field and change nothing."""
 
@@ -12,15 +12,16 @@ pytestmark = pytest.mark.django_db
 
 
 def test_a_person_makes_a_team_adds_a_colleague_and_makes_them_admin(api, people):
-    carol = api(people["carol"])
-    made = carol.post("/api/teams/", {"name": "  attention   kernels "}, format="json")
+    alice = api(people["alice"])
+    made = alice.post("/api/teams/", {"name": "  attention   kernels "}, format="json")
     assert made.status_code == 201 and made.json()["name"] == "attention kernels"
     team = made.json()
-    assert team["role"] == "admin" and team["members"] == [{"username": "carol", "role": "admin"}]
+    assert team["role"] == "admin" and team["members"] == [{"username": "alice", "role": "admin"}]
 
-    added = carol.post(f"/api/teams/{team['id']}/members/", {"username": "bob"}, format="json")
+    # bob is alice's colleague in the kernels team: she may add him by his name.
+    added = alice.post(f"/api/teams/{team['id']}/members/", {"username": "bob"}, format="json")
     assert added.status_code == 201 and {"username": "bob", "role": "member"} in added.json()["members"]
-    promoted = carol.patch(f"/api/teams/{team['id']}/members/bob/", {"role": "admin"}, format="json")
+    promoted = alice.patch(f"/api/teams/{team['id']}/members/bob/", {"role": "admin"}, format="json")
     assert promoted.status_code == 200
     assert api(people["bob"]).get(f"/api/teams/{team['id']}/").json()["role"] == "admin"
     assert team["id"] in {t["id"] for t in api(people["bob"]).get("/api/me/").json()["teams"]}
@@ -39,7 +40,8 @@ def test_bad_team_names_are_refused_on_the_name(api, people, body, field, words)
 def test_adding_refuses_unknown_people_members_twice_and_bad_roles(api, people):
     dana, team = api(people["dana"]), people["team"]
     base = f"/api/teams/{team.pk}/members/"
-    for body, field, words in [({"username": "nobody"}, "username", "no user is called"),
+    for body, field, words in [({"username": "nobody"}, "username", "is in a team with you"),
+                               ({"username": "carol"}, "username", "is in a team with you"),
                                ({"username": "bob"}, "username", "in the team already"),
                                ({"username": "carol", "role": "owner"}, "role", "not a valid choice")]:
         response = dana.post(base, body, format="json")
