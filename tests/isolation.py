@@ -11,7 +11,9 @@ checkout's var/ and the profiling app has already put var/tasks on OPTIML_TASK_P
 `isolate` moves all of it into the suite's folder; tests/conftest.py calls it from
 pytest_configure, before any test module is collected (several parametrise over
 tasks.all_tasks() at import). The database needs nothing from here: pytest-django tests
-against a database of its own (test_<name> on PostgreSQL, in memory on SQLite).
+against a database of its own (test_<name> on PostgreSQL, in memory on SQLite). Nor does
+the secret key, which the settings read as they are imported: tests/settings.py, the
+suite's settings module, makes one for the run first.
 
 Free of Django imports: the GPU host runs `pytest -p no:django tests/gpu tests/harness`.
 """
@@ -52,6 +54,10 @@ def isolate(var_dir: Path) -> Isolation:
     # OPTIML_TASK_PATH would add tasks to the parametrised lists just as var/tasks did.
     os.environ["OPTIML_VAR_DIR"] = str(var_dir)
     os.environ.pop("OPTIML_TASK_DIR", None)
+    # The suite's settings module (tests/settings.py) makes a new key in each process that
+    # imports it; a child inherits this one (OPTIML_SECRET_KEY) and reads the app's settings.
+    if os.environ.get("DJANGO_SETTINGS_MODULE") == "tests.settings":
+        os.environ["DJANGO_SETTINGS_MODULE"] = "optiml_web.settings"
     os.environ[tasks.TASK_PATH_VARIABLE] = str(task_dir)
     if settings is not None:
         _move_settings(settings, app_var_dir=app_var_dir, var_dir=var_dir)

@@ -1,10 +1,13 @@
 """The suite keeps apart from the app's own state (issue 35, item 11; tests/isolation.py):
 a task declared in the browser lands in the app's task folder, and the tests, which once
-listed it among the suite's tasks, must not see it; nor may they use the app's database."""
+listed it among the suite's tasks, must not see it; nor may they use the app's database
+or its secret key."""
 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import uuid
 from pathlib import Path
 
@@ -74,6 +77,32 @@ def test_without_redis_the_suites_celery_messages_are_files_in_its_own_folder(is
     keys = ("data_folder_in", "data_folder_out", "processed_folder", "control_folder")
     folders = [options[key] for key in keys]
     assert all(Path(folder).is_relative_to(isolation.var_dir) for folder in folders), folders
+
+
+def _secret_key_under_the_suites_settings(request: pytest.FixtureRequest, app_var_dir: Path) -> str:
+    """SECRET_KEY in a fresh process that loads the settings as pytest-django does (the
+    ini's module) for an app whose var/ is `app_var_dir`."""
+    env = {name: value for name, value in os.environ.items()
+           if name not in {"OPTIML_SECRET_KEY", "OPTIML_SECRET_KEY_FILE"}}
+    env.update(OPTIML_VAR_DIR=str(app_var_dir),
+               DJANGO_SETTINGS_MODULE=request.config.getini("DJANGO_SETTINGS_MODULE"))
+    code = "from django.conf import settings; print(settings.SECRET_KEY)"
+    finished = subprocess.run([sys.executable, "-c", code], cwd=request.config.rootpath, env=env,
+                              capture_output=True, text=True, timeout=120)
+    assert finished.returncode == 0, finished.stderr
+    return finished.stdout.strip()
+
+
+def test_the_suite_neither_reads_the_apps_secret_key_nor_leaves_one_in_its_var(request, tmp_path):
+    app_var_dir = tmp_path / "app-var"
+    app_var_dir.mkdir()
+
+    _secret_key_under_the_suites_settings(request, app_var_dir)
+    assert not (app_var_dir / "secret_key").exists()  # the app makes its own on its first start
+
+    (app_var_dir / "secret_key").write_text("the-apps-own-key")
+    assert _secret_key_under_the_suites_settings(request, app_var_dir) != "the-apps-own-key"
+    assert settings.SECRET_KEY.startswith("optiml-tests-")
 
 
 @pytest.mark.django_db
