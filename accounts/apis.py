@@ -81,6 +81,13 @@ class MemberRoleSerializer(serializers.Serializer):
     role = serializers.ChoiceField(choices=Membership.Role.choices)
 
 
+# The PATCH's body as the schema shows it: drf-spectacular documents a PATCH's serializer
+# as partial (every field optional), but setting a role needs the role.
+MEMBER_ROLE_BODY = {"application/json": {
+    "type": "object", "properties": {"role": {"type": "string", "enum": list(Membership.Role.values)}},
+    "required": ["role"]}}
+
+
 def _team_row(team: Team, user) -> dict:
     return {"id": team.pk, "name": team.name, "role": team_role(user=user, team_id=team.pk),
             "members": team_members(team=team)}
@@ -143,7 +150,7 @@ class TeamMemberApi(APIView):
     """PATCH: an admin sets a member's role. DELETE: an admin removes a member, or a
     member leaves. A team always keeps an admin."""
 
-    @extend_schema(request=MemberRoleSerializer, responses=TeamRowSerializer)
+    @extend_schema(request=MEMBER_ROLE_BODY, responses=TeamRowSerializer)
     def patch(self, request: Request, team_id: int, username: str) -> Response:
         team = _my_team(request, team_id)
         form = MemberRoleSerializer(data=request.data)

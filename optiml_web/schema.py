@@ -109,10 +109,17 @@ class ApiSchema(AutoSchema):
 
     def _map_serializer_field(self, field, direction, bypass_extensions=False):
         schema = super()._map_serializer_field(field, direction, bypass_extensions)
+        if isinstance(field, serializers.ListSerializer) and isinstance(schema, dict):
+            # A nested serializer's many=True list: its bounds, which drf-spectacular leaves out.
+            for bound, key in (("min_length", "minItems"), ("max_length", "maxItems")):
+                if getattr(field, bound, None) is not None:
+                    schema[key] = getattr(field, bound)
         if direction == "request" and _refuses_blank(field) and isinstance(schema, dict) \
                 and schema.get("type") == "string":
             schema.setdefault("minLength", 1)
-            if field.trim_whitespace and not {"pattern", "format", "enum"} & set(schema):
+            # A RegexField's own pattern is added after this (from its validator), and says more.
+            if field.trim_whitespace and not {"pattern", "format", "enum"} & set(schema) \
+                    and not isinstance(field, serializers.RegexField):
                 schema["pattern"] = NOT_BLANK_PATTERN
         return schema
 

@@ -45,16 +45,32 @@ class ToleranceSerializer(serializers.Serializer):
     rtol = serializers.FloatField(min_value=0, required=False, help_text="default 1e-4 (float32), 0 (int32)")
 
 
+@extend_schema_field({
+    "type": "object", "minProperties": 1, "maxProperties": declared.MAX_SIZES,
+    "propertyNames": {"pattern": f"^{declared.IDENTIFIER.pattern}$"},
+    "additionalProperties": {"type": "integer", "minimum": 1, "maximum": declared.MAX_SIZE}})
+class SizesField(serializers.DictField):
+    """A task's full sizes, documented as the harness checks them (definition.Parser._sizes):
+    1 to MAX_SIZES names, each an identifier, each size a whole number from 1 to MAX_SIZE."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(child=WholeNumberField(), **kwargs)
+
+
 class DeclaredTaskCreateSerializer(serializers.Serializer):
-    name = serializers.CharField(max_length=60, help_text="a slug; the task is called user-<slug>")
+    # The slug alone: the service names the task for its owner (definition.owned_name).
+    name = serializers.RegexField(
+        rf"^(?:{declared.NAME_PREFIX})?{declared.SLUG.pattern}$",
+        max_length=len(declared.NAME_PREFIX) + 48, error_messages={"invalid": declared.SLUG_RULE},
+        help_text="a slug; the task is called user-<slug>.<your user number>")
     description = serializers.CharField(required=False, allow_blank=True,
                                         max_length=declared.MAX_DESCRIPTION)
-    sizes = serializers.DictField(child=WholeNumberField(), help_text="the full (timed) size")
+    sizes = SizesField(help_text="the full (timed) size")
     l0_sizes = serializers.ListField(child=serializers.DictField(child=WholeNumberField()),
                                      required=False, max_length=declared.MAX_L0,
                                      help_text="small sizes checked first; generated if left out")
-    inputs = TensorDefinitionSerializer(many=True)
-    outputs = TensorDefinitionSerializer(many=True)
+    inputs = TensorDefinitionSerializer(many=True, min_length=1, max_length=declared.MAX_INPUTS)
+    outputs = TensorDefinitionSerializer(many=True, min_length=1, max_length=declared.MAX_OUTPUTS)
     reference = serializers.DictField(child=serializers.CharField(max_length=1000),
                                       help_text="output name -> numpy expression, e.g. np.maximum(x, 0)")
     tolerances = serializers.DictField(child=ToleranceSerializer(), required=False,

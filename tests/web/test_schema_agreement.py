@@ -116,3 +116,46 @@ def test_text_the_service_refuses_when_blank_is_refused_by_the_schema(schema, co
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate(blank, property_)
     jsonschema.validate("relu", property_)
+
+
+# -- setting a member's role ------------------------------------------------------------------
+
+
+def test_setting_a_members_role_needs_the_role_in_the_schema_as_in_the_service(api, people, schema):
+    body = _operations(schema)[("PATCH", "/api/teams/{team_id}/members/{username}/")]["requestBody"]
+    property_schema = body["content"]["application/json"]["schema"]
+    with pytest.raises(jsonschema.ValidationError):  # drf-spectacular once made it optional
+        jsonschema.validate({}, property_schema)
+
+    response = api(people["dana"]).patch(f"/api/teams/{people['team'].pk}/members/bob/", {}, format="json")
+
+    assert response.status_code == 400 and list(response.json()) == ["role"]
+
+
+# -- a declared task's definition --------------------------------------------------------------
+
+
+def _definition(**changes) -> dict:
+    return {"name": "agreed", "sizes": {"n": 64}, "inputs": [{"name": "x", "shape": ["n"]}],
+            "outputs": [{"name": "y", "shape": ["n"]}], "reference": {"y": "x"}, **changes}
+
+
+@pytest.mark.parametrize("changes", [
+    {}, {"name": "user-agreed"}, {"name": "Agreed!"}, {"name": "agreed.7"}, {"name": "user-agreed.7"},
+    {"name": "-agreed"}, {"name": "a" * 48}, {"name": "a" * 49},
+    {"sizes": {}}, {"sizes": {"n": 0}}, {"sizes": {"n": 2**31}}, {"sizes": {"n": 64, "m": 2**31 - 1}},
+    {"sizes": {"n": 64, **{f"s{i}": 1 for i in range(8)}}}, {"sizes": {"n": 64, "1n": 2}},
+    {"inputs": []}, {"outputs": []},
+    {"inputs": [{"name": f"x{i}", "shape": ["n"]} for i in range(9)]},
+])
+def test_the_schema_and_the_service_agree_on_a_declared_task(api, people, schema, task_dir, changes):
+    body = _definition(**changes)
+    try:
+        jsonschema.validate(body, {"$ref": "#/components/schemas/DeclaredTaskCreate", **schema})
+        allowed = True
+    except jsonschema.ValidationError:
+        allowed = False
+
+    response = api(people["alice"]).post("/api/tasks/declared/", body, format="json")
+
+    assert (response.status_code == 201) is allowed, (changes, response.status_code, response.json())
