@@ -43,6 +43,16 @@ class StoredSkillSource(SkillSource):
                 team_id=self._team_id)
         return self._cards
 
+    def note(self) -> str:
+        """What the New session form says beside the source (GET /api/sources/): how many
+        cards the library lends a search, or that it lends none and the source proposes
+        nothing (a search still runs on its other sources)."""
+        count = len(self.cards)
+        if count:
+            return f"{count} card{'s' if count != 1 else ''} in the library"
+        return ("no card in the library yet, so it proposes nothing; make start fills the default "
+                "library with manage.py lineage bootstrap")
+
     def propose(self, context: NodeContext) -> list[Proposal]:
         """As the engine's, each proposal of a card naming the card's version it used (its
         text version and status then, and a digest of its data), so a run records what

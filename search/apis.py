@@ -108,8 +108,10 @@ def _report(run: Run, node) -> FileResponse:
 class SourceListApi(APIView):
     @extend_schema(responses=SourceSerializer(many=True))
     def get(self, request: Request) -> Response:
-        """Proposal sources a new run may use besides its judge (as configured)."""
-        return Response([{"name": source.name} for source in services.configured_sources()])
+        """Proposal sources a new run may use besides its judge (as configured), each with
+        what a person should know before choosing it (the skills source: its cards)."""
+        return Response([{"name": source.name, "note": source.note() if hasattr(source, "note") else ""}
+                         for source in services.configured_sources()])
 
 
 class RunListApi(APIView):

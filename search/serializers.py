@@ -367,6 +367,8 @@ class SharedRunSerializer(serializers.Serializer):
 
 class SourceSerializer(serializers.Serializer):
     name = serializers.CharField()
+    note = serializers.CharField(allow_blank=True, help_text="what to know before choosing it (the "
+                                 "skills source: how many cards the default library lends, or none)")
 
 
 class NodeTableRowSerializer(serializers.Serializer):

@@ -42,7 +42,8 @@ export async function mountNewRun(root) {
   const sourceBoxes = sourceList.map((s) => /** @type {HTMLInputElement} */ (h("input", { type: "checkbox", name: "sources", value: s.name, checked: true })));
   const sourcesField = sourceBoxes.length ? h("fieldset", { class: "field field-sources", id: "id_sources" },
     h("legend", null, "Proposal sources (besides the judge)"),
-    sourceBoxes.map((box) => h("label", { class: "checkbox" }, box, " ", h("code", null, box.value))), errors.sources) : null;
+    sourceBoxes.map((box, i) => h("label", { class: "checkbox" }, box, " ", h("code", null, box.value),
+      sourceList[i].note ? h("span", { class: "muted source-note" }, ` (${sourceList[i].note})`) : null)), errors.sources) : null;
   const screen = /** @type {HTMLInputElement} */ (h("input", { type: "checkbox", name: "screen", id: "id_screen", checked: true }));
   const submit = /** @type {HTMLButtonElement} */ (h("button", { type: "submit", class: "primary" }, "Start the search"));
   const check = /** @type {HTMLButtonElement} */ (h("button", { type: "button", id: "id_preflight", onclick: checkOnly },
