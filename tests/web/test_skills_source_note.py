@@ -1,13 +1,17 @@
 """Skills on by default (issue 35): the New session form lists the `skills` source with what
 the library lends it, and says so when it lends nothing; a search then still runs, the
-skills source proposing nothing."""
+skills source proposing nothing; `manage.py optimize` uses it too."""
 
 from __future__ import annotations
 
+from io import StringIO
+
 import pytest
+from django.core.management import call_command
 
 from lineage.models import SkillCard
-from search.models import RunNode
+from search.models import Run, RunNode
+from tests.web.conftest import RUN_RECORDING
 
 pytestmark = pytest.mark.django_db
 
@@ -37,3 +41,11 @@ def test_a_search_with_the_skills_source_on_an_empty_library_still_runs(relu_run
     assert "skills" in run.sources and not SkillCard.objects.exists()
     assert RunNode.objects.filter(run=run).exclude(state="pending").count() == 3
     assert not RunNode.objects.filter(run=run, source__startswith="skill:").exists()
+
+
+def test_the_optimize_command_searches_with_the_skills_source_by_default(settings):
+    settings.OPTIML_EVALUATOR = f"recorded:{RUN_RECORDING}"
+
+    call_command("optimize", "--task", "relu", "--budget", "1", stdout=StringIO())
+
+    assert Run.objects.get().sources == ["tunable", "rewrite", "skills"]
