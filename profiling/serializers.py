@@ -30,7 +30,22 @@ class TaskSerializer(serializers.Serializer):
     declared = serializers.BooleanField(help_text="defined in the browser (POST /api/tasks/declared/)")
 
 
+class TensorListSerializer(serializers.ListSerializer):
+    """A definition's inputs or outputs: their count bounded (which the schema shows as
+    minItems and maxItems), and refused as the harness words it (Parser._tensors), a list
+    of messages on the field, not DRF's "Ensure this field has at least 1 elements."."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, list) and not self.min_length <= len(data) <= self.max_length:
+            raise serializers.ValidationError(
+                [f"{self.field_name}: a list of {self.min_length} to {self.max_length} tensors"])
+        return super().to_internal_value(data)
+
+
 class TensorDefinitionSerializer(serializers.Serializer):
+    class Meta:
+        list_serializer_class = TensorListSerializer
+
     name = serializers.CharField(max_length=32)
     dtype = serializers.ChoiceField(choices=declared.DECLARED_DTYPES, default="float32")
     shape = serializers.ListField(child=serializers.CharField(max_length=400, help_text=FORMULA),

@@ -159,3 +159,17 @@ def test_the_schema_and_the_service_agree_on_a_declared_task(api, people, schema
     response = api(people["alice"]).post("/api/tasks/declared/", body, format="json")
 
     assert (response.status_code == 201) is allowed, (changes, response.status_code, response.json())
+
+
+@pytest.mark.parametrize(("field", "count", "words"), [
+    ("inputs", 0, "inputs: a list of 1 to 8 tensors"), ("inputs", 9, "inputs: a list of 1 to 8 tensors"),
+    ("outputs", 0, "outputs: a list of 1 to 4 tensors"), ("outputs", 5, "outputs: a list of 1 to 4 tensors"),
+])
+def test_a_count_of_tensors_out_of_bounds_is_refused_in_the_harness_words(api, people, task_dir, field,
+                                                                          count, words):
+    tensors = [{"name": f"t{i}", "shape": ["n"]} for i in range(count)]
+    body = _definition(**{field: tensors})
+
+    response = api(people["alice"]).post("/api/tasks/declared/", body, format="json")
+
+    assert response.status_code == 400 and response.json() == {field: [words]}
