@@ -7,6 +7,10 @@ start (its compile is then the gate's)."""
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as WaitedTooLong
+
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.exceptions import ValidationError
@@ -18,8 +22,38 @@ from optiml_web.limits import MAX_NAME_CHARS, plan_error, source_error
 from profiling.harness import preflight
 from profiling.harness.candidate import Candidate, CandidateError
 from profiling.harness.expr import ExpressionError
+from profiling.harness.spec import Task
 from search.apis import _candidate_field, _check_declared_task_visible, _task_spec
 from search.throttles import RunPreflightThrottle
+
+# How long a request waits for its pre-flight. nvcc takes about 0.5 s on an ordinary kernel
+# (relu, softmax, sgemm on two cores, 2026-12-07), but the gate lets it run 60 s to
+# preprocess and 120 s to compile, and Django runs sync views on one shared thread under
+# ASGI: a template-heavy kernel would hold every other request of the process that long.
+# Past this, the compile finishes on its own (a cached result serves the next check) and
+# the answer says pre-flight could not compile in time.
+PREFLIGHT_WAIT_S = 10.0
+COMPILES_AT_ONCE = 2  # per web process; another pre-flight meanwhile is answered at once
+_compiles = ThreadPoolExecutor(max_workers=COMPILES_AT_ONCE, thread_name_prefix="preflight")
+_slots = threading.BoundedSemaphore(COMPILES_AT_ONCE)
+
+
+def preflight_in_time(task: Task, candidate: Candidate) -> preflight.Preflight:
+    """preflight.preflight, waited for at most PREFLIGHT_WAIT_S. Raises what it raises."""
+    if not _slots.acquire(blocking=False):  # the plan's checks take no time: still made
+        return preflight.preflight(task, candidate, skip_compile=f"this server is already compiling "
+                                   f"{COMPILES_AT_ONCE} other pre-flights")
+    try:
+        running = _compiles.submit(preflight.preflight, task, candidate)
+    except BaseException:
+        _slots.release()
+        raise
+    running.add_done_callback(lambda _: _slots.release())
+    try:
+        return running.result(timeout=PREFLIGHT_WAIT_S)
+    except WaitedTooLong:
+        return preflight.Preflight(not_compiled=f"nvcc took longer than {PREFLIGHT_WAIT_S:g} s, "
+                                   "so pre-flight stopped waiting")
 
 
 class PreflightRequestSerializer(serializers.Serializer):
@@ -74,7 +108,7 @@ class RunPreflightApi(APIView):
         spec = _task_spec(request, data["task"])
         try:
             candidate = Candidate.from_source_and_plan(data["source"], data["plan"])
-            result = preflight.preflight(spec, candidate)
+            result = preflight_in_time(spec, candidate)
         except CandidateError as error:
             raise ValidationError({_candidate_field(error): [str(error)]}) from None
         except ExpressionError as error:

@@ -98,12 +98,15 @@ _SOURCE_GUARDS = frozenset({"source_policy", "compile"})
 _LINE = re.compile(r"^line (\d+): ")
 
 
-def preflight(task: Task, candidate: Candidate) -> Preflight:
+def preflight(task: Task, candidate: Candidate, *, skip_compile: str = "") -> Preflight:
     """What the gate would reject `candidate` for before it reaches a GPU (compiling it
-    with nvcc when this host has it: seconds, or nothing for a kernel compiled before)."""
+    with nvcc when this host has it: seconds, or nothing for a kernel compiled before).
+    `skip_compile`: why not to compile this time; the plan is still checked."""
     problem = plan_problem(task, candidate)
     if problem:
         return Preflight(findings=(Finding("plan", f"launch plan: {problem}"),))
+    if skip_compile:
+        return Preflight(not_compiled=skip_compile)
     checked = cpu_stage(task, candidate, dict(task.sizes))
     if isinstance(checked, CompileReport):
         return Preflight()

@@ -4,11 +4,15 @@ stage on the kernel and plan, its findings by field and line, and never a run.""
 from __future__ import annotations
 
 import shutil
+import threading
+import time
 
 import pytest
 
 from profiling.harness import compile as compile_module
+from profiling.harness import preflight
 from profiling.harness import tasks as task_registry
+from search import preflight_apis
 from search.models import Run
 
 pytestmark = pytest.mark.django_db
@@ -90,3 +94,34 @@ def test_pre_flight_has_a_rate_of_its_own(api, people, settings):
 
     assert client.post(URL, body, format="json").status_code == 200
     assert client.post(URL, body, format="json").status_code == 429
+
+
+def test_a_compile_that_takes_too_long_is_left_to_finish_and_the_answer_says_so(api, people, monkeypatch):
+    released = threading.Event()
+
+    def slow_compile(task, candidate, **options):
+        released.wait(5)
+        return preflight.Preflight()
+
+    monkeypatch.setattr(preflight_apis, "PREFLIGHT_WAIT_S", 0.2)
+    monkeypatch.setattr(preflight, "preflight", slow_compile)
+    started = time.monotonic()
+    try:
+        answer = api(people["alice"]).post(URL, relu_body(), format="json").json()
+    finally:
+        released.set()
+
+    assert time.monotonic() - started < 3
+    assert answer["ok"] is True and "took longer than 0.2 s" in answer["not_compiled"]
+
+
+def test_while_the_server_compiles_others_the_plan_is_still_checked(api, people, monkeypatch):
+    monkeypatch.setattr(preflight_apis, "_slots", threading.BoundedSemaphore(1))
+    preflight_apis._slots.acquire()  # another pre-flight holds the only slot
+    client = api(people["alice"])
+
+    busy = client.post(URL, relu_body(), format="json").json()
+    bad_plan = client.post(URL, relu_body(block=[4096, 1, 1]), format="json").json()
+
+    assert busy["ok"] is True and "already compiling" in busy["not_compiled"]
+    assert [f["field"] for f in bad_plan["findings"]] == ["plan"]

@@ -38,8 +38,8 @@ export function preflightView(answer) {
     status = `Pre-flight found ${count === 1 ? "a problem" : `${count} problems`} the gate would reject `
       + "(marked below); no run was created.";
   } else if (answer.not_compiled) {
-    status = `Pre-flight could not compile the kernel: ${answer.not_compiled}. The plan and policy are fine; `
-      + "the run may start, and the gate compiles it then.";
+    status = `Pre-flight could not compile the kernel: ${answer.not_compiled}. The launch plan was checked; `
+      + "the run may start, and the gate compiles the kernel then.";
   } else {
     status = "Pre-flight: the kernel compiles and the plan fits, as the gate checks them before a GPU.";
   }
