@@ -82,13 +82,21 @@ def test_a_loop_that_is_not_a_product_of_row_and_column_factors_is_no_contractio
         assert any(cause in note for note in result.notes), result.notes  # why it is no product
 
 
+# the tile's compile-time switches (tiles.SWITCHES) as bench/contraction_variants.py times them
+SWITCH_VARIANTS = {"default": {}, "prefetch": {"OPTIML_PREFETCH": 1}, "step 2048": {"OPTIML_STEP": 2048},
+                   "two stages": {"OPTIML_STAGES": 2}, "two stages, step 2048": {"OPTIML_STAGES": 2,
+                                                                                 "OPTIML_STEP": 2048}}
+
+
 @needs_gxx
 @pytest.mark.parametrize("name", ["linear", "sgemm"])
-def test_the_tiled_skeleton_computes_the_reference_at_odd_sizes(name, tmp_path):
+@pytest.mark.parametrize("switches", list(SWITCH_VARIANTS))
+def test_the_tiled_skeleton_computes_the_reference_at_odd_sizes(name, switches, tmp_path):
     task = LINEAR_TASK if name == "linear" else tasks.get("sgemm")
     form = lift(task.naive_source, task.naive_plan)
     emitted = by_name("contraction.smem_register_tile").emit(form, task.naive_plan, task)
-    kernels = CpuKernels(Candidate.from_dict({**emitted.plan, "source": emitted.source}), tmp_path)
+    plan = {**emitted.plan, "tunables": {**emitted.plan["tunables"], **SWITCH_VARIANTS[switches]}}
+    kernels = CpuKernels(Candidate.from_dict({**plan, "source": emitted.source}), tmp_path)
     for sizes in [*task.l0_sizes[:3], {"M": 67, "N": 65, "K": 17}]:
         inputs = inputs_for(task, sizes)
         assert mismatch(task, sizes, inputs, kernels.run(task, sizes, inputs)) is None, sizes

@@ -38,7 +38,9 @@ THREADS = 256  # 16 x 16
 # OPTIML_MIN_BLOCKS is __launch_bounds__'s blocks an SM (2: at most 128 registers a thread);
 # OPTIML_STEP is T x D, the elements of each factor a step (1024: D = 8 at T = 128, four
 # loads a thread; 2048 halves the steps and their barriers, eight loads a thread).
-SWITCHES = {"OPTIML_PREFETCH": 0, "OPTIML_MIN_BLOCKS": 2, "OPTIML_STEP": 1024}
+# OPTIML_STAGES 2 double-buffers the tiles in shared memory (prefetching into registers):
+# one barrier a step instead of two.
+SWITCHES = {"OPTIML_PREFETCH": 0, "OPTIML_MIN_BLOCKS": 2, "OPTIML_STEP": 1024, "OPTIML_STAGES": 1}
 DEFINES = "\n".join(f"#ifndef {name}\n#define {name} {value}\n#endif" for name, value in SWITCHES.items())
 LARGE = 256  # both output extents at least this at the task's sizes: 128 x 128 tiles
 WAVE_BLOCKS = 132  # or both at least 128 and this many 128 x 128 blocks (an H100's SMs)
@@ -155,6 +157,31 @@ def _fetch(load_a: str, load_b: str, at: str) -> str:
 }}"""
 
 
+def _products(per: int) -> str:
+    """A step's products from buffer optiml_s: each thread's per x per outputs, reading its
+    rows and columns as float4s (rows ty*4 + 64h + r, columns tx*4 + 64h + c)."""
+    return f"""#pragma unroll
+for (int optiml_kk = 0; optiml_kk < optiml_depth; ++optiml_kk) {{
+    float optiml_a[{per}], optiml_b[{per}];
+#pragma unroll
+    for (int optiml_h = 0; optiml_h < {per // 4}; ++optiml_h) {{
+        const float4 optiml_x =
+            *reinterpret_cast<const float4*>(&optiml_As[optiml_s][optiml_kk][optiml_ty * 4 + 64 * optiml_h]);
+        const float4 optiml_y =
+            *reinterpret_cast<const float4*>(&optiml_Bs[optiml_s][optiml_kk][optiml_tx * 4 + 64 * optiml_h]);
+        optiml_a[4 * optiml_h] = optiml_x.x; optiml_a[4 * optiml_h + 1] = optiml_x.y;
+        optiml_a[4 * optiml_h + 2] = optiml_x.z; optiml_a[4 * optiml_h + 3] = optiml_x.w;
+        optiml_b[4 * optiml_h] = optiml_y.x; optiml_b[4 * optiml_h + 1] = optiml_y.y;
+        optiml_b[4 * optiml_h + 2] = optiml_y.z; optiml_b[4 * optiml_h + 3] = optiml_y.w;
+    }}
+#pragma unroll
+    for (int optiml_i = 0; optiml_i < {per}; ++optiml_i)
+#pragma unroll
+        for (int optiml_j = 0; optiml_j < {per}; ++optiml_j)
+            optiml_c[optiml_i][optiml_j] += optiml_a[optiml_i] * optiml_b[optiml_j];
+}}"""
+
+
 def k_fastest(factor: str, coordinate: str, k: str, default: bool, setup: str = "") -> bool:
     """Whether neighbouring threads should load a factor's tile along k (A[row * K + k])
     rather than along its coordinate (At[k * M + row]): the order in which its reads are
@@ -204,19 +231,45 @@ def _body(form: Form, tile: int) -> str:
     # thread t's outputs: row ty*4 + 64*(i/4) + i%4, column tx*4 + 64*(j/4) + j%4
     offset = "optiml_{t} * 4 + 64 * (optiml_{i} / 4) + optiml_{i} % 4"
     # both k-major, each row padded by 4 floats so that stores along k spread over the banks
+    store = f"""#pragma unroll
+for (int optiml_f = 0; optiml_f < optiml_per_thread; ++optiml_f) {{
+    const int optiml_e = threadIdx.x + optiml_f * {THREADS};
+    optiml_As[optiml_s][{step_a}][{outer_a}] = optiml_ra[optiml_f];
+    optiml_Bs[optiml_s][{step_b}][{outer_b}] = optiml_rb[optiml_f];
+}}"""
+    compute = _products(per)
+    more = f"optiml_k0 + {depth} < (long long)({k.bound})"
+    # OPTIML_STAGES 2: two buffers, the next step's elements stored into the other while
+    # this one is read, one barrier a step; else OPTIML_PREFETCH loads the next step's
+    # elements into registers while this step computes, or each step's just before it
     return f"""    constexpr int optiml_depth = OPTIML_STEP / {tile};
     constexpr int optiml_per_thread = OPTIML_STEP / {THREADS};
     static_assert(OPTIML_STEP % {tile} == 0 && OPTIML_STEP % {THREADS} == 0, "OPTIML_STEP");
-    __shared__ __align__(16) float optiml_As[{depth}][{tile} + 4];
-    __shared__ __align__(16) float optiml_Bs[{depth}][{tile} + 4];
+    __shared__ __align__(16) float optiml_As[OPTIML_STAGES][{depth}][{tile} + 4];
+    __shared__ __align__(16) float optiml_Bs[OPTIML_STAGES][{depth}][{tile} + 4];
     const int optiml_tx = threadIdx.x % 16, optiml_ty = threadIdx.x / 16;
 {emit.indent(_batch(form), 4)}
     const long long optiml_m0 = (long long)blockIdx.y * {tile};
     const long long optiml_n0 = (long long)blockIdx.x * {tile};
     float optiml_c[{per}][{per}] = {{}};
-    // OPTIML_PREFETCH: the next step's elements are loaded into registers while this step
-    // computes; else each step's just before it
     float optiml_ra[optiml_per_thread], optiml_rb[optiml_per_thread];
+    int optiml_s = 0;
+#if OPTIML_STAGES == 2
+{emit.indent(_fetch(load_a, load_b, "0"), 4)}
+{emit.indent(store, 4)}
+    __syncthreads();
+    for (long long optiml_k0 = 0; optiml_k0 < (long long)({k.bound}); optiml_k0 += {depth}) {{
+        if ({more}) {{
+{emit.indent(_fetch(load_a, load_b, f"optiml_k0 + {depth}"), 12)}
+        }}
+{emit.indent(compute, 8)}
+        optiml_s ^= 1;
+        if ({more}) {{
+{emit.indent(store, 12)}
+        }}
+        __syncthreads();
+    }}
+#else
 #if OPTIML_PREFETCH
 {emit.indent(_fetch(load_a, load_b, "0"), 4)}
 #endif
@@ -224,40 +277,17 @@ def _body(form: Form, tile: int) -> str:
 #if !OPTIML_PREFETCH
 {emit.indent(_fetch(load_a, load_b, "optiml_k0"), 8)}
 #endif
-#pragma unroll
-        for (int optiml_f = 0; optiml_f < optiml_per_thread; ++optiml_f) {{
-            const int optiml_e = threadIdx.x + optiml_f * {THREADS};
-            optiml_As[{step_a}][{outer_a}] = optiml_ra[optiml_f];
-            optiml_Bs[{step_b}][{outer_b}] = optiml_rb[optiml_f];
-        }}
+{emit.indent(store, 8)}
         __syncthreads();
 #if OPTIML_PREFETCH
-        if (optiml_k0 + {depth} < (long long)({k.bound})) {{
+        if ({more}) {{
 {emit.indent(_fetch(load_a, load_b, f"optiml_k0 + {depth}"), 12)}
         }}
 #endif
-#pragma unroll
-        for (int optiml_kk = 0; optiml_kk < {depth}; ++optiml_kk) {{
-            float optiml_a[{per}], optiml_b[{per}];
-#pragma unroll
-            for (int optiml_h = 0; optiml_h < {per // 4}; ++optiml_h) {{
-                const float4 optiml_x =
-                    *reinterpret_cast<const float4*>(&optiml_As[optiml_kk][optiml_ty * 4 + 64 * optiml_h]);
-                const float4 optiml_y =
-                    *reinterpret_cast<const float4*>(&optiml_Bs[optiml_kk][optiml_tx * 4 + 64 * optiml_h]);
-                optiml_a[4 * optiml_h] = optiml_x.x; optiml_a[4 * optiml_h + 1] = optiml_x.y;
-                optiml_a[4 * optiml_h + 2] = optiml_x.z; optiml_a[4 * optiml_h + 3] = optiml_x.w;
-                optiml_b[4 * optiml_h] = optiml_y.x; optiml_b[4 * optiml_h + 1] = optiml_y.y;
-                optiml_b[4 * optiml_h + 2] = optiml_y.z; optiml_b[4 * optiml_h + 3] = optiml_y.w;
-            }}
-#pragma unroll
-            for (int optiml_i = 0; optiml_i < {per}; ++optiml_i)
-#pragma unroll
-                for (int optiml_j = 0; optiml_j < {per}; ++optiml_j)
-                    optiml_c[optiml_i][optiml_j] += optiml_a[optiml_i] * optiml_b[optiml_j];
-        }}
+{emit.indent(compute, 8)}
         __syncthreads();
     }}
+#endif
 #pragma unroll
     for (int optiml_i = 0; optiml_i < {per}; ++optiml_i) {{
 #pragma unroll
