@@ -81,8 +81,14 @@ _SEED_IN_TEXT = re.compile(r"\b(seed)(\s*[:=]?\s*)-?\d+", re.IGNORECASE)
 HIDDEN_SEED = "(hidden)"
 
 
+# Files the gate wrote on its host: the operator's (the Evaluation row keeps them, and the
+# report is served from there, search.inspector.ncu_report_path), never a user's to read.
+SERVER_PATHS = (("compile", "cubin_path"), ("profile", "report_path"))
+
+
 def verdict_for_users(verdict: dict[str, Any]) -> dict[str, Any]:
-    """A stored verdict as anyone but the operator may see it: a copy without the seeds.
+    """A stored verdict as anyone but the operator may see it: a copy without the seeds,
+    nor the paths of the files the gate wrote on its host (SERVER_PATHS).
 
     The gate's correctness seeds decide its inputs; whoever knows them can write a kernel
     for those inputs. So `seeds` (operator-only, Verdict.seeds) is dropped, every
@@ -91,6 +97,9 @@ def verdict_for_users(verdict: dict[str, Any]) -> dict[str, Any]:
     "(hidden)". Everything else, `settings` included, is kept."""
     public = _without_seed_text(verdict)  # a new dict, lists and dicts rebuilt
     public.pop("seeds", None)
+    for part, key in SERVER_PATHS:
+        if isinstance(public.get(part), dict) and public[part].get(key) is not None:
+            public[part][key] = None
     for record in public.get("correctness") or []:
         if isinstance(record, dict) and "seed" in record:
             record["seed"] = None

@@ -159,6 +159,24 @@ def test_messages_under_the_recorded_evaluator_name_the_recording_not_its_path(
     assert "optiml-private" not in text and str(recording_in_a_server_folder.parent) not in text
 
 
+def test_a_runs_views_and_export_name_no_file_the_gate_wrote_on_its_host(api, people, relu_run):
+    """The recording's verdicts name the gate host's cubin and Nsight report (/root/.cache/...,
+    /tmp/w1/...), as the gate's own do on this server: the Evaluation row keeps them for the
+    operator; the run's pages, its share link and its export do not."""
+    run = relu_run(budget=3, user=people["alice"])
+    alice = api(people["alice"])
+    link = alice.post(f"/api/runs/{run.pk}/shares/").json()
+
+    read = [alice.get(f"/api/runs/{run.pk}/").json(), alice.get(f"/api/runs/{run.pk}/export/").json(),
+            alice.get(f"/api/runs/{run.pk}/nodes/0/").json(), alice.get(f"/api/runs/{run.pk}/events/").json(),
+            api().get(f"/api/shared/{link['token']}/nodes/0/").json()]
+    text = json.dumps(read) + api().get(f"/api/shared/{link['token']}/nodes.json").content.decode()
+
+    assert "/root/.cache/optiml" not in text and "/tmp/w1/" not in text
+    stored = RunNode.objects.get(run=run, node_id=0).evaluation.verdict
+    assert stored["profile"]["report_path"] == "/tmp/w1/relu-537c95419d00.ncu-rep"  # the operator's
+
+
 def test_a_run_whose_recording_cannot_be_read_fails_naming_the_file_not_its_path(
     people, relu_run, settings, tmp_path
 ):
