@@ -84,7 +84,7 @@ class Finding:
 class Preflight:
     findings: tuple[Finding, ...] = ()
     # Why nvcc did not run ("" when it did, or when a plan problem came first): the plan
-    # and policy are still checked, and a run may start; its compile is the gate's.
+    # is still checked, and a run may start; its compile is then the gate's.
     not_compiled: str = ""
 
     @property

@@ -6,8 +6,7 @@
 /**
  * @typedef {{field: string, line: number|null, message: string}} Finding
  * @typedef {{ok: boolean, findings: Finding[], not_compiled: string}} PreflightAnswer
- * @typedef {{ok: boolean, fields: Record<string, string[]>, lines: Map<number, string[]>,
- *   status: string}} PreflightView
+ * @typedef {{ok: boolean, fields: Record<string, string[]>, lines: number[], status: string}} PreflightView
  */
 
 /**
@@ -25,12 +24,12 @@ export function preflightBody(runBody) {
 export function preflightView(answer) {
   /** @type {Record<string, string[]>} */
   const fields = {};
-  /** @type {Map<number, string[]>} */
-  const lines = new Map();
+  /** @type {Set<number>} */
+  const lines = new Set();
   for (const finding of answer.findings ?? []) {
     const message = withoutLine(finding.message);
     (fields[finding.field] ??= []).push(finding.line != null ? `line ${finding.line}: ${message}` : message);
-    if (finding.line != null) lines.set(finding.line, [...(lines.get(finding.line) ?? []), message]);
+    if (finding.line != null) lines.add(finding.line);
   }
   const count = answer.findings?.length ?? 0;
   let status;
@@ -43,7 +42,7 @@ export function preflightView(answer) {
   } else {
     status = "Pre-flight: the kernel compiles and the plan fits, as the gate checks them before a GPU.";
   }
-  return { ok: count === 0, fields, lines, status };
+  return { ok: count === 0, fields, lines: [...lines].sort((a, b) => a - b), status };
 }
 
 /** "line 3: x" -> "x": the line is shown as the finding's own, once. */

@@ -75,11 +75,11 @@ export function codeEditor({ name, id, value = "", rows = 18, label = "kernel so
     highlighted.innerHTML = highlightCuda(textarea.value) + (textarea.value.endsWith("\n") ? " " : "");
     follow();
   };
-  /** @param {Map<number, string[]>} lines the kernel's lines (from 1) to mark, with why */
+  /** @param {Set<number>} lines the kernel's lines (from 1) to mark; none clears them */
   const markLines = (lines) => {
+    if (lines.size === 0) return marks.replaceChildren();
     marks.replaceChildren(...textarea.value.split("\n").map((text, index) => h("span",
       { class: lines.has(index + 1) ? "mark-line marked" : "mark-line", "data-line": index + 1 }, `${text} `)));
-    textarea.toggleAttribute("data-marked", lines.size > 0);
     follow();
   };
   /** Select line `line` (from 1) and bring it into view. @param {number} line */
@@ -87,12 +87,14 @@ export function codeEditor({ name, id, value = "", rows = 18, label = "kernel so
     const [start, end] = lineRange(textarea.value, line);
     textarea.focus();
     textarea.setSelectionRange(start, end);
-    const style = getComputedStyle(textarea);
-    textarea.scrollTop = Math.max(0, (line - 3) * (parseFloat(style.lineHeight) || 19.5));
+    // Two lines above it stay in view; 19.5 px is styles.css's 13px/1.5 should the computed
+    // line height be "normal".
+    const lineHeight = parseFloat(getComputedStyle(textarea).lineHeight) || 19.5;
+    textarea.scrollTop = Math.max(0, (line - 3) * lineHeight);
     follow();
   };
   textarea.addEventListener("input", () => {
-    if (marks.childElementCount) markLines(new Map());
+    marks.replaceChildren(); // an edit moves lines: the marks would point at the wrong ones
     sync();
   });
   textarea.addEventListener("scroll", follow);
@@ -106,7 +108,7 @@ export function codeEditor({ name, id, value = "", rows = 18, label = "kernel so
   const root = h("div", { class: "code-editor" }, marks, pre, textarea);
   const setValue = (/** @type {string} */ text) => {
     textarea.value = text;
-    markLines(new Map());
+    marks.replaceChildren();
     sync();
   };
   return { root, textarea, setValue, sync, markLines, goToLine };

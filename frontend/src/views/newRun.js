@@ -188,7 +188,7 @@ export async function mountNewRun(root) {
     }
     const view = preflightView(answer);
     fill(preflightStatus, view.status);
-    editor.markLines(view.lines);
+    editor.markLines(new Set(view.lines));
     if (view.ok) return true;
     showErrors(view.fields, [view.status]);
     for (const item of errors.source.querySelectorAll("li")) {
