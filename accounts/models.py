@@ -16,7 +16,10 @@ from django.db import models
 
 
 class Team(models.Model):
-    name = models.CharField(max_length=100, unique=True)
+    # Not unique: a name taken by a team one is not in must not be told (issue 34, part 7),
+    # so two people may each name a team alike; one person's own teams differ in name
+    # (accounts.services.team_create_by). A team is known by its id.
+    name = models.CharField(max_length=100)
     members = models.ManyToManyField(settings.AUTH_USER_MODEL, through="Membership", related_name="teams")
     created = models.DateTimeField(auto_now_add=True)
 

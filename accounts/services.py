@@ -11,7 +11,7 @@ exists at all is not said).
 from __future__ import annotations
 
 from django.contrib.auth import get_user_model
-from django.db import IntegrityError, transaction
+from django.db import transaction
 
 from accounts.models import Membership, Team
 from accounts.names import display_name_problem
@@ -60,13 +60,11 @@ def team_create_by(*, name: str, user) -> Team:
         raise TeamError("give the team a name", "name")
     if len(name) > TEAM_NAME_MAX_LENGTH:
         raise TeamError(f"at most {TEAM_NAME_MAX_LENGTH} characters", "name")
-    if Team.objects.filter(name__iexact=name).exists():
-        raise TeamError(f"a team named {name!r} exists already", "name")
-    try:
-        with transaction.atomic():
-            return team_create(name=name, admin=user)
-    except IntegrityError:  # made by someone else meanwhile
-        raise TeamError(f"a team named {name!r} exists already", "name") from None
+    # Only the teams the user is in count: whether someone else's team has this name is
+    # not theirs to learn, and a name nobody has answers the same.
+    if Team.objects.filter(name__iexact=name, memberships__user=user).exists():
+        raise TeamError(f"you are in a team named {name!r} already", "name")
+    return team_create(name=name, admin=user)
 
 
 def _admin_of(team: Team, user) -> None:

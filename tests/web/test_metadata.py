@@ -13,6 +13,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from accounts.models import Team
 from profiling.evaluators import RecordedEvaluator
 from search import services, tasks
 from search.models import Run, RunEvent, RunNode
@@ -90,6 +91,17 @@ def test_adding_a_member_by_name_answers_alike_for_a_stranger_and_for_nobody(api
     carol, nobody = (answers[name].json()["username"][0] for name in ("carol", "nobody-at-all"))
     assert carol.replace("carol", "X") == nobody.replace("nobody-at-all", "X")
     assert "invitation link" in carol
+    assert not people["team"].memberships.filter(user=people["carol"]).exists()
+
+
+def test_naming_a_team_like_one_you_are_not_in_answers_as_for_a_name_nobody_has(api, people):
+    carol = api(people["carol"])  # in no team; alice, bob and dana are in "kernels"
+
+    answers = [carol.post("/api/teams/", {"name": name}, format="json") for name in ("KERNELS", "fresh")]
+
+    assert [answer.status_code for answer in answers] == [201, 201]
+    assert [answer.json()["name"] for answer in answers] == ["KERNELS", "fresh"]
+    assert Team.objects.filter(name__iexact="kernels").count() == 2  # dana's, and carol's own
     assert not people["team"].memberships.filter(user=people["carol"]).exists()
 
 
