@@ -102,6 +102,7 @@ CASES = [
     *[(k, "rows.split_strided") for k in COLUMN_KERNELS],
     *[(k, "full.grid_stride_accumulate") for k in FULL_STYLES],
     (suite("maxpool3d"), "window.walk_rows"),  # more windows in test_forms_windows.py
+    (suite("maxpool3d"), "window.quads"),
     *[(k, "permutation.smem_tile") for k in PERMUTATIONS],
 ]
 IDS = [f"{skeleton}-{kernel.name}" for kernel, skeleton in CASES]
@@ -116,7 +117,7 @@ def test_every_skeleton_is_exercised_and_schedules_one_family():
     assert [s.name for s in for_family(ROWS)] == ["rows.block_per_row", "rows.split_strided"]
     assert [s.name for s in for_family(FULL_REDUCE)] == ["full.grid_stride_accumulate"]
     assert [s.name for s in for_family(CONTRACTION)] == ["contraction.smem_register_tile"]
-    assert [s.name for s in for_family(WINDOW)] == ["window.walk_rows"]
+    assert [s.name for s in for_family(WINDOW)] == ["window.walk_rows", "window.quads"]
     assert [s.name for s in for_family(PERMUTATION)] == ["permutation.smem_tile"]
 
 

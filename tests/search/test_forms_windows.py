@@ -169,6 +169,22 @@ def test_walking_rows_computes_the_windows(name, tmp_path):
         assert mismatch(task, sizes, inputs, kernels.run(task, sizes, inputs)) is None, sizes
 
 
+@needs_gxx
+@pytest.mark.parametrize("name", ["depthwise3x3", "maxpool3d", "avgpool", "sized", "grid-stride while"])
+def test_four_neighbouring_outputs_a_thread_compute_the_windows(name, tmp_path):
+    """window.quads (quads.py): the L0 sizes have rows of 1 and of odd widths, so quads
+    straddle rows and planes, and the scalar tail runs where the total is not a multiple of 4."""
+    task = {"depthwise3x3": _transfer_task("depthwise3x3"), "maxpool3d": tasks.get("maxpool3d"),
+            "avgpool": AVGPOOL_TASK, "sized": SIZED_TASK, "grid-stride while": _grid_stride_depthwise()}[name]
+    emitted = by_name("window.quads").emit(lift(task.naive_source, task.naive_plan), task.naive_plan, task)
+    assert not isinstance(emitted, str), emitted
+    assert "[optiml_q] = " in emitted.source  # the quads' float4 store
+    kernels = CpuKernels(Candidate.from_dict({**emitted.plan, "source": emitted.source}), tmp_path)
+    for sizes in task.l0_sizes:
+        inputs = inputs_for(task, sizes)
+        assert mismatch(task, sizes, inputs, kernels.run(task, sizes, inputs)) is None, sizes
+
+
 def test_more_planes_than_a_grid_holds_are_walked_by_the_grid_stride():
     task = AVGPOOL_TASK
     emitted = WALK.emit(lift(task.naive_source, task.naive_plan), task.naive_plan, task)

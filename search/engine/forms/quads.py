@@ -24,19 +24,42 @@ Preconditions, each checked, never assumed:
 from __future__ import annotations
 
 import re
+from typing import Any
+
+from profiling.harness import expr
+from profiling.harness.spec import Task
 
 from ..rewrites.syntax import parse, text, walk
 from . import emit, strides
-from .skeleton_base import flat_total, unflatten
+from .skeleton_base import DEFAULT_BLOCK, Emitted, Skeleton, flat_total, kernel_text, plan_with, unflatten
 from .transposes import element_type
-from .types import Form
+from .types import WINDOW, Form
 
 _COMPONENTS = ("x", "y", "z", "w")
 _PREFIX = "void optiml_quad_body() {\n"
 
 
-def quad_work(form: Form) -> tuple[str, str] | str:
-    """(the work of one quad, the pointers that must be 16-byte aligned) or why not."""
+def narrow(total: str, task: Task, plan: dict[str, Any]) -> bool:
+    """Whether every flat index fits 32 bits at every size the task runs (L1 and each L0):
+    the coordinates are then worked out with 32-bit divisions, as the kernel did."""
+    tunables = plan.get("tunables", {})
+    try:
+        return all(expr.evaluate_int(total, {**point, **tunables}) < 2**31
+                   for point in (task.sizes, *task.l0_sizes))
+    except expr.ExpressionError:  # a size the plan cannot say: the 64-bit arithmetic
+        return False
+
+
+def map_prologue(form: Form, narrow_: bool) -> str:
+    """A map's coordinates from the flat index optiml_flat."""
+    if narrow_:
+        return "const unsigned optiml_u = (unsigned)optiml_flat;\n" + unflatten(form, "optiml_u", "unsigned")
+    return unflatten(form, "optiml_flat")
+
+
+def quad_work(form: Form, prologue: str) -> tuple[str, str] | str:
+    """(the work of one quad, the pointers that must be 16-byte aligned) or why not;
+    `prologue` declares an element's coordinates from optiml_flat."""
     body = form.body
     if re.search(r"\b(?:return|goto)\b", body):
         return "the element's work can return or jump: a lane's exit would end its quad"
@@ -79,13 +102,13 @@ def quad_work(form: Form) -> tuple[str, str] | str:
     for lane, component in enumerate(_COMPONENTS):
         work = _substituted(body, replaced, component)
         lines.append("{\n" + emit.indent(f"const long long optiml_flat = optiml_q * 4 + {lane};\n"
-                                         f"{unflatten(form, 'optiml_flat')}\n{work}", 4) + "\n}")
+                                         f"{prologue}\n{work}", 4) + "\n}")
     lines += [f"reinterpret_cast<float4*>({p})[optiml_q] = {p}_v4;" for p in form.writes]
     aligned = " | ".join(f"(unsigned long long){p}" for p in vectors)
     return "\n".join(lines), aligned
 
 
-def quad_body(form: Form, quad: str, aligned: str) -> str:
+def quad_body(form: Form, quad: str, aligned: str, prologue: str) -> str:
     """The kernel's body: the quads at a grid stride where aligned, then the elements left."""
     return f"""    const long long optiml_total = {flat_total(form)};
     const long long optiml_stride = (long long)blockDim.x * gridDim.x;
@@ -100,7 +123,7 @@ def quad_body(form: Form, quad: str, aligned: str) -> str:
     }}
     for (long long optiml_flat = optiml_done + optiml_first; optiml_flat < optiml_total;
          optiml_flat += optiml_stride) {{
-{emit.indent(unflatten(form, "optiml_flat"), 8)}
+{emit.indent(prologue, 8)}
 {emit.indent(form.body, 8)}
     }}"""
 
@@ -140,3 +163,45 @@ def _substituted(body: str, nodes: list, component: str) -> str:
         start, end = node.start_byte - offset, node.end_byte - offset
         source = source[:start] + f"{pointer}_v4.{component}".encode() + source[end:]
     return source.decode()
+
+
+def window_prologue(form: Form, narrow_: bool) -> str:
+    """A window output's coordinates from optiml_flat: on a grid, its axes (the work
+    declares the rest); from one flat index, the row, the column and the planes' flat
+    index optiml_rest, then what the kernel worked out from them (setups, the index)."""
+    if len(form.space) > 1:
+        return map_prologue(form, narrow_)
+    row, column = form.coordinates
+    integer, flat = ("unsigned", "optiml_u") if narrow_ else ("long long", "optiml_flat")
+    width, height = f"({integer})({column.bound})", f"({integer})({row.bound})"
+    lines = ["const unsigned optiml_u = (unsigned)optiml_flat;" if narrow_ else "",
+             f"const {integer} optiml_rest = {flat} / ({height} * {width});",
+             f"const {row.ctype} {row.name} = ({row.ctype})(({flat} / {width}) % {height});",
+             f"const {column.ctype} {column.name} = ({column.ctype})({flat} % {width});",
+             *form.setups, form.rebuild]
+    return "\n".join(line for line in lines if line)
+
+
+class WindowQuads(Skeleton):
+    name = "window.quads"
+    family = WINDOW
+    intents = ("WINDOW_REUSE", "UNROLL")
+    # neighbouring outputs' windows overlap: read by one thread, what they share is in L1
+    # or in registers (tile); four outputs a thread, unrolled, one float4 store (vectorize)
+    families = ("tile", "vectorize", "unroll")
+    summary = ("four neighbouring outputs of a row a thread, each with the kernel's own window "
+               "work (the inputs their windows share read by one thread), stored as one float4")
+
+    def _emit(self, form: Form, plan: dict[str, Any], task: Task, sizes: list[str]) -> Emitted | str:
+        if not form.coordinates:
+            return "no output coordinates"
+        total = " * ".join(f"({size})" for size in sizes)
+        prologue = window_prologue(form, narrow(total, task, plan))
+        work = quad_work(form, prologue)
+        if isinstance(work, str):
+            return work
+        grid = f"max(cdiv({total}, 4 * BLOCK), 1)"
+        new_plan = plan_with(form, plan, task, grid, {"BLOCK": DEFAULT_BLOCK})
+        if isinstance(new_plan, str):
+            return new_plan
+        return Emitted(kernel_text(form, quad_body(form, *work, prologue)), new_plan, self.summary)

@@ -88,14 +88,15 @@ def flat_total(form: Form) -> str:
     return " * ".join(f"(long long)({axis.bound})" for axis in form.space)
 
 
-def unflatten(form: Form, flat: str) -> str:
-    """Declarations of the form's index variables from one flat index (slowest first)."""
+def unflatten(form: Form, flat: str, integer: str = "long long") -> str:
+    """Declarations of the form's index variables from one flat index (slowest first), in
+    `integer` arithmetic (`unsigned` where every flat index fits: 32-bit divisions)."""
     lines, inner = [], []
     for axis in reversed(form.space):
-        divisor = " * ".join(f"(long long)({b})" for b in inner) or ""
+        divisor = " * ".join(f"({integer})({b})" for b in inner) or ""
         value = f"({flat} / ({divisor}))" if divisor else flat
         if axis is not form.space[0]:
-            value = f"({value} % (long long)({axis.bound}))"
+            value = f"({value} % ({integer})({axis.bound}))"
         lines.append(f"{axis.ctype} {axis.name} = ({axis.ctype}){value};")
         inner.append(axis.bound)
     return "\n".join(reversed(lines))

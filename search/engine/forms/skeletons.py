@@ -22,6 +22,8 @@ handed to threads changes, and reductions are combined across the block.
                              outputs a thread (tiles.py)
     window.walk_rows         WALK neighbouring rows of an output column a thread, the
                              coordinates from the grid (walks.py)
+    window.quads             four neighbouring outputs of a row a thread, each with its own
+                             window work, one float4 store (quads.py)
     permutation.smem_tile    a tile of the two permuted coordinates staged through
                              shared memory: reads and writes both coalesced (transposes.py)
     scan.block_scan          a block per row, the running values by a block-wide scan of
@@ -39,7 +41,7 @@ from profiling.harness.spec import Task
 from . import emit, strides
 from .blockscans import BlockScan
 from .columns import SplitStridedRows
-from .quads import quad_body, quad_work
+from .quads import WindowQuads, map_prologue, narrow, quad_body, quad_work
 from .skeleton_base import (
     DEFAULT_BLOCK,
     DEFAULT_ITEMS,
@@ -106,11 +108,12 @@ class Vec4Map(Skeleton):
 
     def _emit(self, form: Form, plan: dict[str, Any], task: Task, sizes: list[str]) -> Emitted | str:
         if not form.direct:  # four neighbouring elements a thread, one float4 store (quads.py)
-            work = quad_work(form)
+            total = " * ".join(f"({size})" for size in sizes)
+            prologue = map_prologue(form, narrow(total, task, plan))
+            work = quad_work(form, prologue)
             if isinstance(work, str):
                 return work
-            total = " * ".join(f"({size})" for size in sizes)
-            return self._emitted(form, plan, task, quad_body(form, *work), total)
+            return self._emitted(form, plan, task, quad_body(form, *work, prologue), total)
         total = sizes[0]
         index = form.space[0].name
         pointers = sorted(set(form.reads) | set(form.writes))
@@ -246,7 +249,7 @@ class GridStrideAccumulate(Skeleton):
 
 
 SKELETONS = (GridStrideMap(), Vec4Map(), BlockPerRow(), SplitStridedRows(), GridStrideAccumulate(),
-             SmemRegisterTile(), WalkRows(), SmemTile(), BlockScan())
+             SmemRegisterTile(), WalkRows(), WindowQuads(), SmemTile(), BlockScan())
 
 
 def for_family(family: str) -> list:
