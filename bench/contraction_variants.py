@@ -35,12 +35,8 @@ VARIANTS = {
     "prefetch on, 2 blocks an SM": ["-DOPTIML_PREFETCH=1", "-DOPTIML_MIN_BLOCKS=2"],
     "step 2048, prefetch off, 2 blocks an SM":
         ["-DOPTIML_STEP=2048", "-DOPTIML_PREFETCH=0", "-DOPTIML_MIN_BLOCKS=2"],
-    "step 2048, prefetch on, 2 blocks an SM":
-        ["-DOPTIML_STEP=2048", "-DOPTIML_PREFETCH=1", "-DOPTIML_MIN_BLOCKS=2"],
     "two stages, 2 blocks an SM": ["-DOPTIML_STAGES=2", "-DOPTIML_MIN_BLOCKS=2"],
     "two stages, 1 block an SM": ["-DOPTIML_STAGES=2", "-DOPTIML_MIN_BLOCKS=1"],
-    "two stages, step 2048, 1 block an SM":
-        ["-DOPTIML_STAGES=2", "-DOPTIML_STEP=2048", "-DOPTIML_MIN_BLOCKS=1"],
 }
 
 
