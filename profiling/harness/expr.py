@@ -65,8 +65,9 @@ def evaluate(expression: str | Number, names: Mapping[str, Number]) -> Number:
         raise
     except (ArithmeticError, ValueError, TypeError, RecursionError) as error:
         # Whatever arithmetic on user numbers can raise (a float that overflows, the
-        # floor of an infinity, a too-deep expression) is the expression's fault.
-        raise ExpressionError(f"{expression!r} cannot be evaluated: {error}") from None
+        # floor of an infinity, a too-deep expression) is the expression's fault; said in
+        # words, not in Python's ("cannot convert float infinity to integer").
+        raise ExpressionError(f"{expression!r} cannot be evaluated: {_in_words(error)}") from None
     if not isinstance(value, int | float):  # (-8) ** 0.5 is a complex number
         raise ExpressionError(f"{expression!r} is not a real number")
     if isinstance(value, float) and not math.isfinite(value):
@@ -150,7 +151,25 @@ def _eval(node: ast.AST, names: Mapping[str, Number], source: str) -> Number:
             return function(*args)
         except ZeroDivisionError:
             raise ExpressionError(f"division by zero in {node.func.id}() in {source!r}") from None
-    raise ExpressionError(f"unsupported syntax {ast.dump(node)[:60]} in {source!r}")
+    raise _unsupported(node, source)
+
+
+def _unsupported(node: ast.AST, source: str) -> ExpressionError:
+    """What an expression may not hold, quoted from it (never Python's dump of its tree:
+    "Attribute(value=Name(id='n', ctx=Load()), attr='__class__'...")."""
+    part = ast.get_source_segment(source.strip(), node) or source
+    return ExpressionError(f"{part!r} is not allowed in {source!r}: only numbers, names, + - * / // % ** "
+                           f"and {', '.join(f'{name}()' for name in _FUNCTIONS)}")
+
+
+def _in_words(error: Exception) -> str:
+    if isinstance(error, OverflowError):
+        return "a number in it overflows"
+    if isinstance(error, ZeroDivisionError):
+        return "it divides by zero"
+    if isinstance(error, RecursionError):
+        return "it nests too deeply"
+    return "its arithmetic is undefined (an infinity, or a number where none can be)"
 
 
 def fold(expression: str | Number, names: Mapping[str, Number]) -> str | Number:
@@ -208,4 +227,4 @@ def _fold(node: ast.AST, names: Mapping[str, Number], source: str) -> ast.AST:
         return ast.Call(node.func, args, [])
     if isinstance(node, ast.Name | ast.Constant):
         return node
-    raise ExpressionError(f"unsupported syntax {ast.dump(node)[:60]} in {source!r}")
+    raise _unsupported(node, source)

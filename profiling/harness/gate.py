@@ -211,7 +211,7 @@ def check_plan(task: Task, candidate: Candidate, l1_sizes: dict[str, int]) -> No
                 for arg in launch.args:
                     if isinstance(arg, str) and arg not in tensors:
                         if arg.startswith("f32:"):
-                            float(arg[4:])
+                            _f32(arg)
                         else:
                             expr.evaluate(arg.split(":", 1)[1] if arg[:4] in ("i64:", "i32:")
                                           else arg, names)
@@ -225,6 +225,15 @@ def check_plan(task: Task, candidate: Candidate, l1_sizes: dict[str, int]) -> No
             if count < 0:
                 raise CandidateError(f"scratch {scratch.name!r}: count {scratch.count!r} = "
                                      f"{count} at sizes {sizes} is negative")
+
+
+def _f32(arg: str) -> float:
+    """The number of an `f32:<number>` argument; a ValueError in words, not float()'s
+    ("could not convert string to float: 'abc'")."""
+    try:
+        return float(arg[4:])
+    except ValueError:
+        raise ValueError(f"argument {arg!r}: after f32: a number, e.g. f32:0.5") from None
 
 
 def harness_cubin() -> str:

@@ -404,7 +404,12 @@ def _index_items(node: ast.AST) -> list[ast.AST]:
 
 
 def _word(node: ast.AST) -> str:
-    return _WORDS.get(type(node), f"{type(node).__name__} syntax")
+    """What the node is, in words, or quoted from the expression: never the name of
+    Python's syntax class ("BinOp syntax" was what `x @ x` got)."""
+    if type(node) in _WORDS:
+        return _WORDS[type(node)]
+    text = ast.unparse(node)
+    return repr(text if len(text) <= 60 else f"{text[:60]}...")
 
 
 def _normal_axes(axes: list[int], ndim: int) -> tuple[int, ...]:

@@ -14,6 +14,7 @@ from django.core.exceptions import TooManyFieldsSent
 from accounts.models import Team
 from accounts.names import display_name_problem
 from optiml_web.errors import api_exception_handler
+from profiling.harness import tasks as task_registry
 from search.models import Run
 
 pytestmark = pytest.mark.django_db
@@ -52,7 +53,10 @@ def test_names_in_any_script_with_joiners_and_accents_are_names():
 PYTHON_SPEAKING = re.compile(
     r"Traceback|\w+Error\(|\b[a-z_]+\.[a-z_]+\.[A-Za-z_.]+|__\w+__|\(\) (?:got|missing|takes|argument)"
     r"|object is not|object has no attribute|not supported between|unhashable type|codec can't"
-    r"|settings\.[A-Z_]+")
+    r"|settings\.[A-Z_]+"
+    # ast.dump of an expression, the name of its syntax class, float()'s and int()'s words
+    r"|ctx=Load\(\)|\b(?:BinOp|Attribute|Subscript|Lambda|Call) syntax|could not convert string to"
+    r"|cannot convert float")
 
 
 def _says_it_in_words(response) -> None:
@@ -105,6 +109,41 @@ def test_bad_bodies_and_values_are_refused_in_words(api, people):
         alice.get("/api/runs/?team=%C2%B2"),
     ]:
         _says_it_in_words(response)
+
+
+def _plan(**launch) -> dict:
+    return {"launches": [{"kernel": "relu", "grid": [1], "block": [256], "args": ["x", "y", "n"], **launch}]}
+
+
+@pytest.mark.parametrize(("plan", "said"), [
+    (_plan(grid=["n.bit_length()"]), "'n.bit_length()' is not allowed"),  # was ast.dump: "Call(func=Attr..."
+    (_plan(grid=["n.real"]), "'n.real' is not allowed"),
+    (_plan(grid=["lambda: 1"]), "'lambda: 1' is not allowed"),
+    (_plan(grid=["floor(1e300 * 1e300)"]), "a number in it overflows"),  # "cannot convert float infinity..."
+    (_plan(args=["x", "y", "f32:abc"]), "after f32: a number"),  # "could not convert string to float: 'abc'"
+])
+def test_a_plan_the_gate_cannot_read_is_refused_in_words(api, people, plan, said):
+    relu = task_registry.get("relu")
+    body = {"task": "relu", "source": relu.naive_source, "plan": plan, "budget": 3}
+
+    response = api(people["alice"]).post("/api/runs/", body, format="json")
+
+    _says_it_in_words(response)
+    assert said in str(response.json()["plan"]) and not Run.objects.exists()
+
+
+@pytest.mark.parametrize(("reference", "said"), [
+    ("x @ x", "'x @ x' is not allowed"),  # was "BinOp syntax is not allowed"
+    ("x[0:1, ...] if 1 else x", "'a if c else b'"),
+])
+def test_a_reference_the_harness_refuses_is_refused_in_words(api, people, task_dir, reference, said):
+    body = {"name": "words", "sizes": {"n": 64}, "inputs": [{"name": "x", "shape": ["n"]}],
+            "outputs": [{"name": "y", "shape": ["n"]}], "reference": {"y": reference}}
+
+    response = api(people["alice"]).post("/api/tasks/declared/", body, format="json")
+
+    _says_it_in_words(response)
+    assert said in response.json()["reference"][0]
 
 
 def test_a_body_that_is_not_utf8_is_refused_saying_where(api, people):
