@@ -42,11 +42,20 @@ class TensorListSerializer(serializers.ListSerializer):
         return super().to_internal_value(data)
 
 
+@extend_schema_field({"type": "string", "pattern": declared.NAME_PATTERN, "maxLength": 32})
+class TensorNameField(serializers.CharField):
+    """A tensor's name, documented as the harness checks it (definition._identifier), which
+    refuses anything else in its own words."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(max_length=32, **kwargs)
+
+
 class TensorDefinitionSerializer(serializers.Serializer):
     class Meta:
         list_serializer_class = TensorListSerializer
 
-    name = serializers.CharField(max_length=32)
+    name = TensorNameField()
     dtype = serializers.ChoiceField(choices=declared.DECLARED_DTYPES, default="float32")
     shape = serializers.ListField(child=serializers.CharField(max_length=400, help_text=FORMULA),
                                   min_length=1, max_length=declared.MAX_DIMS)
@@ -62,7 +71,7 @@ class ToleranceSerializer(serializers.Serializer):
 
 @extend_schema_field({
     "type": "object", "minProperties": 1, "maxProperties": declared.MAX_SIZES,
-    "propertyNames": {"pattern": f"^{declared.IDENTIFIER.pattern}$"},
+    "propertyNames": {"pattern": declared.NAME_PATTERN},
     "additionalProperties": {"type": "integer", "minimum": 1, "maximum": declared.MAX_SIZE}})
 class SizesField(serializers.DictField):
     """A task's full sizes, documented as the harness checks them (definition.Parser._sizes):

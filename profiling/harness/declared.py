@@ -45,6 +45,7 @@ from .definition import (  # noqa: F401 (the names callers use, from one place)
     MAX_OUTPUTS,
     MAX_SIZE,
     MAX_SIZES,
+    NAME_PATTERN,
     NAME_PREFIX,
     SLUG,
     SLUG_RULE,

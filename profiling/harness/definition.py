@@ -29,6 +29,9 @@ SLUG_RULE = ("a slug: lowercase letters, digits and '-', at most 48, e.g. double
              "(the task is called user-<slug>.<your user number>)")
 IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,31}")
 RESERVED = {"np", "cdiv", "min", "max", "ceil", "floor"}  # names expressions already use
+# A size's or a tensor's name as a JSON Schema pattern (the API's schema documents it):
+# an IDENTIFIER that is not RESERVED, as _identifier checks.
+NAME_PATTERN = rf"^(?!(?:{'|'.join(sorted(RESERVED))})$){IDENTIFIER.pattern}$"
 DECLARED_DTYPES = ("float32", "int32")  # those the GPU can re-randomise between timed runs
 FIELDS = {
     "format",

@@ -145,6 +145,9 @@ def _definition(**changes) -> dict:
     {"name": "-agreed"}, {"name": "a" * 48}, {"name": "a" * 49},
     {"sizes": {}}, {"sizes": {"n": 0}}, {"sizes": {"n": 2**31}}, {"sizes": {"n": 64, "m": 2**31 - 1}},
     {"sizes": {"n": 64, **{f"s{i}": 1 for i in range(8)}}}, {"sizes": {"n": 64, "1n": 2}},
+    {"sizes": {"n": 64, "np": 2}}, {"sizes": {"n": 64, "floor": 2}}, {"sizes": {"n": 64, "np2": 2}},
+    {"inputs": [{"name": "0", "shape": ["n"]}]}, {"inputs": [{"name": "cdiv", "shape": ["n"]}]},
+    {"inputs": [{"name": "x_", "shape": ["n"]}], "reference": {"y": "x_"}},
     {"inputs": []}, {"outputs": []},
     {"inputs": [{"name": f"x{i}", "shape": ["n"]} for i in range(9)]},
 ])
