@@ -129,8 +129,11 @@ class ApiSchema(AutoSchema):
 
 
 # Holds a character that is not a space: what DRF's CharField takes once it has trimmed
-# the spaces around it (JSON Schema patterns are not anchored).
-NOT_BLANK_PATTERN = r"\S"
+# the spaces around it (JSON Schema patterns are not anchored). Python's str.strip()
+# also trims U+001C-U+001F and U+0085, which ECMA-262's \s (the dialect JSON Schema
+# names) does not count as spaces: they are left out by name, so that a client's
+# validator and the service agree that "\x1c" is blank.
+NOT_BLANK_PATTERN = r"[^\s\u001c-\u001f\u0085]"
 
 
 def _refuses_blank(field) -> bool:

@@ -6,6 +6,8 @@ refuses the service refuses (a team's name: its length, blank, control character
 
 from __future__ import annotations
 
+import re
+
 import jsonschema
 import pytest
 
@@ -116,6 +118,27 @@ def test_text_the_service_refuses_when_blank_is_refused_by_the_schema(schema, co
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate(blank, property_)
     jsonschema.validate("relu", property_)
+
+
+# ECMA-262's \s, the dialect of JSON Schema's patterns, which a client's validator uses: it
+# lacks U+001C-U+001F and U+0085, which Python's str.strip() (DRF's trimming) takes away.
+ECMA_SPACES = "\t\n\v\f\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+
+
+def _as_ecma(pattern: str) -> str:
+    """`pattern` with \\s and \\S as ECMA-262 reads them (\\s only inside a class here)."""
+    return pattern.replace("\\S", f"[^{ECMA_SPACES}]").replace("\\s", ECMA_SPACES)
+
+
+@pytest.mark.parametrize("blank", ["\x1c", " \x1f\x85 ", "\x1d\x1e"])
+def test_text_python_trims_to_blank_is_blank_to_a_clients_validator_too(api, people, schema, blank):
+    pattern = schema["components"]["schemas"]["RunCreate"]["properties"]["task"]["pattern"]
+
+    response = api(people["alice"]).post("/api/runs/", {"task": blank, "budget": 3}, format="json")
+
+    assert response.status_code == 400 and "blank" in response.json()["task"][0]
+    assert not re.search(_as_ecma(pattern), blank)
+    assert re.search(_as_ecma(pattern), " relu ")
 
 
 # -- setting a member's role ------------------------------------------------------------------
