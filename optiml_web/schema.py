@@ -107,6 +107,14 @@ class ApiSchema(AutoSchema):
             codes.append("429")
         return codes
 
+    def _get_request_body(self, direction="request"):
+        body = super()._get_request_body(direction)
+        # A body given as a raw schema that requires a field (accounts.apis MEMBER_ROLE_BODY)
+        # is itself required: drf-spectacular marks only serializers' bodies so.
+        if body and all(media.get("schema", {}).get("required") for media in body["content"].values()):
+            body["required"] = True
+        return body
+
     def _map_serializer_field(self, field, direction, bypass_extensions=False):
         schema = super()._map_serializer_field(field, direction, bypass_extensions)
         if isinstance(field, serializers.ListSerializer) and isinstance(schema, dict):
