@@ -307,6 +307,24 @@ def test_a_definition_that_is_not_an_object_is_refused():
         declared.declare(["not", "an", "object"])
 
 
+@pytest.mark.parametrize(("slug", "owner", "name"), [
+    ("double-relu", 7, "user-double-relu.7"), ("user-double-relu", 7, "user-double-relu.7"),
+    ("conv-2", 12, "user-conv-2.12"),
+])
+def test_a_task_declared_in_the_app_is_named_for_its_owner(slug, owner, name):
+    assert declared.owned_name(slug, owner) == name
+    _, task = declared.declare(relu2(name=name))
+
+    kernel = slug.removeprefix("user-").replace("-", "_")  # the slug's, without the owner
+    assert task.name == name and task.naive_plan["launches"][0]["kernel"] == kernel
+
+
+@pytest.mark.parametrize("slug", ["double-relu.3", "user-double-relu.7", "Double", "", None, "a" * 49])
+def test_an_owners_name_is_made_from_a_slug_alone(slug):
+    with pytest.raises(DefinitionError, match="a slug"):
+        declared.owned_name(slug, 7)
+
+
 # --- files and the registry --------------------------------------------------------------------
 
 
