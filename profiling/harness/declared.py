@@ -16,9 +16,8 @@ An int32 input needs "range": [lo, hi], expressions for the half-open range its 
 are drawn from. The name is a slug; the task is called "user-<slug>" so that it can
 never shadow a suite task (the registry reserves the prefix), and one declared in the
 app "user-<slug>.<owner's user id>" (owned_name), so that each owner's names are their
-own. Bytes default to the
-inputs read once and the outputs written once; flops to 0, so that a guess can never
-make a correct kernel look impossibly fast.
+own. Bytes default to the inputs read once and the outputs written once; flops to 0, so
+that a guess can never make a correct kernel look impossibly fast.
 
 A declared task has no naive kernel: `naive_source` is empty and `naive_plan` is a
 starting plan for the user's own kernel. Every refusal is a DefinitionError whose
