@@ -1,0 +1,128 @@
+"""Comparisons from the GPU that ran (issue 33, part 2): the vendor's and the naive
+kernel's times are kept per (GPU, driver, torch, task, sizes), measured on the worker's own
+GPU, and never borrowed from another GPU. The measuring is faked here (no GPU needed)."""
+
+from datetime import date
+
+import pytest
+
+from profiling.harness import comparisons, tasks
+from profiling.harness.comparisons import (
+    MEASURED,
+    NOT_MEASURED,
+    RECORDED,
+    ComparisonCache,
+    ComparisonKey,
+    comparison_for,
+    for_gpu,
+    naive_for_bound,
+)
+
+H100 = "NVIDIA H100 80GB HBM3"
+H200 = "NVIDIA H200"
+
+
+class FakeMeasurer:
+    """Answers fixed times and counts how often it was asked."""
+
+    def __init__(self, vendor_ms=0.5, naive_ms=0.9):
+        self.vendor_ms, self.naive_ms, self.calls = vendor_ms, naive_ms, 0
+
+    def vendor(self, task, sizes):
+        self.calls += 1
+        return None if self.vendor_ms is None else (self.vendor_ms, f"torch {task.name} at {sizes}")
+
+    def naive(self, task, sizes):
+        return self.naive_ms
+
+
+def key(**changes):
+    fields = {"gpu": H100, "driver": "580.159", "torch": "2.11.0", "task": "relu", "sizes": {"n": 1 << 28}}
+    return ComparisonKey.of(**{**fields, **changes})
+
+
+@pytest.fixture
+def cache(tmp_path):
+    return ComparisonCache(tmp_path / "comparisons.json")
+
+
+def test_a_miss_is_measured_on_this_gpu_once_and_then_read_from_the_cache(cache):
+    relu, measurer = tasks.get("relu"), FakeMeasurer()
+    first = comparison_for(relu, key(), cache=cache, measurer=measurer, today=date(2026, 12, 7))
+    again = comparison_for(relu, key(), cache=cache, measurer=measurer)
+    assert measurer.calls == 1 and again == first
+    assert (first.source, first.gpu, first.vendor_ms, first.naive_ms) == (MEASURED, H100, 0.5, 0.9)
+    assert first.describe() == f"measured on this GPU ({H100}) on 2026-12-07"
+
+
+@pytest.mark.parametrize("change", [{"gpu": H200}, {"gpu": "NVIDIA A100-SXM4-80GB"}, {"driver": "575.57"},
+                                    {"torch": "2.10.0"}, {"task": "softmax"}, {"sizes": {"n": 1 << 20}}])
+def test_a_different_gpu_driver_torch_task_or_sizes_is_a_miss(cache, change):
+    relu = tasks.get("relu")
+    comparison_for(relu, key(), cache=cache, measurer=FakeMeasurer())
+    assert cache.get(key()) is not None
+    assert cache.get(key(**change)) is None
+    measurer = FakeMeasurer(vendor_ms=0.7)
+    assert comparison_for(relu, key(**change), cache=cache, measurer=measurer).vendor_ms == 0.7
+    assert measurer.calls == 1
+
+
+def test_the_cache_survives_a_new_process(cache, tmp_path):
+    relu = tasks.get("relu")
+    made = comparison_for(relu, key(), cache=cache, measurer=FakeMeasurer())
+    assert ComparisonCache(tmp_path / "comparisons.json").get(key()) == made
+
+
+def test_without_torch_or_a_gpu_a_miss_is_not_measured_and_not_cached(cache):
+    found = comparison_for(tasks.get("relu"), key(), cache=cache, measurer=None)
+    assert (found.source, found.vendor_ms, found.naive_ms) == (NOT_MEASURED, None, None)
+    assert cache.get(key()) is None
+
+
+def test_a_verdict_on_another_gpu_than_the_recorded_one_shows_no_vendor_time():
+    relu = tasks.get("relu")
+    assert relu.vendor is not None  # recorded on the H200
+    on_h100 = for_gpu(relu, H100)
+    assert (on_h100.source, on_h100.vendor_ms, on_h100.naive_ms) == (NOT_MEASURED, None, None)
+
+
+def test_a_verdict_on_another_gpu_shows_that_gpus_own_measured_vendor_time(cache):
+    relu = tasks.get("relu")
+    measured = comparison_for(relu, key(gpu=H100), cache=cache, measurer=FakeMeasurer(vendor_ms=0.25))
+    shown = for_gpu(relu, H100, measured)
+    assert (shown.source, shown.gpu, shown.vendor_ms) == (MEASURED, H100, 0.25)
+    # and one GPU's measurement never stands in for another's
+    assert for_gpu(relu, "NVIDIA L40S", measured).vendor_ms is None
+
+
+def test_the_recorded_numbers_count_on_the_gpu_they_were_recorded_on():
+    relu = tasks.get("relu")
+    shown = for_gpu(relu, H200)
+    assert (shown.source, shown.vendor_ms, shown.naive_ms) == (RECORDED, relu.vendor.time_ms, relu.naive_ms)
+    assert "recorded on the NVIDIA H200" in shown.describe()
+
+
+@pytest.mark.parametrize("name, other, same", [("H200", H200, True), (H200, "nvidia h200", True),
+                                               (H100, H200, False), ("NVIDIA H200 NVL", H200, False),
+                                               ("", "", False)])
+def test_gpu_names_match_only_the_same_model(name, other, same):
+    assert comparisons.same_gpu(name, other) is same
+
+
+def test_the_time_bound_scales_this_gpus_naive_time_when_measured(cache):
+    relu = tasks.get("relu")
+    measured = comparison_for(relu, key(), cache=cache, measurer=FakeMeasurer(naive_ms=2.5))
+    naive_ms, why = naive_for_bound(relu, measured)
+    assert naive_ms == 2.5 and f"measured on this GPU ({H100})" in why
+
+
+def test_without_this_gpus_naive_time_the_bound_falls_back_to_the_recorded_one_and_says_so():
+    relu = tasks.get("relu")
+    naive_ms, why = naive_for_bound(relu, comparisons.not_measured(H100))
+    assert naive_ms == relu.naive_ms
+    assert "recorded on the NVIDIA H200, not measured on this GPU" in why
+
+
+def test_a_comparison_round_trips_through_a_verdicts_json():
+    made = comparisons.recorded(tasks.get("softmax"))
+    assert comparisons.Comparison.from_dict(made.to_dict()) == made
