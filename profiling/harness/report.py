@@ -2,17 +2,30 @@
 
 from __future__ import annotations
 
+from . import comparisons
+from .comparisons import Comparison
 from .spec import Task
 from .verdict import GUARDS, PASSED, Verdict
 
 
+def compared_with(verdict: Verdict, task: Task) -> Comparison:
+    """What the verdict's time is compared with on the GPU that ran it: the comparison it
+    keeps when that was measured there, else the task's recorded numbers only if they were
+    recorded on a GPU of this name, else nothing (comparisons.for_gpu)."""
+    kept = Comparison.from_dict(verdict.comparison) if verdict.comparison else None
+    return comparisons.for_gpu(task, verdict.environment.gpu, kept)
+
+
 def speedups(verdict: Verdict, task: Task, naive_ms: float | None) -> dict[str, float]:
+    """The verdict's time against the vendor's on the same GPU (none when this GPU has no
+    vendor time) and against `naive_ms`, the naive kernel's on the same GPU."""
     if verdict.timing is None:
         return {}
     median = verdict.timing.median_ms
     out = {}
-    if task.vendor is not None:
-        out["vs_vendor"] = task.vendor.time_ms / median
+    vendor_ms = compared_with(verdict, task).vendor_ms
+    if vendor_ms:
+        out["vs_vendor"] = vendor_ms / median
     if naive_ms:
         out["vs_naive"] = naive_ms / median
     return out
@@ -87,9 +100,12 @@ def _timing_lines(verdict: Verdict, task: Task, naive_ms: float | None) -> list[
         rate += f", {t.flop_rate_tflops():.2f} TFLOP/s"
     lines.append(rate)
     ratios = speedups(verdict, task, naive_ms)
+    compared = compared_with(verdict, task)
     if "vs_vendor" in ratios:
         lines.append(f"  {ratios['vs_vendor']:.2f}x the vendor reference "
-                     f"({task.vendor.time_ms:.4f} ms, {task.vendor.what})")
+                     f"({compared.vendor_ms:.4f} ms, {compared.vendor_what}; {compared.describe()})")
+    elif task.vendor is not None:
+        lines.append(f"  no vendor ratio: the vendor reference was {compared.describe()}")
     if "vs_naive" in ratios:
         lines.append(f"  {ratios['vs_naive']:.2f}x the naive kernel ({naive_ms:.4f} ms)")
     return lines

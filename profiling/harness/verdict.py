@@ -176,6 +176,10 @@ class Verdict:
     # Wall seconds per stage of the gate (compile, gpu, sanitize, profile, second_gate):
     # what each guard costs, for bench/guard_costs.py.
     stage_seconds: dict[str, float] = field(default_factory=dict)
+    # What its time was compared with, on the GPU that ran it (comparisons.Comparison's
+    # to_dict(): the vendor's and the naive kernel's times, the GPU they were measured on
+    # and where they came from); empty for verdicts from before (issue 33).
+    comparison: dict[str, Any] = field(default_factory=dict)
 
     @property
     def passed(self) -> bool:

@@ -126,3 +126,45 @@ def test_without_this_gpus_naive_time_the_bound_falls_back_to_the_recorded_one_a
 def test_a_comparison_round_trips_through_a_verdicts_json():
     made = comparisons.recorded(tasks.get("softmax"))
     assert comparisons.Comparison.from_dict(made.to_dict()) == made
+
+
+def timed_verdict(gpu, comparison=None):
+    from profiling.harness.verdict import Environment, TimingReport, Verdict
+
+    timing = TimingReport(runs=30, median_ms=0.5, mean_ms=0.5, stdev_ms=0.01, min_ms=0.49, max_ms=0.52,
+                          p10_ms=0.49, p90_ms=0.51, floor_ms=0.2, floor_reason="bytes",
+                          bytes=2.1e9, flops=0.0)
+    return Verdict(task="relu", candidate_hash="ab" * 32, status="passed", timing=timing,
+                   environment=Environment(gpu=gpu), comparison=comparison.to_dict() if comparison else {})
+
+
+def test_a_report_on_another_gpu_than_the_recorded_one_shows_no_vendor_ratio():
+    from profiling.harness.report import render, speedups
+
+    relu = tasks.get("relu")
+    verdict = timed_verdict(H100)
+    assert "vs_vendor" not in speedups(verdict, relu, None)
+    text = render(verdict, relu)
+    assert "x the vendor reference" not in text and str(relu.vendor.time_ms) not in text
+    assert f"no vendor ratio: the vendor reference was not measured on this GPU ({H100})" in text
+
+
+def test_a_report_on_another_gpu_shows_the_vendor_time_that_gpu_measured(cache):
+    from profiling.harness.report import render, speedups
+
+    relu = tasks.get("relu")
+    measured = comparison_for(relu, key(gpu=H100), cache=cache, measurer=FakeMeasurer(vendor_ms=0.25),
+                              today=date(2026, 12, 7))
+    verdict = timed_verdict(H100, measured)
+    assert speedups(verdict, relu, None)["vs_vendor"] == pytest.approx(0.25 / 0.5)
+    assert (f"0.50x the vendor reference (0.2500 ms, torch relu at {{'n': 268435456}}; measured on this GPU "
+            f"({H100}) on 2026-12-07)") in render(verdict, relu)
+
+
+def test_a_report_on_the_recorded_gpu_shows_the_recorded_vendor_time_and_says_so():
+    from profiling.harness.report import render, speedups
+
+    relu = tasks.get("relu")
+    verdict = timed_verdict(H200)
+    assert speedups(verdict, relu, None)["vs_vendor"] == pytest.approx(relu.vendor.time_ms / 0.5)
+    assert "recorded on the NVIDIA H200 (bench/results/2026-11-29-h200-suite.json)" in render(verdict, relu)
