@@ -55,9 +55,36 @@ class ComparisonKey:
     def of(cls, *, gpu: str, driver: str, torch: str, task: str, sizes: dict[str, int]) -> ComparisonKey:
         return cls(gpu, driver, torch, task, tuple(sorted((k, int(v)) for k, v in sizes.items())))
 
+    def to_dict(self) -> dict:
+        return {"gpu": self.gpu, "driver": self.driver, "torch": self.torch, "task": self.task,
+                "sizes": dict(self.sizes)}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> ComparisonKey:
+        return cls.of(gpu=data["gpu"], driver=data["driver"], torch=data["torch"], task=data["task"],
+                      sizes=data["sizes"])
+
     def text(self) -> str:
         sizes = ",".join(f"{k}={v}" for k, v in self.sizes)
         return f"{self.gpu} | driver {self.driver} | torch {self.torch} | {self.task} | {sizes}"
+
+
+def torch_version() -> str:
+    """The installed torch's version, without importing it (the worker has no use for
+    torch itself); "none" where it is not installed: no vendor call can be timed there."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("torch")
+    except metadata.PackageNotFoundError:
+        return "none"
+
+
+def key_here(environment: dict, task: str, sizes: dict[str, int]) -> ComparisonKey:
+    """The key of this GPU's comparisons, from device.Gpu.environment(): its name, the
+    driver's CUDA version (what measure.py keys ceilings by too) and torch's."""
+    return ComparisonKey.of(gpu=environment.get("gpu", ""), driver=environment.get("driver_api", ""),
+                            torch=torch_version(), task=task, sizes=sizes)
 
 
 @dataclass(frozen=True)
@@ -75,6 +102,7 @@ class Comparison:
     where: str = ""
     key: str = ""
     notes: tuple[str, ...] = field(default_factory=tuple)
+    sizes: dict[str, int] = field(default_factory=dict)  # the sizes the times are at
 
     def describe(self) -> str:
         if self.source == MEASURED:
@@ -110,7 +138,7 @@ def recorded(task: Task) -> Comparison:
     return Comparison(gpu=RECORDED_GPU, source=RECORDED,
                       vendor_ms=task.vendor.time_ms if task.vendor else None,
                       vendor_what=task.vendor.what if task.vendor else "",
-                      naive_ms=task.naive_ms, where=RECORDED_WHERE)
+                      naive_ms=task.naive_ms, where=RECORDED_WHERE, sizes=dict(task.sizes))
 
 
 def for_gpu(task: Task, gpu: str, measured: Comparison | None = None) -> Comparison:
@@ -184,17 +212,30 @@ def comparison_for(task: Task, key: ComparisonKey, *, cache: ComparisonCache,
                                              ("the naive kernel was not timed", naive is None)) if missing)
     made = Comparison(gpu=key.gpu, source=MEASURED, vendor_ms=vendor[0] if vendor else None,
                       vendor_what=vendor[1] if vendor else "", naive_ms=naive,
-                      measured_on=(today or date.today()).isoformat(), key=key.text(), notes=notes)
+                      measured_on=(today or date.today()).isoformat(), key=key.text(), notes=notes,
+                      sizes=sizes)
     cache.put(key, made)
     return made
 
 
-def naive_for_bound(task: Task, comparison: Comparison | None) -> tuple[float | None, str]:
-    """The naive time the bound of one execution scales, and where it is from: this GPU's
-    when measured here, else the task's recorded one (the rule before this module), said so."""
-    if comparison is not None and comparison.source == MEASURED and comparison.naive_ms:
-        return comparison.naive_ms, f"{comparison.naive_ms:.4g} ms, {comparison.describe()}"
+@dataclass(frozen=True)
+class NaiveScale:
+    """The naive kernel's time the bound of one execution scales (worker.launch_bound_s),
+    the sizes it was taken at, and where it is from, in words."""
+
+    ms: float
+    sizes: dict[str, int]
+    why: str
+
+
+def naive_for_bound(task: Task, comparison: Comparison | None) -> NaiveScale | None:
+    """This GPU's naive time when it was measured here; else the task's recorded one (the
+    rule before this module), which says it is not this GPU's; None without either."""
+    if comparison is not None and comparison.source == MEASURED and comparison.naive_ms and comparison.sizes:
+        return NaiveScale(comparison.naive_ms, dict(comparison.sizes),
+                          f"{comparison.naive_ms:.4g} ms, {comparison.describe()}")
     if task.naive_ms:
-        return task.naive_ms, (f"{task.naive_ms} ms recorded on the {RECORDED_GPU}, not measured on this GPU "
-                               f"({RECORDED_WHERE})")
-    return None, ""
+        return NaiveScale(task.naive_ms, dict(task.sizes),
+                          f"{task.naive_ms} ms recorded on the {RECORDED_GPU}, not measured on this GPU "
+                          f"({RECORDED_WHERE})")
+    return None

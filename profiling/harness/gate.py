@@ -456,6 +456,8 @@ def verdict_from_result(task: str, digest: str, report: CompileReport, result: I
         )
         if isinstance(final.get("seeds"), dict):
             common["seeds"] = final["seeds"]
+        if isinstance(final.get("comparison"), dict):  # the worker's GPU's (comparisons.py)
+            common["comparison"] = final["comparison"]
         if isinstance(final.get("stage_seconds"), dict):
             common["stage_seconds"] = {f"worker_{k}": v for k, v in final["stage_seconds"].items()
                                        if isinstance(v, int | float)}

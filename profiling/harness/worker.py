@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from . import HARNESS_VERSION, expr, tasks
+from . import HARNESS_VERSION, comparisons, expr, tasks
 from .candidate import Candidate
 from .ceilings import Ceilings, ceilings_for, physics_floor_ms, summarize
 from .checks import GUARD_BYTES, GuardFailure, RunBuffers, check_canaries, check_run
@@ -184,9 +184,15 @@ class Session:
         # The allocator of the candidate's buffers in guarded ranges (buffers.GuardedRanges),
         # or None: canaries only (no VMM, turned off, or exact sizes for the sanitizers)
         self.guard_regions = None
+        # What this GPU's times are compared with (comparisons.py): read from the cache in
+        # run(), never measured here (this process runs the candidate); None until then.
+        self.comparison: comparisons.Comparison | None = None
+        self.comparison_key: comparisons.ComparisonKey | None = None
 
     def partial(self) -> dict:
-        return {"correctness": [asdict(r) for r in self.records],
+        return {"comparison": self.comparison.to_dict() if self.comparison else {},
+                "comparison_key": self.comparison_key.to_dict() if self.comparison_key else None,
+                "correctness": [asdict(r) for r in self.records],
                 "timing": asdict(self.timing) if self.timing else None,
                 "environment": self.environment,
                 "seeds": {"base_seed": self.base_seed, "verified_runs": self.verified_runs},
@@ -211,6 +217,7 @@ class Session:
             self.gpu = device.Gpu()
         self.environment = {**self.gpu.environment(), "harness_version": HARNESS_VERSION,
                             "buffers": self.choose_buffers()}
+        self.read_comparison()
         self.module = device.cuda.module_from_file(self.request["cubin"])
         self.harness_module = device.cuda.module_from_file(self.request["harness_cubin"])
         if self.options.get("mode") == "profile":
@@ -233,6 +240,13 @@ class Session:
         if self.resident is not None and self.resident.verify(self.harness_module, self.gpu):
             raise Rejection("out_of_bounds_write", RESIDENT_CHANGED)
         self.channel.send("result", status="passed", guard=None, message="", **self.partial())
+
+    def read_comparison(self) -> None:
+        """This GPU's comparison from the cache (comparisons.comparison_for), or "not
+        measured": the gate measures a miss after this process, never beside a candidate."""
+        self.comparison_key = comparisons.key_here(self.gpu.environment(), self.task.name, self.l1_sizes)
+        self.comparison = comparisons.comparison_for(
+            self.task, self.comparison_key, cache=comparisons.ComparisonCache.default(), measurer=None)
 
     # -- buffers ---------------------------------------------------------------------
     def buffer_specs(self, sizes: dict) -> list[tuple[str, np.dtype, tuple[int, ...]]]:
@@ -280,11 +294,11 @@ class Session:
 
     def launch_bound_s(self, sizes: dict) -> float:
         """How long one execution of the plan at `sizes` may take (see LAUNCH_*)."""
-        task, full = self.task, self.task.sizes
-        if task.naive_ms:
-            scale = max(_ratio(task.bytes(sizes), task.bytes(full)),
-                        _ratio(task.flops(sizes), task.flops(full)))
-            bound = LAUNCH_NAIVE_FACTOR * task.naive_ms * 1e-3 * scale
+        task, naive = self.task, comparisons.naive_for_bound(self.task, self.comparison)
+        if naive is not None:
+            scale = max(_ratio(task.bytes(sizes), task.bytes(naive.sizes)),
+                        _ratio(task.flops(sizes), task.flops(naive.sizes)))
+            bound = LAUNCH_NAIVE_FACTOR * naive.ms * 1e-3 * scale
         else:
             floor_ms, _ = physics_floor_ms(float(task.bytes(sizes)), float(task.flops(sizes)),
                                            task.math, self.ceilings())
@@ -307,9 +321,10 @@ class Session:
         self.channel.send("bound", limit_s=None)
 
     def bound_reason(self) -> str:
-        if self.task.naive_ms:
-            return (f"{LAUNCH_NAIVE_FACTOR}x the naive kernel's {self.task.naive_ms} ms on the "
-                    f"H200, scaled to these sizes, at least {LAUNCH_MIN_S:.0f} s")
+        naive = comparisons.naive_for_bound(self.task, self.comparison)
+        if naive is not None:
+            return (f"{LAUNCH_NAIVE_FACTOR}x the naive kernel's {naive.why}, scaled to these sizes, "
+                    f"at least {LAUNCH_MIN_S:.0f} s")
         return f"{LAUNCH_FLOOR_FACTOR}x the physics floor, at least {LAUNCH_MIN_S:.0f} s"
 
     def ceilings(self) -> Ceilings:

@@ -112,15 +112,15 @@ def test_gpu_names_match_only_the_same_model(name, other, same):
 def test_the_time_bound_scales_this_gpus_naive_time_when_measured(cache):
     relu = tasks.get("relu")
     measured = comparison_for(relu, key(), cache=cache, measurer=FakeMeasurer(naive_ms=2.5))
-    naive_ms, why = naive_for_bound(relu, measured)
-    assert naive_ms == 2.5 and f"measured on this GPU ({H100})" in why
+    scale = naive_for_bound(relu, measured)
+    assert (scale.ms, scale.sizes) == (2.5, {"n": 1 << 28}) and f"measured on this GPU ({H100})" in scale.why
 
 
 def test_without_this_gpus_naive_time_the_bound_falls_back_to_the_recorded_one_and_says_so():
     relu = tasks.get("relu")
-    naive_ms, why = naive_for_bound(relu, comparisons.not_measured(H100))
-    assert naive_ms == relu.naive_ms
-    assert "recorded on the NVIDIA H200, not measured on this GPU" in why
+    scale = naive_for_bound(relu, comparisons.not_measured(H100))
+    assert scale.ms == relu.naive_ms and scale.sizes == relu.sizes
+    assert "recorded on the NVIDIA H200, not measured on this GPU" in scale.why
 
 
 def test_a_comparison_round_trips_through_a_verdicts_json():
@@ -168,3 +168,36 @@ def test_a_report_on_the_recorded_gpu_shows_the_recorded_vendor_time_and_says_so
     verdict = timed_verdict(H200)
     assert speedups(verdict, relu, None)["vs_vendor"] == pytest.approx(relu.vendor.time_ms / 0.5)
     assert "recorded on the NVIDIA H200 (bench/results/2026-11-29-h200-suite.json)" in render(verdict, relu)
+
+
+def session(task, comparison=None):
+    from profiling.harness.worker import Session
+
+    t = tasks.get(task)
+    request = {"task": task, "candidate": {"source": t.naive_source, **t.naive_plan},
+               "options": {"levels": ["L0", "L1"], "seeds": 1}}
+    made = Session(request, channel=None)
+    made.comparison = comparison
+    return made
+
+
+def test_a_launch_is_bounded_by_this_gpus_own_naive_time_when_measured(cache):
+    from profiling.harness.worker import LAUNCH_NAIVE_FACTOR
+
+    topk = tasks.get("topk")
+    measured = comparison_for(topk, key(task="topk", sizes=topk.sizes), cache=cache,
+                              measurer=FakeMeasurer(naive_ms=400.0))
+    here = session("topk", measured)
+    assert here.launch_bound_s(topk.sizes) == pytest.approx(LAUNCH_NAIVE_FACTOR * 400.0 / 1e3)
+    half = {k: v // 2 if k == "M" else v for k, v in topk.sizes.items()}
+    assert here.launch_bound_s(half) == pytest.approx(LAUNCH_NAIVE_FACTOR * 200.0 / 1e3)
+    assert f"the naive kernel's 400 ms, measured on this GPU ({H100})" in here.bound_reason()
+
+
+def test_a_launch_without_this_gpus_naive_time_is_bounded_by_the_recorded_one_and_says_so():
+    from profiling.harness.worker import LAUNCH_NAIVE_FACTOR
+
+    topk = tasks.get("topk")
+    here = session("topk", comparisons.not_measured(H100))
+    assert here.launch_bound_s(topk.sizes) == pytest.approx(LAUNCH_NAIVE_FACTOR * topk.naive_ms / 1e3)
+    assert "ms recorded on the NVIDIA H200, not measured on this GPU" in here.bound_reason()
