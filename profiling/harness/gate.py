@@ -76,6 +76,10 @@ class GateOptions:
     # regions, where the driver has virtual memory management (buffers.py); off only for a
     # cost measurement's baseline (bench/guard_regions.py), and then not standard.
     guard_regions: bool = True
+    # The vendor's and the naive kernel's times measured on this GPU after the worker, once
+    # per (GPU, driver, torch, task, sizes), when its cache had none (comparisons_gpu.py).
+    # What the kernel is compared with, not how it is checked: not part of identity().
+    measure_comparisons: bool = True
 
     def identity(self) -> dict:
         """What this verdict's measurement depended on: stored with it and part of the
@@ -302,6 +306,13 @@ def _run_on_gpu(task: Task, candidate: Candidate, digest: str, report: CompileRe
         started = time.monotonic()
         verdict.profile = profile_candidate(task, candidate, report, request, workdir, digest)
         verdict.stage_seconds["profile"] = time.monotonic() - started
+    if options.measure_comparisons and verdict.comparison:
+        from .comparisons_gpu import GpuMeasurer, measured_after
+
+        started = time.monotonic()
+        measurer = GpuMeasurer(workdir=workdir, time_limit_s=options.time_limit_s)
+        verdict.comparison = measured_after(task, verdict.comparison, measurer=measurer)
+        verdict.stage_seconds["comparisons"] = time.monotonic() - started
     verdict.settings = settings
     verdict.stage = "done" if verdict.status == PASSED else verdict.stage
     return verdict

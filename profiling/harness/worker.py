@@ -190,8 +190,8 @@ class Session:
         self.comparison_key: comparisons.ComparisonKey | None = None
 
     def partial(self) -> dict:
-        return {"comparison": self.comparison.to_dict() if self.comparison else {},
-                "comparison_key": self.comparison_key.to_dict() if self.comparison_key else None,
+        return {"comparison": {**self.comparison.to_dict(), "key_fields": self.comparison_key.to_dict()}
+                if self.comparison and self.comparison_key else {},
                 "correctness": [asdict(r) for r in self.records],
                 "timing": asdict(self.timing) if self.timing else None,
                 "environment": self.environment,

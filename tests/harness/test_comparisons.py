@@ -201,3 +201,29 @@ def test_a_launch_without_this_gpus_naive_time_is_bounded_by_the_recorded_one_an
     here = session("topk", comparisons.not_measured(H100))
     assert here.launch_bound_s(topk.sizes) == pytest.approx(LAUNCH_NAIVE_FACTOR * topk.naive_ms / 1e3)
     assert "ms recorded on the NVIDIA H200, not measured on this GPU" in here.bound_reason()
+
+
+def test_the_gate_measures_after_the_worker_only_what_its_cache_did_not_hold(cache):
+    from profiling.harness.comparisons_gpu import measured_after
+
+    relu = tasks.get("relu")
+    missed = {**comparisons.not_measured(H100).to_dict(), "key_fields": key().to_dict()}
+    measurer = FakeMeasurer(vendor_ms=0.49)
+    made = measured_after(relu, missed, measurer=measurer, cache=cache)
+    assert (made["source"], made["gpu"], made["vendor_ms"], made["key_fields"]) == (MEASURED, H100, 0.49,
+                                                                                   key().to_dict())
+    assert cache.get(key()).vendor_ms == 0.49
+    assert measured_after(relu, made, measurer=measurer, cache=cache) == made
+    assert measured_after(relu, {}, measurer=measurer, cache=cache) == {}
+    assert measurer.calls == 1
+
+
+def test_a_workers_result_keeps_its_gpus_comparison_in_the_verdict():
+    from profiling.harness.gate import verdict_from_result
+    from profiling.harness.sandbox import IsolatedResult
+    from profiling.harness.verdict import CompileReport
+
+    kept = {**comparisons.not_measured(H100).to_dict(), "key_fields": key().to_dict()}
+    result = IsolatedResult(messages=[{"type": "result", "status": "passed", "comparison": kept}])
+    verdict = verdict_from_result("relu", "ab" * 32, CompileReport(ok=True), result, 60.0)
+    assert verdict.comparison == kept
