@@ -296,8 +296,8 @@ def _run_on_gpu(task: Task, candidate: Candidate, digest: str, report: CompileRe
         verdict.stage_seconds["second_gate"] = time.monotonic() - started
         if second.status != PASSED:
             second.message = (f"second full gate (the first measured {verdict.timing.median_ms:.4f} "
-                              f"ms, over {SUSPICIOUS_SPEEDUP:.0f}x faster than "
-                              f"{task.vendor.what}): {second.message}")
+                              f"ms, over {SUSPICIOUS_SPEEDUP:.0f}x faster than the vendor's "
+                              f"{_vendor_ms_to_beat(task, verdict, options):.4f} ms): {second.message}")
             second.stage_seconds = {**verdict.stage_seconds, **second.stage_seconds}
             verdict = second
         else:
@@ -429,9 +429,23 @@ def _apply_sanitizers(task: Task, verdict: Verdict, results: list, digest: str) 
 
 
 def _suspiciously_fast(task: Task, verdict: Verdict, options: GateOptions) -> bool:
+    """Over SUSPICIOUS_SPEEDUP x the vendor's time on this GPU when it was measured here
+    (at the sizes timed), else the recorded one at the task's own sizes: a GPU with no
+    measurement yet is checked as before rather than not at all."""
+    vendor_ms = _vendor_ms_to_beat(task, verdict, options)
+    return (vendor_ms is not None and verdict.timing is not None
+            and verdict.timing.median_ms * SUSPICIOUS_SPEEDUP < vendor_ms)
+
+
+def _vendor_ms_to_beat(task: Task, verdict: Verdict, options: GateOptions) -> float | None:
+    from .comparisons import MEASURED, Comparison, same_gpu
+
+    here = Comparison.from_dict(verdict.comparison) if verdict.comparison else None
+    if (here is not None and here.source == MEASURED and here.vendor_ms
+            and same_gpu(here.gpu, verdict.environment.gpu)):
+        return here.vendor_ms
     at_full_size = options.l1_sizes is None or options.l1_sizes == task.sizes
-    return (task.vendor is not None and verdict.timing is not None and at_full_size
-            and verdict.timing.median_ms * SUSPICIOUS_SPEEDUP < task.vendor.time_ms)
+    return task.vendor.time_ms if task.vendor is not None and at_full_size else None
 
 
 def prepare_inputs(task: Task, levels, l1_sizes: dict, seeds: dict[str, int], seed: int | None,

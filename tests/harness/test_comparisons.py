@@ -227,3 +227,15 @@ def test_a_workers_result_keeps_its_gpus_comparison_in_the_verdict():
     result = IsolatedResult(messages=[{"type": "result", "status": "passed", "comparison": kept}])
     verdict = verdict_from_result("relu", "ab" * 32, CompileReport(ok=True), result, 60.0)
     assert verdict.comparison == kept
+
+
+def test_the_second_gate_looks_at_speed_against_this_gpus_own_vendor_time(cache):
+    from profiling.harness.gate import SUSPICIOUS_SPEEDUP, GateOptions, _suspiciously_fast
+
+    relu = tasks.get("relu")
+    measured = comparison_for(relu, key(), cache=cache, measurer=FakeMeasurer(vendor_ms=3.0))
+    # 0.5 ms: 6x this H100's measured 3 ms, though not 3x the H200's recorded 0.5059 ms
+    assert relu.vendor.time_ms < 0.5 * SUSPICIOUS_SPEEDUP
+    assert _suspiciously_fast(relu, timed_verdict(H100, measured), GateOptions())
+    # with no measurement here, the recorded time is still checked against
+    assert not _suspiciously_fast(relu, timed_verdict(H100), GateOptions())
