@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from django.db.models import Q, QuerySet
 
 from accounts.selectors import user_team_ids
-from profiling.harness import HARNESS_VERSION, declared
+from profiling.harness import HARNESS_VERSION, comparisons, declared
 from profiling.harness.gate import GateOptions
 from profiling.harness.spec import Task as TaskSpec
 from profiling.models import Candidate, DeclaredTask, Evaluation, Task
@@ -49,6 +50,35 @@ def task_vendor_gpu(*, task: Task) -> str | None:
         return None
     found = _VENDOR_GPU.search(task.vendor_what)
     return found.group(1) if found else None
+
+
+@dataclass(frozen=True)
+class VendorTime:
+    """The vendor library's time a kernel measured on `gpu` is compared with, and where it
+    came from ("measured on this GPU ... on <date>", "recorded on the NVIDIA H200 (...)")."""
+
+    ms: float
+    gpu: str
+    source: str
+
+
+def vendor_time_on(*, task: Task, gpu: str) -> VendorTime | None:
+    """The vendor's time for a kernel measured on `gpu`: the latest one measured on that GPU
+    (kept in its verdicts: comparisons.py); else the task's recorded one, only where it was
+    recorded on a GPU of that name; else None: never another GPU's time (issue 33)."""
+    if not gpu:
+        return None
+    here = Evaluation.objects.filter(task=task, gpu=gpu, verdict__comparison__source=comparisons.MEASURED)
+    measured = (here.exclude(verdict__comparison__vendor_ms=None)
+                .order_by("-finished_at", "-id").values_list("verdict__comparison", flat=True).first())
+    if measured:
+        shown = comparisons.Comparison.from_dict(measured)
+        if shown.vendor_ms and comparisons.same_gpu(shown.gpu, gpu):
+            return VendorTime(shown.vendor_ms, shown.gpu, shown.describe())
+    recorded_on = task_vendor_gpu(task=task)
+    if task.vendor_ms and recorded_on and comparisons.same_gpu(recorded_on, gpu):
+        return VendorTime(task.vendor_ms, recorded_on, f"recorded on the {recorded_on} ({task.vendor_what})")
+    return None
 
 
 def standard_settings_key() -> str:

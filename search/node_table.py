@@ -27,29 +27,47 @@ FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
 def node_table(*, run: Run) -> dict[str, Any]:
-    """The run (what the speed-ups are over) and its nodes' rows, in node order."""
-    nodes = (RunNode.objects.filter(run=run).order_by("node_id")
-             .values("node_id", "parent_id", "source", "title", "state", "status", "guard", "level",
-                     "time_ms", "spread_ms", gpu=KT("detail__measurement__gpu")))
-    vendor_ms = run.task.vendor_ms
+    """The run (what the speed-ups are over) and its nodes' rows, in node order. Each
+    node's speed-up over the vendor is over the vendor's time on the GPU that measured the
+    node, and none where that GPU has none (profiling.selectors.vendor_time_on); the run's
+    is its best node's (else its root's)."""
+    nodes = list(RunNode.objects.filter(run=run).order_by("node_id")
+                 .values("node_id", "parent_id", "source", "title", "state", "status", "guard", "level",
+                         "time_ms", "spread_ms", gpu=KT("detail__measurement__gpu")))
+    vendors = {gpu: gate_selectors.vendor_time_on(task=run.task, gpu=gpu)
+               for gpu in {node["gpu"] or "" for node in nodes}}
+    shown = next((node for node in nodes if node["node_id"] == (run.best_node or 0)), None)
+    vendor = vendors.get(shown["gpu"] or "") if shown else None
     return {
         "run": {"id": run.pk, "task": run.task.name, "root_ms": run.root_ms, "best_ms": run.best_ms,
-                "vendor_ms": vendor_ms, "vendor_gpu": gate_selectors.task_vendor_gpu(task=run.task)},
+                "vendor_ms": vendor.ms if vendor else None, "vendor_gpu": vendor.gpu if vendor else None,
+                "vendor_source": vendor.source if vendor else None},
         "columns": list(COLUMNS),
-        "nodes": table_rows(nodes, root_ms=run.root_ms, vendor_ms=vendor_ms),
+        "nodes": table_rows(nodes, root_ms=run.root_ms,
+                            vendor_ms_by_gpu={gpu: v.ms for gpu, v in vendors.items() if v is not None}),
     }
 
 
+def run_vendor_time(*, run: Run) -> gate_selectors.VendorTime | None:
+    """The vendor's time the run's best node (else its root) is compared with: the one on
+    the GPU that measured it, or None where that GPU has none."""
+    gpu = (RunNode.objects.filter(run=run, node_id=run.best_node or 0)
+           .annotate(gpu=KT("detail__measurement__gpu")).values_list("gpu", flat=True).first())
+    return gate_selectors.vendor_time_on(task=run.task, gpu=gpu or "")
+
+
 def table_rows(nodes: Iterable[dict[str, Any]], *, root_ms: float | None,
-               vendor_ms: float | None) -> list[dict[str, Any]]:
-    """RunNode values (node_id, parent_id, ..., time_ms, gpu) -> rows with COLUMNS, in order."""
+               vendor_ms_by_gpu: dict[str, float]) -> list[dict[str, Any]]:
+    """RunNode values (node_id, parent_id, ..., time_ms, gpu) -> rows with COLUMNS, in order;
+    `vendor_ms_by_gpu`: the vendor's time on each GPU that has one."""
     nodes = list(nodes)
     parents = {node["node_id"]: node["parent_id"] for node in nodes}
     return [{
         "id": node["node_id"], "parent": node["parent_id"], "source": node["source"],
         "title": node["title"], "state": node["state"], "status": node["status"], "guard": node["guard"],
         "median_ms": node["time_ms"], "spread_ms": node["spread_ms"],
-        "speedup_vs_root": _speedup(root_ms, node), "speedup_vs_vendor": _speedup(vendor_ms, node),
+        "speedup_vs_root": _speedup(root_ms, node),
+        "speedup_vs_vendor": _speedup(vendor_ms_by_gpu.get(node["gpu"] or ""), node),
         "level": node["level"], "depth": _depth(node["node_id"], parents), "gpu": node["gpu"] or "",
     } for node in nodes]
 

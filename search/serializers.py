@@ -22,7 +22,7 @@ from optiml_web.limits import (
 )
 from optiml_web.params import MAX_DB_INT, WholeNumberField
 from profiling import selectors as gate_selectors
-from search import selectors
+from search import node_table, selectors
 from search.models import Run, ShareLink, WritingJob
 
 
@@ -31,10 +31,14 @@ class RunSerializer(serializers.ModelSerializer):
     speedup = serializers.FloatField(allow_null=True, help_text="root time / best time")
     created_by = serializers.SerializerMethodField()
     team = serializers.IntegerField(source="team_id", allow_null=True)
-    vendor_ms = serializers.FloatField(source="task.vendor_ms", allow_null=True,
-                                       help_text="the vendor library's time for the task (on vendor_gpu)")
+    vendor_ms = serializers.SerializerMethodField(
+        help_text="the vendor library's time on the GPU that measured the run's best kernel (vendor_gpu); "
+        "null when that GPU has none: never another GPU's")
     vendor_gpu = serializers.SerializerMethodField(help_text="the GPU the vendor was timed on; null "
-                                                   "when the task has no vendor time or does not say")
+                                                   "when there is no vendor time for the run's GPU")
+    vendor_source = serializers.SerializerMethodField(
+        help_text="where the vendor time came from: measured on that GPU on a date, or recorded; null "
+        "without one")
     speedup_vs_vendor = serializers.SerializerMethodField(help_text="vendor time / best time; null when "
                                                           "either is unknown")
 
@@ -43,7 +47,7 @@ class RunSerializer(serializers.ModelSerializer):
         fields = ["id", "task", "status", "judge", "budget", "evaluated", "root_ms", "best_ms",
                   "speedup", "gpu_seconds", "created", "created_by", "team", "sources", "seed",
                   "intent", "imported", "message", "best_node", "best_found_at", "vendor_ms", "updated",
-                  "screen", "parallel", "outcome", "vendor_gpu", "speedup_vs_vendor"]
+                  "screen", "parallel", "outcome", "vendor_gpu", "speedup_vs_vendor", "vendor_source"]
         read_only_fields = fields
 
     outcome = serializers.SerializerMethodField(
@@ -56,14 +60,33 @@ class RunSerializer(serializers.ModelSerializer):
     def get_outcome(self, run: Run) -> str:
         return selectors.run_outcome(run=run)
 
+    def _vendor(self, run: Run) -> gate_selectors.VendorTime | None:
+        """The run's vendor time (node_table.run_vendor_time), read once per run."""
+        known = self.__dict__.setdefault("_vendors", {})
+        if run.pk not in known:
+            known[run.pk] = node_table.run_vendor_time(run=run)
+        return known[run.pk]
+
+    @extend_schema_field(serializers.FloatField(allow_null=True))
+    def get_vendor_ms(self, run: Run) -> float | None:
+        vendor = self._vendor(run)
+        return vendor.ms if vendor else None
+
     @extend_schema_field(serializers.CharField(allow_null=True))
     def get_vendor_gpu(self, run: Run) -> str | None:
-        return gate_selectors.task_vendor_gpu(task=run.task)
+        vendor = self._vendor(run)
+        return vendor.gpu if vendor else None
+
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_vendor_source(self, run: Run) -> str | None:
+        vendor = self._vendor(run)
+        return vendor.source if vendor else None
 
     @extend_schema_field(serializers.FloatField(allow_null=True))
     def get_speedup_vs_vendor(self, run: Run) -> float | None:
-        if run.task.vendor_ms and run.best_ms:
-            return run.task.vendor_ms / run.best_ms
+        vendor = self._vendor(run)
+        if vendor and run.best_ms:
+            return vendor.ms / run.best_ms
         return None
 
 
@@ -385,8 +408,9 @@ class NodeTableRowSerializer(serializers.Serializer):
     spread_ms = serializers.FloatField(allow_null=True)
     speedup_vs_root = serializers.FloatField(allow_null=True, help_text="the root's time / its time; "
                                              "null unless it passed")
-    speedup_vs_vendor = serializers.FloatField(allow_null=True, help_text="the vendor library's time / its "
-                                               "time; null unless it passed and the task has a vendor time")
+    speedup_vs_vendor = serializers.FloatField(allow_null=True, help_text="the vendor library's time on the "
+                                               "GPU it was measured on / its time; null unless it passed "
+                                               "and that GPU has a vendor time")
     level = serializers.CharField(help_text="full (the gate) | screen (screened, not profiled); blank while "
                                   "pending")
     depth = serializers.IntegerField(help_text="steps from the root (0)")
@@ -398,8 +422,10 @@ class NodeTableRunSerializer(serializers.Serializer):
     task = serializers.CharField()
     root_ms = serializers.FloatField(allow_null=True)
     best_ms = serializers.FloatField(allow_null=True)
-    vendor_ms = serializers.FloatField(allow_null=True)
+    vendor_ms = serializers.FloatField(allow_null=True, help_text="the vendor's time on the GPU that "
+                                       "measured the best node; null when that GPU has none")
     vendor_gpu = serializers.CharField(allow_null=True, help_text="the GPU the vendor was timed on")
+    vendor_source = serializers.CharField(allow_null=True, help_text="where the vendor time came from")
 
 
 class NodeTableSerializer(serializers.Serializer):

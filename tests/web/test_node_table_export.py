@@ -72,7 +72,9 @@ def test_the_json_holds_the_same_rows_and_what_the_speedups_are_over(api, people
     lines = _csv_rows(client.get(f"/api/runs/{run.pk}/nodes.csv"))
 
     assert table["run"] == {"id": run.pk, "task": "relu", "root_ms": run.root_ms, "best_ms": run.best_ms,
-                            "vendor_ms": RELU_VENDOR_MS, "vendor_gpu": "H200"}
+                            "vendor_ms": RELU_VENDOR_MS, "vendor_gpu": "H200",
+                            "vendor_source": "recorded on the H200 (torch 2.11 relu, 2**28 fp32, on H200 "
+                                             "(GPU.md))"}
     assert table["columns"] == list(node_table.COLUMNS)
     assert [row["id"] for row in table["nodes"]] == [int(line["id"]) for line in lines]
     fast = next(row for row in table["nodes"] if row["id"] == 99)
@@ -114,7 +116,61 @@ def test_depths_survive_a_missing_parent_and_a_loop_in_an_imported_tree():
                 "gpu": None}
 
     rows = node_table.table_rows([node(0, None), node(1, 0), node(2, 7), node(3, 4), node(4, 3)],
-                                 root_ms=2.0, vendor_ms=None)
+                                 root_ms=2.0, vendor_ms_by_gpu={})
 
     assert [row["depth"] for row in rows][:3] == [0, 1, 0]
     assert all(row["speedup_vs_vendor"] is None and row["speedup_vs_root"] == 2.0 for row in rows)
+
+
+H100 = "NVIDIA H100 80GB HBM3"
+
+
+def _measured_on_h100(node, *, vendor_ms=None):
+    """Node 99 measured on an H100, and (with vendor_ms) a verdict of that H100 holding the
+    vendor time it measured (comparisons.py)."""
+    from django.utils import timezone
+
+    from profiling.harness import comparisons
+    from profiling.models import Evaluation
+
+    node.detail = {"measurement": {"gpu": H100, "time_ms": node.time_ms}}
+    node.save()
+    if vendor_ms is not None:
+        measured = comparisons.Comparison(gpu=H100, source=comparisons.MEASURED, vendor_ms=vendor_ms,
+                                          vendor_what="torch relu", measured_on="2026-12-07")
+        Evaluation.objects.create(candidate=node.candidate, task=node.run.task, harness_version="h", gpu=H100,
+                                  settings_key="k", status="passed", claimed_at=timezone.now(),
+                                  finished_at=timezone.now(), verdict={"comparison": measured.to_dict()})
+
+
+def test_a_node_measured_on_another_gpu_than_the_recorded_vendors_shows_no_vendor_speedup(api, people, run):
+    fast = RunNode.objects.get(run=run, node_id=99)
+    _measured_on_h100(fast)
+    run.best_node, run.best_ms = 99, fast.time_ms
+    run.save()
+
+    table = api(people["alice"]).get(f"/api/runs/{run.pk}/nodes.json").json()
+    body = api(people["alice"]).get(f"/api/runs/{run.pk}/").json()
+
+    rows = {row["id"]: row for row in table["nodes"]}
+    assert rows[99]["speedup_vs_vendor"] is None and rows[99]["speedup_vs_root"] == pytest.approx(2.0)
+    assert rows[0]["speedup_vs_vendor"] == pytest.approx(RELU_VENDOR_MS / run.root_ms)  # the root: an H200's
+    assert table["run"]["vendor_ms"] is None and table["run"]["vendor_gpu"] is None
+    assert (body["vendor_ms"], body["vendor_gpu"], body["vendor_source"], body["speedup_vs_vendor"]) == (
+        None, None, None, None)
+
+
+def test_a_node_measured_on_another_gpu_shows_the_vendor_time_measured_on_that_gpu(api, people, run):
+    fast = RunNode.objects.get(run=run, node_id=99)
+    _measured_on_h100(fast, vendor_ms=0.25)
+    run.best_node, run.best_ms = 99, fast.time_ms
+    run.save()
+
+    table = api(people["alice"]).get(f"/api/runs/{run.pk}/nodes.json").json()
+    body = api(people["alice"]).get(f"/api/runs/{run.pk}/").json()
+
+    assert next(r for r in table["nodes"] if r["id"] == 99)["speedup_vs_vendor"] == pytest.approx(
+        0.25 / fast.time_ms)
+    assert (body["vendor_ms"], body["vendor_gpu"]) == (0.25, H100)
+    assert body["vendor_source"] == f"measured on this GPU ({H100}) on 2026-12-07"
+    assert body["speedup_vs_vendor"] == pytest.approx(0.25 / fast.time_ms)
