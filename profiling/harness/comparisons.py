@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from datetime import date
 from pathlib import Path
@@ -150,6 +151,17 @@ def for_gpu(task: Task, gpu: str, measured: Comparison | None = None) -> Compari
     if same_gpu(kept.gpu, gpu) and (kept.vendor_ms is not None or kept.naive_ms is not None):
         return kept
     return not_measured(gpu, f"the task's times were recorded on the {RECORDED_GPU}, not measured here")
+
+
+def for_gpu_from(task: Task, gpu: str, kept: Iterable[dict]) -> Comparison:
+    """for_gpu with the comparisons kept in verdicts (Verdict.comparison): the first one
+    measured on `gpu` with a vendor time, else the recorded numbers on their own GPU only."""
+    for data in kept:
+        if data and data.get("source") == MEASURED:
+            found = Comparison.from_dict(data)
+            if found.vendor_ms and same_gpu(found.gpu, gpu):
+                return found
+    return for_gpu(task, gpu)
 
 
 class Measurer(Protocol):

@@ -35,7 +35,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from profiling.harness import gate, tasks
+from profiling.harness import comparisons, gate, tasks
 from profiling.harness.candidate import Candidate
 from profiling.harness.gate import GateOptions
 from profiling.harness.jsonfile import write_json_atomically
@@ -330,8 +330,8 @@ def _progress(search: Search, budget: int, out: Printer) -> Callable[[str, dict[
 def run_summary(search: Search, task: Task, *, wall_s: float, budget: int,
                 timed_out: bool = False) -> dict[str, Any]:
     summary = search.summary()
-    vendor = task.vendor
     best_time = summary["best_time_ms"]
+    vendor = _vendor_for_best(search, task)
     gpus = sorted({n.measurement.gpu for n in search.tree.nodes.values()
                    if n.measurement is not None and n.measurement.gpu})
     measured = [n.measurement for n in search.tree.nodes.values()
@@ -345,9 +345,20 @@ def run_summary(search: Search, task: Task, *, wall_s: float, budget: int,
             "candidates_per_gpu_minute": len(measured) / (gpu_seconds / 60) if gpu_seconds else None,
             "stopped_by_time_limit": timed_out and summary["evaluations"] < budget,
             "exhausted": not timed_out and summary["evaluations"] < budget,  # nothing left to try
-            "vendor_time_ms": vendor.time_ms if vendor else None,
-            "vendor": vendor.what if vendor else None,
-            "speedup_vs_vendor": vendor.time_ms / best_time if vendor and best_time else None}
+            "vendor_time_ms": vendor.vendor_ms,
+            "vendor": vendor.vendor_what or None,
+            "vendor_source": vendor.describe() if vendor.vendor_ms else None,
+            "speedup_vs_vendor": vendor.vendor_ms / best_time if vendor.vendor_ms and best_time else None}
+
+
+def _vendor_for_best(search: Search, task: Task) -> comparisons.Comparison:
+    """The vendor's time on the GPU that measured the best node, from the comparisons the
+    run's verdicts kept (comparisons.for_gpu_from): never another GPU's (issue 33)."""
+    best = search.tree.best
+    gpu = best.measurement.gpu if best is not None and best.measurement is not None else ""
+    kept = [n.measurement.verdict.get("comparison") or {} for n in search.tree.nodes.values()
+            if n.measurement is not None]
+    return comparisons.for_gpu_from(task, gpu, kept)
 
 
 def render_summary(summary: dict[str, Any]) -> str:
@@ -361,8 +372,8 @@ def render_summary(summary: dict[str, Any]) -> str:
         lines.append(f"  vs the starting kernel: {summary['root_time_ms']:.4f} ms -> "
                      f"{summary['speedup_vs_root']:.2f}x")
         if summary["vendor_time_ms"]:
-            lines.append(f"  vs the vendor ({summary['vendor']}): {summary['vendor_time_ms']:.4f}"
-                         f" ms -> {summary['speedup_vs_vendor']:.2f}x")
+            lines.append(f"  vs the vendor ({summary['vendor']}; {summary.get('vendor_source')}): "
+                         f"{summary['vendor_time_ms']:.4f} ms -> {summary['speedup_vs_vendor']:.2f}x")
     found = summary["best_found_at_evaluation"]
     lines.append(f"  candidates evaluated: {summary['evaluations']} ({summary['nodes']} in the tree)"
                  + (f"; best found at evaluation {found}" if found else ""))
