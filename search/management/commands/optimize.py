@@ -23,6 +23,7 @@ from profiling.harness.gate import GateOptions
 from profiling.harness.jsonfile import write_json_atomically
 from search import selectors, services
 from search.engine.explain import render_why
+from search.node_table import run_vendor_time
 
 
 class Command(BaseCommand):
@@ -117,8 +118,9 @@ def _summary_line(run) -> str:
     if run.speedup:
         parts.append(f"best {run.best_ms:.4f} ms = {run.speedup:.2f}x the starting kernel, "
                      f"found at evaluation {run.best_found_at}")
-    if run.best_ms and run.task.vendor_ms:
-        parts.append(f"{run.task.vendor_ms / run.best_ms:.2f}x the vendor reference")
+    vendor = run_vendor_time(run=run) if run.best_ms else None  # on the best kernel's GPU only
+    if vendor is not None:
+        parts.append(f"{vendor.ms / run.best_ms:.2f}x the vendor reference ({vendor.source})")
     return "Summary: " + "; ".join(parts)
 
 
