@@ -16,7 +16,6 @@ prints {"median_ms": ..., "what": ...} on its last line, or {"error": ...}.
 from __future__ import annotations
 
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -39,11 +38,11 @@ class GpuMeasurer:
         self.workdir, self.time_limit_s = Path(workdir), time_limit_s
 
     def vendor(self, task: Task, sizes: dict[str, int]) -> tuple[float, str] | None:
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(PACKAGE_ROOT),
-                                                                          os.environ.get("PYTHONPATH")]))}
+        from .gate import child_env  # the worker's allow-listed environment: no credentials
+
         try:
             done = subprocess.run([sys.executable, "-m", "profiling.harness.comparisons_gpu", task.name,
-                                   json.dumps(sizes)], capture_output=True, text=True, env=env,
+                                   json.dumps(sizes)], capture_output=True, text=True, env=child_env(),
                                   timeout=VENDOR_TIME_LIMIT_S, cwd=PACKAGE_ROOT)
         except subprocess.TimeoutExpired:
             return None
