@@ -77,7 +77,7 @@ def vendor_time_on(*, task: Task, gpu: str) -> VendorTime | None:
             return VendorTime(shown.vendor_ms, shown.gpu, shown.describe())
     recorded_on = task_vendor_gpu(task=task)
     if task.vendor_ms and recorded_on and comparisons.same_gpu(recorded_on, gpu):
-        return VendorTime(task.vendor_ms, recorded_on, f"recorded on the {recorded_on} ({task.vendor_what})")
+        return VendorTime(task.vendor_ms, recorded_on, f"recorded on the {recorded_on}")
     return None
 
 

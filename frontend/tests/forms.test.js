@@ -88,6 +88,13 @@ describe("vendorSpeedup", () => {
     expect(vendorSpeedup({ best_ms: 0.25, vendor_ms: 0.5059, vendor_gpu: "H200" })).toBe("2.02× (vendor on H200)");
     expect(vendorSpeedup({ best_ms: 1.0, vendor_ms: 0.5, vendor_gpu: null })).toBe("0.50×");
   });
+  it("says where the vendor's time came from when the API does", () => {
+    expect(vendorSpeedup({ best_ms: 0.25, vendor_ms: 0.5, vendor_gpu: "NVIDIA H100 80GB HBM3",
+      vendor_source: "measured on this GPU (NVIDIA H100 80GB HBM3) on 2026-12-07" }))
+      .toBe("2.00× (vendor measured on this GPU (NVIDIA H100 80GB HBM3) on 2026-12-07)");
+    expect(vendorSpeedup({ best_ms: 0.25, vendor_ms: 0.5059, vendor_gpu: "H200", vendor_source: "recorded on the H200" }))
+      .toBe("2.02× (vendor recorded on the H200)");
+  });
   it("says nothing when either time is unknown", () => {
     expect(vendorSpeedup({ best_ms: 0.25, vendor_ms: null, vendor_gpu: null })).toBeNull();
     expect(vendorSpeedup({ best_ms: null, vendor_ms: 0.5, vendor_gpu: "H200" })).toBeNull();

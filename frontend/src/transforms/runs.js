@@ -77,16 +77,21 @@ export function runOutcome(run) {
 }
 
 /**
- * The run's best time over the vendor library's, with the GPU the vendor was timed on:
- * "1.23× (vendor on H200)". From the times, not the API's `speedup_vs_vendor`, which a
- * live page's events do not update. Null when either time is unknown.
- * @param {{best_ms?: number|null, vendor_ms?: number|null, vendor_gpu?: string|null}} run
+ * The run's best time over the vendor library's on the same GPU, with where the vendor's
+ * time came from: "1.23× (vendor measured on this GPU (NVIDIA H100 80GB HBM3) on
+ * 2026-12-07)", "2.02× (vendor recorded on the H200)". From the times, not the API's
+ * `speedup_vs_vendor`, which a live page's events do not update. Null when either time is
+ * unknown: the API gives no vendor time for a GPU that has none of its own (issue 33).
+ * @param {{best_ms?: number|null, vendor_ms?: number|null, vendor_gpu?: string|null,
+ *   vendor_source?: string|null}} run
  * @returns {string|null}
  */
 export function vendorSpeedup(run) {
   const { best_ms: best, vendor_ms: vendor } = run;
   if (best == null || vendor == null || !(best > 0) || !(vendor > 0)) return null;
-  return format.speedup(vendor / best) + (run.vendor_gpu ? ` (vendor on ${run.vendor_gpu})` : "");
+  const where = run.vendor_source ? ` (vendor ${run.vendor_source})`
+    : run.vendor_gpu ? ` (vendor on ${run.vendor_gpu})` : "";
+  return format.speedup(vendor / best) + where;
 }
 
 /**
