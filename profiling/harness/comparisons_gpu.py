@@ -71,8 +71,12 @@ def measured_after(task: Task, comparison: dict, *, measurer: comparisons.Measur
     if not fields or comparison.get("source") != comparisons.NOT_MEASURED:
         return comparison
     key = comparisons.ComparisonKey.from_dict(fields)
-    made = comparisons.comparison_for(task, key, cache=cache or comparisons.ComparisonCache.default(),
-                                      measurer=measurer)
+    try:
+        made = comparisons.comparison_for(task, key, cache=cache or comparisons.ComparisonCache.default(),
+                                          measurer=measurer)
+    except Exception as error:  # the kernel's verdict stands; the comparison says why it has none
+        why = f"measuring on this GPU failed: {type(error).__name__}: {error}"
+        return {**comparison, "notes": [*comparison.get("notes", []), why]}
     return {**made.to_dict(), "key_fields": fields}
 
 

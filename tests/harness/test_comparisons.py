@@ -239,3 +239,17 @@ def test_the_second_gate_looks_at_speed_against_this_gpus_own_vendor_time(cache)
     assert _suspiciously_fast(relu, timed_verdict(H100, measured), GateOptions())
     # with no measurement here, the recorded time is still checked against
     assert not _suspiciously_fast(relu, timed_verdict(H100), GateOptions())
+
+
+def test_a_measurement_that_fails_leaves_the_verdict_and_says_why_its_comparison_has_none(cache):
+    from profiling.harness.comparisons_gpu import measured_after
+
+    class Broken(FakeMeasurer):
+        def vendor(self, task, sizes):
+            raise RuntimeError("torch child died")
+
+    missed = {**comparisons.not_measured(H100).to_dict(), "key_fields": key().to_dict()}
+    kept = measured_after(tasks.get("relu"), missed, measurer=Broken(), cache=cache)
+    assert kept["source"] == NOT_MEASURED and kept["vendor_ms"] is None
+    assert kept["notes"][-1] == "measuring on this GPU failed: RuntimeError: torch child died"
+    assert cache.get(key()) is None  # a later gate tries again
