@@ -195,7 +195,8 @@ def run(args) -> int:
         # 6 GiB an array at KernelBench's largest sizes)
         work = Path(tempfile.mkdtemp(prefix="kb-gate-"))
         options = GateOptions(profile=False, workdir=str(work), time_limit_s=args.gate_limit_s,
-                              seed=args.seed, input_cache=str(work / "inputs") if args.input_cache else None)
+                              seed=args.seed, input_cache=str(work / "inputs") if args.input_cache else None,
+                              measure_comparisons=False)  # eager torch and the first kernel are timed here
         if args.no_sanitize:
             options = dataclasses.replace(options, sanitize=())
         row: dict = {"task": entry["task"]}

@@ -107,7 +107,8 @@ def run_task(name: str, mode: str, args: argparse.Namespace) -> dict:
     argv = ["optimize", "--task", name, "--from", str(source), "--plan", str(plan),
             "--budget", str(args.budget), "--judge", "rules",
             "--sources", WITH_SKILLS if mode == "skills" else WITHOUT_SKILLS,
-            "--max-depth", str(MAX_DEPTH), "--workdir", str(work / "gate"), "--json", str(trajectory_path)]
+            "--max-depth", str(MAX_DEPTH), "--workdir", str(work / "gate"), "--json", str(trajectory_path),
+            "--no-comparisons"]  # torch is timed here, in the same run; the naive kernel by the search
     if args.time_limit:
         argv += ["--time-limit", str(args.time_limit)]
     if args.no_profile:

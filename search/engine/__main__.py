@@ -98,6 +98,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--seeds", type=int, default=GateOptions.seeds, help="correctness seeds")
     run.add_argument("--runs", type=int, default=GateOptions.timing_runs, help="timed runs")
     run.add_argument("--no-profile", action="store_true", help="skip Nsight Compute")
+    run.add_argument("--no-comparisons", action="store_true",
+                     help="do not time the vendor and the naive kernel on this GPU (for a benchmark that "
+                          "times them itself: the first search does not pay for them in its time limit)")
     run.add_argument("--spot-checks", type=int, default=GateOptions.spot_checks,
                      help="timed runs (of the 30) whose outputs are verified")
     run.add_argument("--workdir", help="keep logs and .ncu-rep reports here")
@@ -196,7 +199,8 @@ def gate_options(args: argparse.Namespace, gate_seed: int, workdir: Path) -> Gat
     search's."""
     return GateOptions(seeds=args.seeds, timing_runs=args.runs, profile=not args.no_profile,
                        workdir=str(workdir), seed=gate_seed, input_cache=str(workdir / "inputs"),
-                       spot_checks=args.spot_checks)
+                       spot_checks=args.spot_checks,
+                       measure_comparisons=not getattr(args, "no_comparisons", False))
 
 
 def _make_evaluator(args: argparse.Namespace, out: Printer) -> tuple[Evaluator | None, int | None]:

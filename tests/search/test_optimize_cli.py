@@ -205,3 +205,13 @@ def test_sources_are_named_short_or_by_dotted_path():
     for wrong, said in (("skill", "not one of tunables, rewrites, skills"), ("no.such.Source", "No module")):
         with pytest.raises(SystemExit, match=said):
             _make_sources([wrong])
+
+
+def test_a_benchmark_that_times_the_vendor_itself_can_leave_the_gates_comparisons_off(tmp_path):
+    from search.engine.__main__ import gate_options
+
+    base = ["optimize", "--task", "relu"]
+    on = gate_options(build_parser().parse_args(base), gate_seed=1, workdir=tmp_path)
+    off = gate_options(build_parser().parse_args([*base, "--no-comparisons"]), gate_seed=1, workdir=tmp_path)
+    assert on.measure_comparisons is True and off.measure_comparisons is False
+    assert on.identity() == off.identity()  # what is compared with, not how the kernel is checked
