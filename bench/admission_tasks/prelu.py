@@ -3,7 +3,7 @@ slope per channel, as torch.nn.functional.prelu(x, slope).
 
 An admission task (README.md): an elementwise map that writes its own element but reads
 an operand broadcast over the planes (`slope[c]`, c worked out from the flat index), the
-layout map.vec4's quads are for; relu, the lineage behind map.vec4, reads only x[i].
+layout map.quads is for; relu, the lineage behind map.vec4 and map.quads, reads only x[i].
 """
 
 from __future__ import annotations

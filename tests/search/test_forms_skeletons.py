@@ -97,7 +97,8 @@ ROW_KERNELS = [*SOFTMAX_STYLES, RMSNORM, HEAD_SUMSQ, ROW_PROD, ROW_DEFINED, MASK
                suite("layernorm"), suite("cross_entropy")]
 CASES = [
     *[(k, "map.grid_stride") for k in [*MAPS, *READ_ELSEWHERE, MAP_SCATTER, MAP_2D]],
-    *[(k, "map.vec4") for k in [*MAPS, *READ_ELSEWHERE, MAP_2D]],
+    *[(k, "map.vec4") for k in [*MAPS, MAP_2D]],
+    *[(k, "map.quads") for k in READ_ELSEWHERE],
     *[(k, "rows.block_per_row") for k in ROW_KERNELS],
     *[(k, "rows.split_strided") for k in COLUMN_KERNELS],
     *[(k, "full.grid_stride_accumulate") for k in FULL_STYLES],
@@ -113,7 +114,7 @@ def test_every_skeleton_is_exercised_and_schedules_one_family():
     # test_forms_scans.py)
     exercised = {skeleton for _, skeleton in CASES} | {"contraction.smem_register_tile", "scan.block_scan"}
     assert exercised == {s.name for s in SKELETONS}
-    assert [s.name for s in for_family(MAP)] == ["map.grid_stride", "map.vec4"]
+    assert [s.name for s in for_family(MAP)] == ["map.grid_stride", "map.vec4", "map.quads"]
     assert [s.name for s in for_family(ROWS)] == ["rows.block_per_row", "rows.split_strided"]
     assert [s.name for s in for_family(FULL_REDUCE)] == ["full.grid_stride_accumulate"]
     assert [s.name for s in for_family(CONTRACTION)] == ["contraction.smem_register_tile"]
@@ -255,9 +256,20 @@ def test_the_maths_text_is_moved_not_rewritten():
 # --- where a skeleton does not apply ------------------------------------------------------------
 
 
-def test_vec4_refuses_a_map_that_writes_another_element_than_its_own_and_says_so():
-    reason = by_name("map.vec4").emit(lifted(MAP_SCATTER), MAP_SCATTER.plan, task_of(MAP_SCATTER))
+@pytest.mark.parametrize("kernel", READ_ELSEWHERE, ids=lambda k: k.name)
+def test_vec4_refuses_a_map_that_is_not_direct_and_says_so(kernel):
+    reason = by_name("map.vec4").emit(lifted(kernel), kernel.plan, task_of(kernel))
+    assert isinstance(reason, str) and "not a direct map" in reason and "map.quads" in reason
+
+
+def test_quads_refuse_a_map_that_writes_another_element_than_its_own_and_say_so():
+    reason = by_name("map.quads").emit(lifted(MAP_SCATTER), MAP_SCATTER.plan, task_of(MAP_SCATTER))
     assert isinstance(reason, str) and "written at an element other than" in reason
+
+
+def test_quads_leave_a_direct_map_to_vec4():
+    reason = by_name("map.quads").emit(lifted(MAP_PLAIN), MAP_PLAIN.plan, task_of(MAP_PLAIN))
+    assert isinstance(reason, str) and "map.vec4" in reason
 
 
 @needs_gxx
@@ -265,7 +277,7 @@ def test_vec4_refuses_a_map_that_writes_another_element_than_its_own_and_says_so
 def test_the_cpu_run_takes_the_quads_of_a_map_that_reads_elsewhere(kernel, tmp_path):
     """Each quad's results reach memory only by its float4 store: without it the outputs
     stay poisoned, so the quads, and not only the scalar tail, are what the CPU run checks."""
-    result = emitted(kernel, "map.vec4")
+    result = emitted(kernel, "map.quads")
     store = "reinterpret_cast<float4*>(y)[optiml_q] = y_v4;"
     assert store in result.source
     broken = Candidate.from_source_and_plan(result.source.replace(store, ""), result.plan)
@@ -275,8 +287,8 @@ def test_the_cpu_run_takes_the_quads_of_a_map_that_reads_elsewhere(kernel, tmp_p
     assert mismatch(spec, sizes, inputs, CpuKernels(broken, tmp_path).run(spec, sizes, inputs))
 
 
-def test_vec4_loads_a_quad_read_at_the_elements_own_index_and_leaves_the_others_scalar():
-    source = emitted(MAP_BIAS, "map.vec4").source
+def test_quads_load_a_quad_read_at_the_elements_own_index_and_leave_the_others_scalar():
+    source = emitted(MAP_BIAS, "map.quads").source
     assert "const float4 x_v4 = reinterpret_cast<const float4*>(x)[optiml_q];" in source
     assert "b[c]" in source and "b_v4" not in source  # the broadcast operand stays as written
 

@@ -7,8 +7,8 @@ kernel's own text, moved, never rewritten: only how index points and row element
 handed to threads changes, and reductions are combined across the block.
 
     map.grid_stride          every element, ITEMS per thread at a grid stride
-    map.vec4                 float4 loads and stores (a direct map), scalar tail; a map
-                             that writes y[i] but reads elsewhere: four neighbouring
+    map.vec4                 float4 loads and stores (a direct map), scalar tail
+    map.quads                a map that writes y[i] but reads elsewhere: four neighbouring
                              elements a thread, one float4 store (quads.py)
     rows.block_per_row       a block per row, the loops strided over its threads,
                              reductions by warp shuffles and one shared-slot step
@@ -103,17 +103,12 @@ class Vec4Map(Skeleton):
     intents = ("VEC4", "GRID_STRIDE")
     families = ("vectorize", "grid_stride")
     summary = ("float4 loads and stores where every pointer is 16-byte aligned, a grid-stride loop "
-               "over the quads and a scalar tail (a map that reads elsewhere than its own element: "
-               "four neighbouring elements a thread, their results stored as one float4)")
+               "over the quads and a scalar tail")
 
     def _emit(self, form: Form, plan: dict[str, Any], task: Task, sizes: list[str]) -> Emitted | str:
-        if not form.direct:  # four neighbouring elements a thread, one float4 store (quads.py)
-            total = " * ".join(f"({size})" for size in sizes)
-            prologue = map_prologue(form, narrow(total, task, plan))
-            work = quad_work(form, prologue)
-            if isinstance(work, str):
-                return work
-            return self._emitted(form, plan, task, quad_body(form, *work, prologue), total)
+        if not form.direct:
+            return ("not a direct map: some access is not p[i] of the one index, or a write is conditional "
+                    "(map.quads takes a map that writes its own element)")
         total = sizes[0]
         index = form.space[0].name
         pointers = sorted(set(form.reads) | set(form.writes))
@@ -156,6 +151,29 @@ class Vec4Map(Skeleton):
         if isinstance(new_plan, str):
             return new_plan
         return Emitted(kernel_text(form, body), new_plan, self.summary)
+
+
+class MapQuads(Vec4Map):
+    """map.vec4's schedule for a map that is not direct: it writes its own element y[i]
+    but reads elsewhere (quads.py). A card of its own: vec4's admission measured direct
+    maps only."""
+
+    name = "map.quads"
+    intents = ("VEC4", "UNROLL")
+    families = ("vectorize", "unroll")
+    summary = ("four neighbouring elements a thread, each with the kernel's own work and its "
+               "coordinates from the flat index, their results stored as one float4 (a pointer read "
+               "only at the element's own index loaded as one)")
+
+    def _emit(self, form: Form, plan: dict[str, Any], task: Task, sizes: list[str]) -> Emitted | str:
+        if form.direct:
+            return "a direct map: map.vec4 takes it with float4 loads of every pointer"
+        total = " * ".join(f"({size})" for size in sizes)
+        prologue = map_prologue(form, narrow(total, task, plan))
+        work = quad_work(form, prologue)
+        if isinstance(work, str):
+            return work
+        return self._emitted(form, plan, task, quad_body(form, *work, prologue), total)
 
 
 class BlockPerRow(Skeleton):
@@ -248,8 +266,8 @@ class GridStrideAccumulate(Skeleton):
         return Emitted(kernel_text(form, body, helpers), new_plan, self.summary)
 
 
-SKELETONS = (GridStrideMap(), Vec4Map(), BlockPerRow(), SplitStridedRows(), GridStrideAccumulate(),
-             SmemRegisterTile(), WalkRows(), WindowQuads(), SmemTile(), BlockScan())
+SKELETONS = (GridStrideMap(), Vec4Map(), MapQuads(), BlockPerRow(), SplitStridedRows(),
+             GridStrideAccumulate(), SmemRegisterTile(), WalkRows(), WindowQuads(), SmemTile(), BlockScan())
 
 
 def for_family(family: str) -> list:
