@@ -1,11 +1,12 @@
-"""map.vec4 for a map that is not direct: four neighbouring elements a thread, each with
-the kernel's own work, their results stored as one float4.
+"""map.quads and window.quads: four neighbouring elements a thread, each with the
+kernel's own work, their results stored as one float4.
 
 A direct map (every access p[i]) has float4 lanes for every pointer (skeletons.Vec4Map).
 Most maps people write are not direct: a broadcast operand (`bias[i % C]`), two halves of
 a row (`x[m * 2 * D + d]` and `x[m * 2 * D + D + d]`), a gather (`x[(oy / 2) * W + ox / 2]`),
-a neighbour (`x[i + half]`). What they share with a direct map is the write: element i of
-the output is `y[i]`, i the flat index of the thread's coordinates. A thread then takes
+a neighbour (`x[i + half]`); a window's output reads its window. What they share with a
+direct map is the write: element i of the output is `y[i]`, i the flat index of the
+thread's coordinates. A thread then takes
 the quad of flat indices 4q .. 4q + 3, runs the element's work for each with its
 coordinates worked out from the flat index (the other reads as written: scalar loads,
 four of them in flight), and stores the quad's four results as one float4. A pointer
