@@ -127,22 +127,8 @@ class Vec4Map(Skeleton):
         stores = "\n".join(f"reinterpret_cast<float4*>({p})[optiml_q] = {p}_v4;" for p in form.writes)
         aligned = " | ".join(f"(unsigned long long){p}" for p in pointers)
         quad = "\n".join([loads, *components, stores])
-        body = f"""    const long long optiml_total = (long long)({form.space[0].bound});
-    const long long optiml_stride = (long long)blockDim.x * gridDim.x;
-    const long long optiml_first = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    long long optiml_done = 0;
-    if ((({aligned}) & 15ull) == 0) {{
-        const long long optiml_quads = optiml_total / 4;
-        for (long long optiml_q = optiml_first; optiml_q < optiml_quads; optiml_q += optiml_stride) {{
-{emit.indent(quad, 12)}
-        }}
-        optiml_done = optiml_quads * 4;
-    }}
-    for (long long optiml_flat = optiml_done + optiml_first; optiml_flat < optiml_total;
-         optiml_flat += optiml_stride) {{
-        {form.space[0].ctype} {index} = ({form.space[0].ctype})optiml_flat;
-{emit.indent(form.body, 8)}
-    }}"""
+        prologue = f"{form.space[0].ctype} {index} = ({form.space[0].ctype})optiml_flat;"
+        body = quad_body(form, quad, aligned, prologue)
         return self._emitted(form, plan, task, body, total)
 
     def _emitted(self, form: Form, plan: dict[str, Any], task: Task, body: str, total: str) -> Emitted | str:
