@@ -262,3 +262,27 @@ def test_a_plane_whose_compound_extent_the_kernel_is_not_told_is_added_as_a_para
     form = lift(source, {"launches": [launch], "scratch": [], "tunables": {}})
     assert isinstance(form, Form) and form.family == WINDOW, form
     assert form.extra_args == ("N * C",) and form.space[0].bound == "optiml_planes_z"
+
+
+def _bench_task(folder: str, name: str) -> Task:
+    path = ROOT / "bench" / folder / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"quads_test_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.TASK
+
+
+@needs_gxx
+@pytest.mark.parametrize(("folder", "name"), [("transfer_tasks", "silu_mul"), ("transfer_tasks", "rotary"),
+                                              ("transfer_tasks", "upsample2x"), ("admission_tasks", "prelu")])
+def test_map_quads_compute_the_maps_that_read_elsewhere_of_the_transfer_and_admission_tasks(folder, name,
+                                                                                          tmp_path):
+    """The maps map.quads is for, as newcomers wrote them (a row's halves, a neighbour
+    half a head away, a gather, a broadcast slope), at every L0 size."""
+    task = _bench_task(folder, name)
+    emitted = by_name("map.quads").emit(lift(task.naive_source, task.naive_plan), task.naive_plan, task)
+    assert not isinstance(emitted, str), emitted
+    kernels = CpuKernels(Candidate.from_dict({**emitted.plan, "source": emitted.source}), tmp_path)
+    for sizes in task.l0_sizes:
+        inputs = inputs_for(task, sizes)
+        assert mismatch(task, sizes, inputs, kernels.run(task, sizes, inputs)) is None, sizes
