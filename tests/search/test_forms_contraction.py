@@ -83,7 +83,7 @@ def test_a_loop_that_is_not_a_product_of_row_and_column_factors_is_no_contractio
 
 
 # the tile's compile-time switches (tiles.SWITCHES) as bench/contraction_variants.py times them
-SWITCH_VARIANTS = {"default": {}, "prefetch": {"OPTIML_PREFETCH": 1}, "step 2048": {"OPTIML_STEP": 2048},
+SWITCH_VARIANTS = {"default": {}, "no prefetch": {"OPTIML_PREFETCH": 0}, "step 2048": {"OPTIML_STEP": 2048},
                    "two stages": {"OPTIML_STAGES": 2}, "two stages, step 2048": {"OPTIML_STAGES": 2,
                                                                                  "OPTIML_STEP": 2048}}
 

@@ -34,13 +34,15 @@ from .types import CONTRACTION, Form
 
 THREADS = 256  # 16 x 16
 # Compile-time switches, each overridable with -D (bench/contraction_variants.py times them):
-# OPTIML_PREFETCH loads the next step's elements into registers while a step computes;
+# OPTIML_PREFETCH loads the next step's elements into registers while a step computes (on:
+# 1.02x on addmm_gelu, 1.13x on conv1x1 against off, H100, bench/results/2026-12-07-h100-
+# contraction-variants.json);
 # OPTIML_MIN_BLOCKS is __launch_bounds__'s blocks an SM (2: at most 128 registers a thread);
 # OPTIML_STEP is T x D, the elements of each factor a step (1024: D = 8 at T = 128, four
 # loads a thread; 2048 halves the steps and their barriers, eight loads a thread).
 # OPTIML_STAGES 2 double-buffers the tiles in shared memory (prefetching into registers):
 # one barrier a step instead of two.
-SWITCHES = {"OPTIML_PREFETCH": 0, "OPTIML_MIN_BLOCKS": 2, "OPTIML_STEP": 1024, "OPTIML_STAGES": 1}
+SWITCHES = {"OPTIML_PREFETCH": 1, "OPTIML_MIN_BLOCKS": 2, "OPTIML_STEP": 1024, "OPTIML_STAGES": 1}
 DEFINES = "\n".join(f"#ifndef {name}\n#define {name} {value}\n#endif" for name, value in SWITCHES.items())
 LARGE = 256  # both output extents at least this at the task's sizes: 128 x 128 tiles
 WAVE_BLOCKS = 132  # or both at least 128 and this many 128 x 128 blocks (an H100's SMs)
