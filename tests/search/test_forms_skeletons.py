@@ -267,6 +267,37 @@ def test_quads_refuse_a_map_that_writes_another_element_than_its_own_and_say_so(
     assert isinstance(reason, str) and "written at an element other than" in reason
 
 
+# the output written at its own element and read at a neighbour's (a race as written)
+MAP_READS_ITS_OUTPUT = dataclasses.replace(MAP_PLAIN, source=MAP_PLAIN.source.replace(
+    "y[idx] = x[idx] > 0.0f ? x[idx] : 0.1f * x[idx];",
+    "y[idx] = x[idx] + (idx + 1 < n ? y[idx + 1] : 0.0f);"))
+
+
+def test_quads_refuse_an_output_read_at_a_neighbour_and_name_the_read():
+    assert MAP_READS_ITS_OUTPUT.source != MAP_PLAIN.source
+    form = forms.lift(MAP_READS_ITS_OUTPUT.source, MAP_READS_ITS_OUTPUT.plan)
+    assert isinstance(form, Form), form
+    reason = by_name("map.quads").emit(form, MAP_READS_ITS_OUTPUT.plan, task_of(MAP_READS_ITS_OUTPUT))
+    assert isinstance(reason, str) and "read at another" in reason
+
+
+@needs_gxx
+def test_quads_keep_a_compound_write_loading_the_output_first(tmp_path):
+    """`y[i] = x[i]; y[i] += b[c]`: the output's quad is loaded before the lanes add to it."""
+    source = MAP_BIAS.source.replace("y[i] = x[i] + b[c];", "y[i] = x[i];\n        y[i] += b[c];")
+    assert source != MAP_BIAS.source
+    kernel = dataclasses.replace(MAP_BIAS, source=source,
+                                 task=dataclasses.replace(MAP_BIAS.task, naive_source=source))
+    result = emitted(kernel, "map.quads")
+    assert "float4 y_v4 = reinterpret_cast<const float4*>(y)[optiml_q];" in result.source
+    assert "y_v4.x += b[" in result.source
+    spec = task_of(kernel)
+    for sizes in spec.l0_sizes:
+        inputs = inputs_for(spec, sizes)
+        ran = CpuKernels(candidate(result), tmp_path).run(spec, sizes, inputs)
+        assert not mismatch(spec, sizes, inputs, ran), sizes
+
+
 def test_quads_leave_a_direct_map_to_vec4():
     reason = by_name("map.quads").emit(lifted(MAP_PLAIN), MAP_PLAIN.plan, task_of(MAP_PLAIN))
     assert isinstance(reason, str) and "map.vec4" in reason

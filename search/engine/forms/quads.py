@@ -36,7 +36,7 @@ from .skeleton_base import DEFAULT_BLOCK, Emitted, Skeleton, flat_total, kernel_
 from .transposes import element_type
 from .types import WINDOW, Form
 
-_COMPONENTS = ("x", "y", "z", "w")
+COMPONENTS = ("x", "y", "z", "w")  # a float4's lanes, in memory order
 _PREFIX = "void optiml_quad_body() {\n"
 
 
@@ -58,6 +58,15 @@ def map_prologue(form: Form, narrow_: bool) -> str:
     return unflatten(form, "optiml_flat")
 
 
+def _is_written(subscript) -> bool:
+    """Whether a subscript is stored to: an assignment's left side (compound ones too), or
+    the operand of ++ or --."""
+    parent = subscript.parent
+    if parent.type == "assignment_expression":
+        return parent.child_by_field_name("left") == subscript
+    return parent.type == "update_expression"
+
+
 def quad_work(form: Form, prologue: str) -> tuple[str, str] | str:
     """(the work of one quad, the pointers that must be 16-byte aligned) or why not;
     `prologue` declares an element's coordinates from optiml_flat."""
@@ -71,7 +80,8 @@ def quad_work(form: Form, prologue: str) -> tuple[str, str] | str:
     flat = _flat_index(form)
     pointers = set(form.reads) | set(form.writes)
     at_flat: dict[str, list] = {p: [] for p in pointers}
-    elsewhere: set[str] = set()
+    elsewhere: set[str] = set()  # accessed at another index than the flat one
+    written_elsewhere: set[str] = set()
     for node in walk(function):
         if node.type != "subscript_expression":
             continue
@@ -82,11 +92,15 @@ def quad_work(form: Form, prologue: str) -> tuple[str, str] | str:
         if _reassigned(index, locals_, body) or not strides.same_index(
                 strides.through(index, locals_, keep=""), flat):
             elsewhere.add(pointer)
+            written_elsewhere |= {pointer} if _is_written(node) else set()
         else:
             at_flat[pointer].append(node)
     for pointer in form.writes:
-        if pointer in elsewhere:
+        if pointer in written_elsewhere:
             return f"{pointer} is written at an element other than the thread's own"
+        if pointer in elsewhere:
+            return (f"{pointer} is written at the thread's own element but read at another: "
+                    "a quad would read a neighbour another thread writes")
         if element_type(form.signature, pointer) != "float":
             return f"{pointer} is not a float pointer"
     from .lift import always_written
@@ -100,7 +114,7 @@ def quad_work(form: Form, prologue: str) -> tuple[str, str] | str:
     load = " = reinterpret_cast<const float4*>({})[optiml_q]"
     lines += [f"float4 {p}_v4{load.format(p) if p in loaded else ''};" for p in form.writes]
     replaced = [node for p in vectors for node in at_flat[p]]
-    for lane, component in enumerate(_COMPONENTS):
+    for lane, component in enumerate(COMPONENTS):
         work = _substituted(body, replaced, component)
         lines.append("{\n" + emit.indent(f"const long long optiml_flat = optiml_q * 4 + {lane};\n"
                                          f"{prologue}\n{work}", 4) + "\n}")

@@ -41,7 +41,7 @@ from profiling.harness.spec import Task
 from . import emit, strides
 from .blockscans import BlockScan
 from .columns import SplitStridedRows
-from .quads import WindowQuads, map_prologue, narrow, quad_body, quad_work
+from .quads import COMPONENTS, WindowQuads, map_prologue, narrow, quad_body, quad_work
 from .skeleton_base import (
     DEFAULT_BLOCK,
     DEFAULT_ITEMS,
@@ -94,8 +94,6 @@ class GridStrideMap(Skeleton):
         return Emitted(kernel_text(form, body), new_plan, self.summary)
 
 
-_COMPONENTS = ("x", "y", "z", "w")
-
 
 class Vec4Map(Skeleton):
     name = "map.vec4"
@@ -118,7 +116,7 @@ class Vec4Map(Skeleton):
             value = f" = reinterpret_cast<const float4*>({p})[optiml_q]" if p in form.reads else ""
             loads += f"\nfloat4 {p}_v4{value};"
         components = []
-        for component in _COMPONENTS:
+        for component in COMPONENTS:
             lane = form.body
             for p in pointers:
                 access = rf"\b{re.escape(p)}\s*\[\s*{re.escape(index)}\s*\]"
