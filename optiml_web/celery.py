@@ -41,9 +41,15 @@ app.conf.task_routes = {
 # (A kernel cannot kill the child this way over and over: the gate runs it in a process of
 # its own.)
 app.conf.task_reject_on_worker_lost = True
+# How often the beat looks for evaluations whose worker's lease ran out (search/leases.py):
+# with the default 30 s lease (OPTIML_EVALUATION_LEASE_S), a dead worker's node is handed
+# out again 30 to 40 s after its last heartbeat, well within a minute.
+EXPIRED_LEASE_SWEEP_S = 10.0
 # Runs whose driver chain was lost get a new one (search/services.py, run_restart_stalled);
 # `scripts/serve` runs the beat inside its one worker.
 app.conf.beat_schedule = {
+    "wake-runs-with-expired-leases": {"task": "search.wake_runs_with_expired_leases",
+                                      "schedule": EXPIRED_LEASE_SWEEP_S},
     "restart-stalled-runs": {"task": "search.restart_stalled_runs", "schedule": 60.0},
     "sweep-input-caches": {"task": "search.sweep_input_caches", "schedule": 600.0},
     # Writing jobs whose worker died end failed (search/writing_jobs.py).

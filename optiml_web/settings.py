@@ -308,6 +308,18 @@ OPTIML_DEFAULT_LIBRARY_SKILL_STATUSES = [
 # seconds is taken to be abandoned (worker killed) and may be claimed again. 300 s covers
 # nvcc on a large kernel and storing the verdict.
 OPTIML_CLAIM_GRACE_S = env_int("OPTIML_CLAIM_GRACE_S", 300)
+# A worker that evaluates holds a lease on its claim (the Evaluation row, and the run's
+# node) and renews it every OPTIML_EVALUATION_HEARTBEAT_S from a thread beside the gate. A
+# lease not renewed for OPTIML_EVALUATION_LEASE_S lost its worker (kill -9, OOM, host
+# lost): the beat hands the node out again and the next worker takes the claim over, well
+# within a minute, instead of waiting out the gate's time limit (docs/deployment.md,
+# "A dead worker's evaluation"). Three heartbeats a lease, so that one slow write is no death.
+OPTIML_EVALUATION_LEASE_S = env_float("OPTIML_EVALUATION_LEASE_S", 30.0)
+OPTIML_EVALUATION_HEARTBEAT_S = env_float("OPTIML_EVALUATION_HEARTBEAT_S", 10.0)
+if not 0 < OPTIML_EVALUATION_HEARTBEAT_S < OPTIML_EVALUATION_LEASE_S:
+    raise ImproperlyConfigured(
+        f"OPTIML_EVALUATION_HEARTBEAT_S={OPTIML_EVALUATION_HEARTBEAT_S} must be above 0 and below "
+        f"OPTIML_EVALUATION_LEASE_S={OPTIML_EVALUATION_LEASE_S}: a lease lives through several heartbeats")
 # A running run whose row has not changed for this long has lost its driver chain (a
 # worker killed between a step's commit and publishing the next message): the beat's
 # `search.restart_stalled_runs` starts a new chain. Longer than the longest step (the

@@ -113,6 +113,9 @@ class Evaluation(models.Model):
     # to one that will not (no recording of this candidate); only the first is reclaimed.
     retryable = models.BooleanField(default=False)
     claimed_at = models.DateTimeField()
+    # While running: when the claim's lease runs out unless its worker renews it
+    # (profiling/leases.py); past it, the worker is taken to be dead and the row reclaimed.
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:

@@ -37,6 +37,7 @@ from profiling.harness.candidate import Candidate as HarnessCandidate
 from profiling.harness.gate import GateOptions
 from profiling.harness.spec import Task as TaskSpec
 from profiling.harness.verdict import ERROR, INCOMPLETE, PASSED, REJECTED, Verdict
+from profiling.leases import evaluation_heartbeat, lease_expiry
 from profiling.models import Candidate, DeclaredTask, Evaluation, Task
 from profiling.serialization import json_safe, settings_key
 
@@ -229,9 +230,11 @@ def evaluation_claim(
     """Take the right to evaluate with these gate settings (GateOptions.identity()): a new
     "running" row, or None if another process has it.
 
-    A "running" row claimed longer than `stale_after` ago belongs to a worker that died;
-    a failure marked retryable may be tried again. Both are reclaimed with a conditional
-    update whose count says whether we, or a process racing us, got there first.
+    A "running" row whose lease ran out (its worker stopped renewing it: profiling/leases.py),
+    or claimed longer than `stale_after` ago, belongs to a worker that died; a failure
+    marked retryable may be tried again. Both are reclaimed with a conditional update whose
+    count says whether we, or a process racing us, got there first. The reclaim's new
+    `claimed_at` is the claim's token, so the dead worker's late result is dropped.
     """
     if stale_after is None:
         stale_after = _stale_after(GateOptions())
@@ -241,11 +244,11 @@ def evaluation_claim(
     try:
         # A savepoint, so that losing the race leaves the outer transaction usable.
         with transaction.atomic():
-            return Evaluation.objects.create(**key, settings=json_safe(gate_settings),
-                                             status=Status.RUNNING, claimed_at=now)
+            return Evaluation.objects.create(**key, settings=json_safe(gate_settings), status=Status.RUNNING,
+                                             claimed_at=now, lease_expires_at=lease_expiry(now))
     except IntegrityError:
         pass
-    abandoned = Q(status=Status.RUNNING, claimed_at__lt=now - stale_after)
+    abandoned = Q(status=Status.RUNNING) & (Q(lease_expires_at__lt=now) | Q(claimed_at__lt=now - stale_after))
     retryable = Q(status=Status.FAILED, retryable=True)
     reclaimed = (
         Evaluation.objects.filter(**key)
@@ -253,6 +256,7 @@ def evaluation_claim(
         .update(
             status=Status.RUNNING,
             claimed_at=now,
+            lease_expires_at=lease_expiry(now),
             finished_at=None,
             guard=None,
             message="",
@@ -299,7 +303,7 @@ def _evaluation_finish(evaluation: Evaluation, **fields: object) -> Evaluation:
     # meanwhile, the other worker's result stands and ours is dropped.
     written = Evaluation.objects.filter(
         pk=evaluation.pk, status=Status.RUNNING, claimed_at=evaluation.claimed_at
-    ).update(finished_at=timezone.now(), **fields)
+    ).update(finished_at=timezone.now(), lease_expires_at=None, **fields)
     if written != 1:
         logger.warning("evaluation %s was reclaimed by another worker; result dropped", evaluation.pk)
     return Evaluation.objects.get(pk=evaluation.pk)
@@ -332,7 +336,8 @@ def evaluation_run(
     if evaluation is None:
         return selectors.evaluation_for(**key)
     try:
-        verdict, source = evaluator.evaluate(task_name, candidate.to_harness(), options)
+        with evaluation_heartbeat(evaluation):  # our lease lives while the gate runs
+            verdict, source = evaluator.evaluate(task_name, candidate.to_harness(), options)
     except EvaluatorError as error:
         return evaluation_fail(evaluation=evaluation, message=str(error), retryable=not error.permanent)
     except Exception as error:

@@ -139,6 +139,10 @@ class RunNode(models.Model):
     # hostname): None and "" while it waits in the queue (services.node_evaluate).
     started_at = models.DateTimeField(null=True, blank=True)
     worker = models.CharField(max_length=200, blank=True)
+    # While a worker measures it: when that worker's lease runs out unless renewed
+    # (profiling/leases.py; `started_at` is the lease's token). Past it the worker is taken
+    # to be dead and the run hands the node out again (search.services._search_for).
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
     # What it compiled to, ahead of its evaluation (search.engine.binaries: the cubin and
     # every launch resolved): None until compiled, "" when it could not be told. A node
     # whose binary a smaller node runs is not evaluated: it is that node's duplicate.

@@ -42,6 +42,7 @@ from search.engine.search import Search, SearchConfig
 from search.engine.sources import fast_math_allowed
 from search.engine.types import Measurement
 from search.importing import ParsedTrajectory
+from search.leases import node_heartbeat, node_lease_drop, node_lease_take
 from search.measuring import Measured, candidate_binary, candidate_measure, run_gate_options, screening_for
 from search.models import Run, RunEvent, RunNode, ShareLink
 from search.state import (
@@ -130,15 +131,24 @@ def _parts_for(run: Run):
 def _search_for(run: Run, pending: list[PendingRow] | None = None) -> Search:
     """The run's search (under the run's row lock when it is to be changed and saved):
     the one this process saved last, while nobody else saved the run since, else rebuilt
-    from the rows (search.state). Pending nodes handed out for evaluation less than a
-    gate's time limit ago (RunNode.issued_at) are not handed out again; the others are.
+    from the rows (search.state). A pending node a worker measures under a live lease
+    (RunNode.lease_expires_at, profiling/leases.py) is not handed out again, nor one handed
+    out less than a gate's time limit ago and not yet taken (RunNode.issued_at: its message
+    waits in the queue); the others are, a dead worker's as soon as its lease runs out.
     `pending`: the run's pending rows, when the caller has read them (_pending_rows)."""
-    cutoff = timezone.now() - timedelta(seconds=evaluation_time_limit_s(run))
+    now = timezone.now()
+    cutoff = now - timedelta(seconds=evaluation_time_limit_s(run))
     rows = _pending_rows(run) if pending is None else pending
-    in_flight = {row.node_id for row in rows if row.issued_at is not None and row.issued_at >= cutoff}
+    in_flight = {row.node_id for row in rows if _in_flight(row, now=now, issued_after=cutoff)}
     search = search_load(run, parts=lambda: _parts_for(run), issued=in_flight)
     search.release([node_id for node_id in search.in_flight() if node_id not in in_flight])
     return search
+
+
+def _in_flight(row: PendingRow, *, now, issued_after) -> bool:
+    if row.lease_expires_at is not None:  # a worker took it: in flight while it renews its lease
+        return row.lease_expires_at >= now
+    return row.issued_at is not None and row.issued_at >= issued_after
 
 
 @dataclasses.dataclass(frozen=True)
@@ -147,13 +157,14 @@ class PendingRow:
     issued_at: object
     result: dict | None
     binary: str | None
+    lease_expires_at: object
 
 
 def _pending_rows(run: Run) -> list[PendingRow]:
     """What a step reads of the run's pending nodes, in one query (a few rows: at most the
     evaluations in flight and the nodes waiting for their twin)."""
     return [PendingRow(*row) for row in RunNode.objects.filter(run=run, state="pending").order_by("node_id")
-            .values_list("node_id", "issued_at", "result", "binary")]
+            .values_list("node_id", "issued_at", "result", "binary", "lease_expires_at")]
 
 
 def evaluation_time_limit_s(run: Run) -> float:
@@ -268,7 +279,7 @@ def _step_ask(run: Run, parallel: int, evaluator: Evaluator) -> tuple[list, floa
     search_save(run, search)
     if asked:
         RunNode.objects.filter(run=run, node_id__in=[node_id for node_id, _ in asked]).update(
-            issued_at=timezone.now(), started_at=None, worker="")
+            issued_at=timezone.now(), started_at=None, worker="", lease_expires_at=None)
     best = search.tree.best  # always a full-gate node: what the screen has to beat
     screening = screening_for(run=run, evaluator=evaluator)
     best_full_ms = best.measurement.time_ms if screening and best is not None else None
@@ -300,14 +311,18 @@ def _finish(run: Run, search: Search, *, exhausted: bool = False) -> RunEvent:
                    announce=False)
 
 
-def node_result_store(*, run_id: int, node_id: int, measured: Measured) -> bool:
+def node_result_store(*, run_id: int, node_id: int, measured: Measured, lease: object = None) -> bool:
     """Keep what an evaluation measured on the node's row until the run's next step tells
     the search. A repeated result (a message delivered twice) changes nothing: the first
-    one stays. Returns whether this one was stored."""
+    one stays. `lease`: the token of the worker's lease (the `started_at` it took the node
+    with), when it measured under one: a worker whose lease ran out and whose node was
+    handed out again (presumed dead) stores nothing. Returns whether this one was stored."""
     _hash, measurement, evaluation = measured
-    return bool(RunNode.objects.filter(run_id=run_id, node_id=node_id, state="pending",
-                                       result__isnull=True)
-                .update(result=json_safe(measurement.to_dict()), evaluation=evaluation))
+    rows = RunNode.objects.filter(run_id=run_id, node_id=node_id, state="pending", result__isnull=True)
+    if lease is not None:
+        rows = rows.filter(started_at=lease)
+    return bool(rows.update(result=json_safe(measurement.to_dict()), evaluation=evaluation,
+                            lease_expires_at=None))
 
 
 def _events(run: Run, search: Search) -> list[RunEvent]:
@@ -428,7 +443,10 @@ def node_evaluate(*, run_id: int, node_id: int, best_full_ms: float | None,
     worker) and keep the result on its row for the run's next step, which it then wakes.
     Returns what happened: "stored", "known" (a result or the node's measurement was there
     already: a repeated message), "idle" (the run is not running: a resume hands the node
-    out again), "held" (another worker holds this kernel's full gate: look again later).
+    out again), "held" (another worker holds this kernel's full gate, or measures this node
+    under a live lease: look again later). While it measures, the worker renews its lease
+    on the node (search/leases.py): one whose lease ran out is taken to be dead, the node
+    is handed out again, and what it measures late is not stored.
     `worker` (Celery's hostname) is kept on the row while it measures, for the operator;
     the run's viewers see only how many are being measured (selectors.run_pace)."""
     from search.tasks import drive_run_enqueue
@@ -440,19 +458,21 @@ def node_evaluate(*, run_id: int, node_id: int, best_full_ms: float | None,
     run = row.run
     if run.status != Run.Status.RUNNING:
         return "idle"
-    taken = RunNode.objects.filter(pk=row.pk, state="pending", result__isnull=True)
-    taken.update(started_at=timezone.now(), worker=worker[:200])
+    started = node_lease_take(node=row, worker=worker)
+    if started is None:  # another delivery measures it under a live lease: look again later
+        return "held"
     evaluator = evaluator or get_evaluator()
     screens = screening_for(run=run, evaluator=evaluator)
     screening = best_full_ms is not None and screens
     options = run_gate_options(run=run, screening=screens)
-    measured = candidate_measure(run=run, candidate=row.candidate.to_harness(), options=options,
-                                 evaluator=evaluator, best_full_ms=best_full_ms if screening else None)
+    with node_heartbeat(node=row, lease=started):
+        measured = candidate_measure(run=run, candidate=row.candidate.to_harness(), options=options,
+                                     evaluator=evaluator, best_full_ms=best_full_ms if screening else None)
     if measured is None:
-        taken.update(started_at=None, worker="")  # back to waiting: its message comes again
+        node_lease_drop(node=row, lease=started)  # back to waiting: its message comes again
         return "held"
-    if not node_result_store(run_id=run_id, node_id=node_id, measured=measured):
-        return "known"
+    if not node_result_store(run_id=run_id, node_id=node_id, measured=measured, lease=started):
+        return "known"  # stored already, or our lease was taken over: the other worker's stands
     # Wake the run: a twin of the chain's waiting message (same token), so whichever
     # comes first steps and the other does nothing.
     token = Run.objects.filter(pk=run_id).values_list("drive_token", flat=True).first()
@@ -487,7 +507,7 @@ def run_set_status(*, run_id: int, status: str, by=None) -> Run:
         # Evaluations handed out before the pause and not measured (a GPU worker skips the
         # node of a run that is not running) are handed out again.
         RunNode.objects.filter(run=run, state="pending", result__isnull=True).update(
-            issued_at=None, started_at=None, worker="")
+            issued_at=None, started_at=None, worker="", lease_expires_at=None)
     run.status = status
     run.message = _status_message(run, status, by)
     run.drive_token += 1  # whatever message is queued or running now cannot go on

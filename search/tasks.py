@@ -10,7 +10,7 @@ from django.conf import settings
 from django.db import transaction
 
 from profiling.evaluators import EvaluatorError
-from search import services, writing_jobs
+from search import leases, services, writing_jobs
 from search.models import Run
 
 logger = logging.getLogger(__name__)
@@ -101,6 +101,17 @@ def restart_stalled_runs() -> list[int]:
     if restarted:
         logger.warning("restarted the driver chains of stalled runs %s", restarted)
     return restarted
+
+
+@shared_task(name="search.wake_runs_with_expired_leases")
+def wake_runs_with_expired_leases() -> list[int]:
+    """Every EXPIRED_LEASE_SWEEP_S (the beat, optiml_web/celery.py): a step for each running
+    run a GPU worker's lease on one of its nodes ran out on (that worker died), which hands
+    the node out again (search/leases.py)."""
+    woken = leases.runs_with_expired_leases_wake()
+    if woken:
+        logger.warning("a worker's lease ran out on nodes of runs %s: handed out again", woken)
+    return woken
 
 
 @shared_task(name="search.sweep_input_caches")
