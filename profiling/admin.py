@@ -74,10 +74,11 @@ class EvaluationAdmin(admin.ModelAdmin):
         "gpu",
         "harness_version",
         "short_settings_key",
+        "evaluator",
         "source",
         "finished_at",
     ]
-    list_filter = ["status", "guard", "source", "gpu", "harness_version", "settings_key", "task"]
+    list_filter = ["status", "guard", "source", "evaluator", "gpu", "harness_version", "settings_key", "task"]
     search_fields = ["candidate__content_hash", "candidate__label", "task__name", "message"]
     list_select_related = ["task", "candidate"]
     exclude = ["verdict", "settings"]
@@ -87,6 +88,7 @@ class EvaluationAdmin(admin.ModelAdmin):
         "harness_version",
         "gpu",
         "settings_key",
+        "evaluator",
         "settings_json",
         "seeds_json",
         "status",

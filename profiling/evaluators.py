@@ -3,10 +3,17 @@
 The contract (every Evaluator):
 - `gpu()` names the GPU whose measurements `evaluate` returns; it is part of the key an
   Evaluation is stored under. "none" means no GPU: verdicts are "incomplete".
+- `identity()` names the evaluator itself ("gate", or "recorded:<the recording's content
+  hash>"); it is part of that key too, so what one evaluator answered (its own failure
+  above all: "no recorded verdict") is never served for another (issue 35). An
+  evaluator without it is known by its `source` (evaluator_identity).
 - `evaluate(task_name, candidate, options)` returns `(verdict, source)`, where source is
   "gate" or "recorded" and says honestly where the numbers came from. A bad kernel is a
-  verdict (REJECTED, naming a guard), never an exception. When no verdict can be had,
-  it raises EvaluatorError, whose `permanent` says whether trying again could help.
+  verdict (REJECTED, naming a guard), never an exception, under every evaluator: the
+  recorded one compiles a kernel it has no recording of, so a compile error is a compile
+  verdict there too. When no verdict can be had (no recording, no nvcc, no GPU worker),
+  that is the evaluator's failure, not the kernel's: it raises EvaluatorError, whose
+  `permanent` says whether trying again could help, and it is never stored as a verdict.
 
 An evaluator may also screen (the Screening contract): `screen(task_name, candidate,
 options)` returns the screen's cheaper verdict (level "screen", profiling/harness/
@@ -19,6 +26,7 @@ from __future__ import annotations
 
 import atexit
 import dataclasses
+import hashlib
 import json
 import math
 import threading
@@ -35,7 +43,7 @@ from profiling.harness import gate
 from profiling.harness.candidate import Candidate, CandidateError
 from profiling.harness.gate import GateOptions
 from profiling.harness.screen import Screener, ScreenOptions
-from profiling.harness.verdict import Verdict
+from profiling.harness.verdict import REJECTED, Verdict
 
 NO_GPU = "none"
 
@@ -49,6 +57,8 @@ class EvaluatorError(Exception):
 class Evaluator(Protocol):
     def gpu(self) -> str: ...
 
+    def identity(self) -> str: ...
+
     def evaluate(self, task_name: str, candidate: Candidate, options: GateOptions) -> tuple[Verdict, str]: ...
 
 
@@ -56,6 +66,13 @@ class Screening(Protocol):
     """An Evaluator that can also screen (see the module docstring)."""
 
     def screen(self, task_name: str, candidate: Candidate, options: GateOptions) -> Verdict | None: ...
+
+
+def evaluator_identity(evaluator: object) -> str:
+    """What `evaluator`'s answers are stored under besides the GPU (the module docstring);
+    a stand-in without `identity()` is known by its `source` ("gate" if it has none)."""
+    identity = getattr(evaluator, "identity", None)
+    return identity() if callable(identity) else str(getattr(evaluator, "source", "gate"))
 
 
 def can_screen(evaluator: object) -> bool:
@@ -94,6 +111,10 @@ class GateEvaluator:
             # Asked once: finding the GPU may start a CUDA context or a subprocess.
             self._gpu = gate.gpu_name() or NO_GPU
         return self._gpu
+
+    def identity(self) -> str:
+        # The GPU's name is the key's `gpu`: one gate per harness version (also in the key).
+        return self.source
 
     def evaluate(self, task_name: str, candidate: Candidate, options: GateOptions) -> tuple[Verdict, str]:
         from profiling.harness.tasks import UnknownTask
@@ -167,7 +188,8 @@ class RecordedEvaluator:
     def __init__(self, path: Path | str, *, sleep_s: float = 0.0) -> None:
         self.path = Path(path)
         self.sleep_s = sleep_s
-        data = _load_recordings(self.path)
+        data, digest = _load_recordings(self.path)
+        self._identity = f"{self.source}:{digest[:16]}"
         self._gpu = data["gpu"]
         self._verdicts: dict[tuple[str, str], dict[str, Any]] = {}  # the full gate's
         self._screened: dict[tuple[str, str], dict[str, Any]] = {}
@@ -186,20 +208,44 @@ class RecordedEvaluator:
     def gpu(self) -> str:
         return self._gpu
 
+    def identity(self) -> str:
+        """"recorded:<the first 16 hex of the file's sha256>": another recording (or this one
+        edited) is another evaluator, whose answers are stored apart."""
+        return self._identity
+
     def evaluate(self, task_name: str, candidate: Candidate, options: GateOptions) -> tuple[Verdict, str]:
         if self.sleep_s:
             time.sleep(self.sleep_s)  # before the look-up: a rejection takes the gate time too
-        content_hash = candidate.content_hash()
-        key = (task_name, content_hash)
-        recorded = self._verdicts.get(key)
+        recorded = self._verdicts.get((task_name, candidate.content_hash()))
         if recorded is None:
-            only = " (only the screen's verdict is recorded)" if key in self._screened else ""
-            raise EvaluatorError(
-                f"no recorded verdict for candidate {content_hash[:12]} on task {task_name!r} "
-                f"in {self.path.name}{only}; recordings exist only for kernels measured on {self._gpu}",
-                permanent=True,
-            )
+            return self._checked_here(task_name, candidate, options), GateEvaluator.source
         return _verdict(recorded), self.source
+
+    def _checked_here(self, task_name: str, candidate: Candidate, options: GateOptions) -> Verdict:
+        """A kernel without a recording still gets the verdicts that need no GPU: the gate's
+        CPU stage (plan, policy, nvcc) runs here, so a compile error is a compile verdict as
+        under the gate. One that passes it has no verdict here, which is this evaluator's
+        failure (EvaluatorError), never the kernel's."""
+        from profiling.harness import HARNESS_VERSION
+        from profiling.harness.tasks import UnknownTask, get
+
+        content_hash = candidate.content_hash()
+        try:
+            spec = get(task_name)
+        except UnknownTask as error:
+            raise EvaluatorError(error.args[0], permanent=True) from error
+        checked = gate.cpu_stage(spec, candidate, options.l1_sizes or dict(spec.sizes))
+        if isinstance(checked, Verdict) and checked.status == REJECTED:
+            checked.environment.harness_version = HARNESS_VERSION
+            return checked
+        screened = (task_name, content_hash) in self._screened
+        only = " (only the screen's verdict is recorded)" if screened else ""
+        missing = (f"no recorded verdict for candidate {content_hash[:12]} on task {task_name!r} "
+                   f"in {self.path.name}{only}; recordings exist only for kernels measured on {self._gpu}")
+        if isinstance(checked, Verdict):  # this host cannot compile: another may
+            raise EvaluatorError(f"{missing}; nor could it be compiled here to look for a compile "
+                                 f"error: {checked.message}", permanent=False)
+        raise EvaluatorError(missing, permanent=True)
 
     def screen(self, task_name: str, candidate: Candidate, options: GateOptions) -> Verdict | None:
         recorded = self._screened.get((task_name, candidate.content_hash()))
@@ -210,10 +256,12 @@ def _verdict(recorded: dict[str, Any]) -> Verdict:
     return Verdict.from_dict(json.loads(json.dumps(recorded)))  # a deep copy
 
 
-def _load_recordings(path: Path) -> dict[str, Any]:
+def _load_recordings(path: Path) -> tuple[dict[str, Any], str]:
+    """The recordings and the sha256 of the file's bytes (read once: the pair agrees)."""
     name = path.name  # not the path: see RecordedEvaluator
     try:
-        data = json.loads(path.read_text())
+        raw = path.read_bytes()
+        data = json.loads(raw)
     except OSError as error:
         raise EvaluatorError(f"cannot read recordings {name}: {error.strerror}", permanent=True) from None
     except json.JSONDecodeError as error:
@@ -223,7 +271,7 @@ def _load_recordings(path: Path) -> dict[str, Any]:
     if not isinstance(data.get("recorded"), list | dict):
         raise EvaluatorError(f"recordings {name} must hold a 'recorded' list (or the search "
                              "engine's object of hash: measurement)", permanent=True)
-    return data
+    return data, hashlib.sha256(raw).hexdigest()
 
 
 def _recorded_items(path: Path, data: dict[str, Any]) -> list[dict[str, Any]]:

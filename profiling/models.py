@@ -1,5 +1,5 @@
 """What the gate has seen: tasks, candidates, and one Evaluation per (candidate, task,
-harness version, GPU, gate settings).
+harness version, GPU, gate settings, evaluator).
 
 The rows are the truth; Celery messages may be lost or repeated. Writes go through
 profiling.services, reads through profiling.selectors.
@@ -107,7 +107,13 @@ class Evaluation(models.Model):
     verdict = models.JSONField(null=True, blank=True)
     median_ms = models.FloatField(null=True, blank=True)
     spread_ms = models.FloatField(null=True, blank=True)
-    # Blank while running: which evaluator answered is known only when it has.
+    # Which evaluator was asked (evaluators.Evaluator.identity(): "gate", or "recorded:<the
+    # recording's hash>"): part of the key, so one evaluator's answer (its own failure above
+    # all: "no recorded verdict") never stands for another's (issue 35). "legacy" for rows
+    # from before evaluators had identities: it matches no evaluator.
+    evaluator = models.CharField(max_length=80)
+    # Blank while running: where the verdict came from is known only when it has ("gate"
+    # under a recording too, for a kernel its CPU stage rejected here).
     source = models.CharField(max_length=10, choices=Source.choices, blank=True)
     # A failure that may pass on a later try (a crashed worker, a missing tool) as opposed
     # to one that will not (no recording of this candidate); only the first is reclaimed.
@@ -121,14 +127,15 @@ class Evaluation(models.Model):
     class Meta:
         constraints = [
             models.UniqueConstraint(
-                fields=["candidate", "task", "harness_version", "gpu", "settings_key"],
-                name="evaluation_once_per_candidate_task_harness_gpu_settings",
+                fields=["candidate", "task", "harness_version", "gpu", "settings_key", "evaluator"],
+                name="evaluation_once_per_kernel_harness_gpu_settings_evaluator",
             )
         ]
         indexes = [models.Index(fields=["task", "gpu", "status"])]
 
     def __str__(self) -> str:
-        return f"{self.task.name} {self.candidate} on {self.gpu} [{self.settings_key[:8]}]: {self.status}"
+        key = f"{self.settings_key[:8]}, {self.evaluator}"
+        return f"{self.task.name} {self.candidate} on {self.gpu} [{key}]: {self.status}"
 
     @property
     def finished(self) -> bool:

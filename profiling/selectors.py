@@ -93,33 +93,35 @@ def settings_key_for(options: GateOptions) -> str:
 
 
 def evaluation_for(
-    *, candidate: Candidate, task: Task, gpu: str, settings_key: str, harness_version: str = HARNESS_VERSION
+    *, candidate: Candidate, task: Task, gpu: str, settings_key: str, evaluator: str | None = None,
+    harness_version: str = HARNESS_VERSION,
 ) -> Evaluation | None:
     """The one evaluation stored under this key, finished or running. `settings_key` says
     how it must have been measured (settings_key_for(options)): a verdict measured with
-    other settings is another evaluation, never this one."""
-    return (
-        Evaluation.objects.filter(candidate=candidate, task=task, gpu=gpu, harness_version=harness_version,
-                                  settings_key=settings_key)
-        .select_related("candidate", "task")
-        .first()
-    )
+    other settings is another evaluation, never this one. `evaluator` (an Evaluator's
+    identity()) says by whom; None for whichever evaluator's was claimed last (to show,
+    never to serve in another's stead)."""
+    found = Evaluation.objects.filter(candidate=candidate, task=task, gpu=gpu,
+                                      harness_version=harness_version, settings_key=settings_key)
+    if evaluator is not None:
+        found = found.filter(evaluator=evaluator)
+    return found.select_related("candidate", "task").order_by("-claimed_at", "-id").first()
 
 
 def naive_evaluation_for(
-    *, task: Task, gpu: str, harness_version: str = HARNESS_VERSION
+    *, task: Task, gpu: str, evaluator: str | None = None, harness_version: str = HARNESS_VERSION
 ) -> Evaluation | None:
     """The stored evaluation of the task's own naive kernel on this GPU by the standard
-    gate (services.evaluation_run_naive measures it so), if any."""
+    gate (services.evaluation_run_naive measures it so), if any; by `evaluator` if given."""
     if task.naive_candidate_id is None:
         return None
-    return evaluation_for(candidate=task.naive_candidate, task=task, gpu=gpu,
+    return evaluation_for(candidate=task.naive_candidate, task=task, gpu=gpu, evaluator=evaluator,
                           settings_key=standard_settings_key(), harness_version=harness_version)
 
 
-def naive_ms_for(*, task: Task, gpu: str) -> float | None:
+def naive_ms_for(*, task: Task, gpu: str, evaluator: str | None = None) -> float | None:
     """The naive kernel's median time on this GPU: the baseline of "N x faster"."""
-    naive = naive_evaluation_for(task=task, gpu=gpu)
+    naive = naive_evaluation_for(task=task, gpu=gpu, evaluator=evaluator)
     if naive is None or naive.status != Evaluation.Status.PASSED:
         return None
     return naive.median_ms

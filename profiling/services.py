@@ -3,10 +3,14 @@
 An evaluation is claimed, run, then completed, each step its own short transaction, so
 that other workers see the claim while the (minutes-long) evaluation runs. Celery may
 deliver a message twice and two users may ask for the same kernel at once: the unique
-key (candidate, task, harness version, GPU, settings key) and conditional updates make
-sure the work is done once and each row written once. The settings key (how the verdict
-was measured: GateOptions.identity()) is part of the key, so a verdict measured with one
-seed and no profile is never served to a caller that asks for the standard gate.
+key (candidate, task, harness version, GPU, settings key, evaluator) and conditional
+updates make sure the work is done once and each row written once. The settings key (how
+the verdict was measured: GateOptions.identity()) is part of the key, so a verdict
+measured with one seed and no profile is never served to a caller that asks for the
+standard gate. So is the evaluator's identity (Evaluator.identity(): "gate", or a
+recording's content hash): an evaluator's own failure ("no recorded verdict", no nvcc, a
+crashed worker) is a "failed" row without a verdict, under that evaluator only, never
+the kernel's verdict for another (issue 35).
 
 The gate's seeds are not the users' to choose or know: a run's come from the server's
 secret (gate_secret, profiling.harness.seeds), a single evaluation's from the worker's
@@ -31,7 +35,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from profiling import selectors
-from profiling.evaluators import Evaluator, EvaluatorError, get_evaluator
+from profiling.evaluators import Evaluator, EvaluatorError, evaluator_identity, get_evaluator
 from profiling.harness import HARNESS_VERSION, declared
 from profiling.harness.candidate import Candidate as HarnessCandidate
 from profiling.harness.gate import GateOptions
@@ -225,10 +229,11 @@ def candidates_get_or_create(*, candidates: list[HarnessCandidate]) -> dict[str,
 
 @transaction.atomic
 def evaluation_claim(
-    *, candidate: Candidate, task: Task, gpu: str, gate_settings: dict, stale_after: timedelta | None = None
+    *, candidate: Candidate, task: Task, gpu: str, gate_settings: dict, stale_after: timedelta | None = None,
+    evaluator: str = "gate",
 ) -> Evaluation | None:
-    """Take the right to evaluate with these gate settings (GateOptions.identity()): a new
-    "running" row, or None if another process has it.
+    """Take the right to evaluate with these gate settings (GateOptions.identity()) by this
+    evaluator (its identity()): a new "running" row, or None if another process has it.
 
     A "running" row whose lease ran out (its worker stopped renewing it: profiling/leases.py),
     or claimed longer than `stale_after` ago, belongs to a worker that died; a failure
@@ -240,7 +245,7 @@ def evaluation_claim(
         stale_after = _stale_after(GateOptions())
     now = timezone.now()
     key = {"candidate": candidate, "task": task, "harness_version": HARNESS_VERSION, "gpu": gpu,
-           "settings_key": settings_key(gate_settings)}
+           "settings_key": settings_key(gate_settings), "evaluator": evaluator}
     try:
         # A savepoint, so that losing the race leaves the outer transaction usable.
         with transaction.atomic():
@@ -327,12 +332,13 @@ def evaluation_run(
     declared_task_file_ensure(name=task_name)  # the gate looks the task up by name
     gpu = evaluator.gpu()
     asked = options.identity()
-    key = {"candidate": candidate, "task": task, "gpu": gpu, "settings_key": settings_key(asked)}
+    key = {"candidate": candidate, "task": task, "gpu": gpu, "settings_key": settings_key(asked),
+           "evaluator": evaluator_identity(evaluator)}
     existing = selectors.evaluation_for(**key)
     if existing is not None and existing.finished and not existing.retryable:
         return existing
     evaluation = evaluation_claim(candidate=candidate, task=task, gpu=gpu, gate_settings=asked,
-                                  stale_after=_stale_after(options))
+                                  stale_after=_stale_after(options), evaluator=key["evaluator"])
     if evaluation is None:
         return selectors.evaluation_for(**key)
     try:
@@ -367,12 +373,13 @@ def _evaluation_measured_otherwise(*, claim: Evaluation, verdict: Verdict, sourc
     settings' claim ends as a retryable failure that says why, so this verdict never
     answers for them and a host that can measure them still may."""
     row = evaluation_claim(candidate=claim.candidate, task=claim.task, gpu=claim.gpu,
-                           gate_settings=verdict.settings)
+                           gate_settings=verdict.settings, evaluator=claim.evaluator)
     if row is not None:
         stored = evaluation_complete(evaluation=row, verdict=verdict, source=source)
     else:  # measured or being measured with those settings already: that row stands
         stored = selectors.evaluation_for(candidate=claim.candidate, task=claim.task, gpu=claim.gpu,
-                                          settings_key=settings_key(verdict.settings))
+                                          settings_key=settings_key(verdict.settings),
+                                          evaluator=claim.evaluator)
     measured = verdict.settings
     differ = sorted(name for name in {*measured, *asked} if measured.get(name) != asked.get(name))
     evaluation_fail(evaluation=claim, retryable=True, message=(

@@ -27,7 +27,7 @@ from django.conf import settings
 
 from profiling import selectors as gate_selectors
 from profiling import services as gate_services
-from profiling.evaluators import Evaluator, can_screen, options_from_dict
+from profiling.evaluators import Evaluator, can_screen, evaluator_identity, options_from_dict
 from profiling.harness.candidate import Candidate as HarnessCandidate
 from profiling.harness.gate import GateOptions
 from profiling.harness.seeds import gate_seed
@@ -115,7 +115,8 @@ def _full_verdict_known(*, run: Run, row: Candidate, options: GateOptions, evalu
     """A full-gate row for this kernel with the run's settings exists (finished, or under
     way elsewhere): using it costs nothing, so screening it first would only spend GPU time."""
     existing = gate_selectors.evaluation_for(candidate=row, task=run.task, gpu=evaluator.gpu(),
-                                             settings_key=gate_selectors.settings_key_for(options))
+                                             settings_key=gate_selectors.settings_key_for(options),
+                                             evaluator=evaluator_identity(evaluator))
     return existing is not None and not (existing.status == Evaluation.Status.FAILED and existing.retryable)
 
 

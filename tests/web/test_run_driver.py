@@ -260,9 +260,10 @@ def test_an_evaluation_whose_kernel_another_worker_holds_looks_again_later(broke
 
     run = launch(budget=3)
     broker.deliver()
-    claim = gate_services.evaluation_claim(candidate=run.root_candidate, task=run.task,
-                                           gpu=RecordedEvaluator(RUN_RECORDING).gpu(),
-                                           gate_settings=options_from_dict(run.gate_options).identity())
+    evaluator = RecordedEvaluator(RUN_RECORDING)
+    claim = gate_services.evaluation_claim(candidate=run.root_candidate, task=run.task, gpu=evaluator.gpu(),
+                                           gate_settings=options_from_dict(run.gate_options).identity(),
+                                           evaluator=evaluator.identity())
     assert claim is not None  # the root is being measured elsewhere
 
     assert services.node_evaluate(run_id=run.pk, node_id=0, best_full_ms=None) == "held"

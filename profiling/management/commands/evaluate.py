@@ -16,7 +16,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 
 from profiling import selectors, services
-from profiling.evaluators import NO_GPU, Evaluator, EvaluatorError, get_evaluator
+from profiling.evaluators import NO_GPU, Evaluator, EvaluatorError, evaluator_identity, get_evaluator
 from profiling.harness import report
 from profiling.harness import tasks as task_registry
 from profiling.harness.candidate import Candidate, CandidateError
@@ -103,8 +103,8 @@ class Command(BaseCommand):
         say: the baseline is stored for every later caller, and a run that starts from the
         naive kernel reuses it as its root, which needs the profile."""
         task = services.task_get_or_sync(name=spec.name)
-        gpu = evaluator.gpu()
-        naive = selectors.naive_evaluation_for(task=task, gpu=gpu)
+        gpu, identity = evaluator.gpu(), evaluator_identity(evaluator)
+        naive = selectors.naive_evaluation_for(task=task, gpu=gpu, evaluator=identity)
         if naive is None and gpu != NO_GPU:
             self.stderr.write(f"Evaluating the naive {spec.name} kernel first, as the baseline")
             naive = services.evaluation_run_naive(task_name=spec.name, options=options, evaluator=evaluator)
@@ -113,7 +113,7 @@ class Command(BaseCommand):
                 f"No naive baseline: the naive kernel is {naive.status}"
                 + (f" ({naive.message})" if naive.message else "")
             )
-        return selectors.naive_ms_for(task=task, gpu=gpu)
+        return selectors.naive_ms_for(task=task, gpu=gpu, evaluator=identity)
 
 
 def _checked_inputs(opts: dict[str, Any]) -> tuple[TaskSpec, str, dict, Path | None]:
