@@ -234,7 +234,8 @@ class RecordedEvaluator:
             spec = get(task_name)
         except UnknownTask as error:
             raise EvaluatorError(error.args[0], permanent=True) from error
-        checked = gate.cpu_stage(spec, candidate, options.l1_sizes or dict(spec.sizes))
+        l1_sizes = options.l1_sizes if options is not None else None  # as the gate: its sizes, or the task's
+        checked = gate.cpu_stage(spec, candidate, l1_sizes or dict(spec.sizes))
         if isinstance(checked, Verdict) and checked.status == REJECTED:
             checked.environment.harness_version = HARNESS_VERSION
             return checked

@@ -9,6 +9,7 @@ import pytest
 from django.core.exceptions import ImproperlyConfigured
 
 from profiling.evaluators import EvaluatorError, RecordedEvaluator, get_evaluator
+from profiling.harness.candidate import Candidate as HarnessCandidate
 from tests.web.conftest import RECORDINGS
 
 
@@ -25,10 +26,12 @@ def test_a_sleep_after_the_path_makes_each_verdict_take_that_long(settings, fast
 
 def test_a_kernel_without_a_recording_is_refused_after_the_same_wait(fast):
     evaluator = RecordedEvaluator(RECORDINGS, sleep_s=0.1)
+    # It compiles (the recorded evaluator compiles what it has no recording of) and is not recorded.
+    unrecorded = HarnessCandidate.from_source_and_plan(fast.source + "// not recorded\n", fast.plan)
 
     started = time.monotonic()
-    with pytest.raises(EvaluatorError):
-        evaluator.evaluate("softmax", fast.harness(), None)
+    with pytest.raises(EvaluatorError, match="no recorded verdict"):
+        evaluator.evaluate("relu", unrecorded, None)
     assert time.monotonic() - started >= 0.1
 
 
