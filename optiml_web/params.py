@@ -6,8 +6,9 @@ the API turns into a 400 ({"name": ["message"]}) and the consumer into a 4400 cl
 
 Why not `str.isdigit()` and `int()`: `"²".isdigit()` is true and `int("²")` fails, and
 `int("9" * 30)` succeeds but no database column holds it (SQLite raises OverflowError,
-PostgreSQL "out of range"). So a whole number here is ASCII digits only, within bounds
-that default to what a 64-bit database integer holds.
+PostgreSQL "out of range"). So a whole number here is written as profiling.harness.numerals
+says (ASCII digits only: the rule plan expressions follow too), within bounds that
+default to what a 64-bit database integer holds.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from typing import TYPE_CHECKING
 
 from rest_framework import serializers
 from rest_framework.exceptions import ValidationError
+
+from profiling.harness import numerals
 
 if TYPE_CHECKING:
     from channels.generic.websocket import AsyncWebsocketConsumer
@@ -41,9 +44,9 @@ class ParameterError(ValueError):
 def parse_int(raw: str, name: str, *, minimum: int = 0, maximum: int = MAX_DB_INT) -> int:
     """A whole number written in ASCII digits (a leading '-' where `minimum` allows it)."""
     expected = f"a whole number from {minimum} to {maximum}"
-    digits = raw[1:] if raw.startswith("-") and minimum < 0 else raw
-    if not digits or len(digits) > MAX_DIGITS or not (digits.isascii() and digits.isdigit()):
-        raise ParameterError(name, f"{expected}, not {_shown(raw)}")
+    problem = numerals.whole_number_problem(raw, negative=minimum < 0, max_digits=MAX_DIGITS)
+    if problem:
+        raise ParameterError(name, f"{expected}, {problem}, not {_shown(raw)}")
     value = int(raw)
     if not minimum <= value <= maximum:
         raise ParameterError(name, f"{expected}, not {value}")
@@ -208,7 +211,9 @@ class WholeNumberField(serializers.IntegerField):
 
     def to_internal_value(self, data):
         if isinstance(data, str):
-            digits = data[1:] if data.startswith("-") else data
-            if not digits or len(digits) > MAX_DIGITS or not (digits.isascii() and digits.isdigit()):
-                self.fail("invalid")
+            negative = self.min_value is None or self.min_value < 0
+            problem = numerals.whole_number_problem(data, negative=negative, max_digits=MAX_DIGITS)
+            if problem:
+                message = f"A valid integer is required, {problem}, not {_shown(data)}"
+                raise serializers.ValidationError(message, code="invalid")
         return super().to_internal_value(data)

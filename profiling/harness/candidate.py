@@ -134,11 +134,17 @@ def _dims(where: str, value: Any) -> tuple[str | int, ...]:
     for dim in value:
         if isinstance(dim, bool) or not isinstance(dim, str | int):
             raise CandidateError(f"{where} holds {dim!r}, not an expression")
-        try:
-            expr.names_in(dim)  # syntax errors now, with the field's name, not at launch
-        except expr.ExpressionError as error:
-            raise CandidateError(f"{where}: {error}") from None
+        _readable(where, dim)
     return tuple(value)
+
+
+def _readable(where: str, expression: str | int | float) -> None:
+    """Syntax errors and numbers written otherwise than numerals.py says now, with the
+    field's name, not at launch."""
+    try:
+        expr.names_in(expression)
+    except expr.ExpressionError as error:
+        raise CandidateError(f"{where}: {error}") from None
 
 
 def _parse_launch(index: int, item: Any) -> Launch:
@@ -160,6 +166,7 @@ def _parse_launch(index: int, item: Any) -> Launch:
     shared = item.get("shared_bytes", 0)
     if isinstance(shared, bool) or not isinstance(shared, str | int):
         raise CandidateError(f"{where}.shared_bytes must be an expression")
+    _readable(f"{where}.shared_bytes", shared)
     return Launch(
         kernel=kernel,
         grid=_dims(f"{where}.grid", item.get("grid")),

@@ -12,6 +12,8 @@ import math
 import operator
 from collections.abc import Mapping
 
+from . import numerals
+
 Number = int | float
 
 
@@ -51,14 +53,7 @@ def evaluate(expression: str | Number, names: Mapping[str, Number]) -> Number:
         return expression
     if not isinstance(expression, str) or not expression.strip():
         raise ExpressionError(f"expected a number or an expression, got {expression!r}")
-    if len(expression) > _MAX_LENGTH:
-        raise ExpressionError(f"expression longer than {_MAX_LENGTH} characters")
-    try:
-        tree = ast.parse(expression.strip(), mode="eval")
-    except SyntaxError as error:
-        raise ExpressionError(f"cannot parse {expression!r}: {error.msg}") from None
-    except RecursionError:
-        raise ExpressionError("the expression nests too deeply") from None
+    tree = _parse(expression)
     try:
         value = _eval(tree.body, names, expression)
     except ExpressionError:
@@ -94,19 +89,32 @@ def names_in(expression: str | Number) -> frozenset[str]:
 
 @functools.lru_cache(maxsize=4096)
 def _names_in(expression: str) -> frozenset[str]:
+    return frozenset(
+        node.id
+        for node in ast.walk(_parse(expression))
+        if isinstance(node, ast.Name) and node.id not in _FUNCTIONS
+    )
+
+
+def _parse(expression: str) -> ast.Expression:
+    """The one way an expression's text becomes a tree, for evaluating, naming and
+    folding alike (so the API's check of a plan and the gate's launch read it the same):
+    written as numerals.py says numbers and expressions are, then parsed."""
     if len(expression) > _MAX_LENGTH:  # before parsing: 5,000 terms exhaust the parser's stack
         raise ExpressionError(f"expression longer than {_MAX_LENGTH} characters")
+    problem = numerals.expression_text_problem(expression)
+    if problem:
+        raise ExpressionError(f"{expression!r}: {problem}")
     try:
-        tree = ast.parse(expression.strip(), mode="eval")
+        tree = ast.parse(expression, mode="eval")
     except SyntaxError as error:
         raise ExpressionError(f"cannot parse {expression!r}: {error.msg}") from None
     except RecursionError:
         raise ExpressionError("the expression nests too deeply") from None
-    return frozenset(
-        node.id
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Name) and node.id not in _FUNCTIONS
-    )
+    problem = numerals.literal_problem(tree, expression)
+    if problem:
+        raise ExpressionError(problem)
+    return tree
 
 
 def _eval(node: ast.AST, names: Mapping[str, Number], source: str) -> Number:
@@ -157,7 +165,7 @@ def _eval(node: ast.AST, names: Mapping[str, Number], source: str) -> Number:
 def _unsupported(node: ast.AST, source: str) -> ExpressionError:
     """What an expression may not hold, quoted from it (never Python's dump of its tree:
     "Attribute(value=Name(id='n', ctx=Load()), attr='__class__'...")."""
-    part = ast.get_source_segment(source.strip(), node) or source
+    part = ast.get_source_segment(source, node) or source
     return ExpressionError(f"{part!r} is not allowed in {source!r}: only numbers, names, + - * / // % ** "
                            f"and {', '.join(f'{name}()' for name in _FUNCTIONS)}")
 
@@ -179,11 +187,7 @@ def fold(expression: str | Number, names: Mapping[str, Number]) -> str | Number:
     `cdiv(M, 128)` at OPT_X = 0. The value is unchanged wherever both are defined."""
     if not isinstance(expression, str):
         return evaluate(expression, names)
-    try:
-        tree = ast.parse(expression.strip(), mode="eval")
-    except SyntaxError as error:
-        raise ExpressionError(f"cannot parse {expression!r}: {error.msg}") from None
-    folded = _fold(tree.body, names, expression)
+    folded = _fold(_parse(expression).body, names, expression)
     if isinstance(folded, ast.Constant):
         return folded.value
     return ast.unparse(folded)

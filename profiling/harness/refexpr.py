@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import expr
+from . import expr, numerals
 
 MAX_LENGTH = 1000  # characters: a formula, not a program
 MAX_NODES = 300
@@ -108,16 +108,22 @@ class Expression:
             raise ExpressionRefused("expected an expression, e.g. np.maximum(x, 0)")
         if len(source) > MAX_LENGTH:
             raise ExpressionRefused(f"longer than {MAX_LENGTH} characters")
+        problem = numerals.expression_text_problem(source)
+        if problem:
+            raise ExpressionRefused(problem)
         try:
-            tree = ast.parse(source.strip(), mode="eval")
+            tree = ast.parse(source, mode="eval")
         except SyntaxError as error:
             raise ExpressionRefused(f"cannot parse it: {error.msg}") from None
         except (RecursionError, MemoryError):
             raise ExpressionRefused("nested too deeply") from None
+        problem = numerals.literal_problem(tree, source)
+        if problem:
+            raise ExpressionRefused(problem)
         nodes = sum(1 for _ in ast.walk(tree))
         if nodes > MAX_NODES:
             raise ExpressionRefused(f"{nodes} syntax nodes, more than {MAX_NODES}")
-        self.source = source.strip()
+        self.source = source
         self.arrays, self.sizes = frozenset(arrays), frozenset(sizes)
         _Checker(self.arrays, self.sizes).check(tree.body, 1)
         self._body = tree.body

@@ -48,3 +48,16 @@ def test_a_declared_tasks_sizes_follow_the_same_rule(api, people, task_dir, size
     assert response.status_code == status, response.json()
     if status == 400:
         assert "sizes" in response.json(), response.json()
+
+
+@pytest.mark.parametrize("grid", ["1_000", "cdiv(n, 2_56)", " 4", "\u0664"])
+def test_a_launch_plan_follows_the_same_rule(api, people, grid):
+    relu = task_registry.get("relu")
+    launch = {**relu.naive_plan["launches"][0], "grid": [grid]}
+    plan = {**relu.naive_plan, "launches": [launch]}
+
+    response = api(people["alice"]).post("/api/runs/", run_request(plan=plan), format="json")
+
+    assert response.status_code == 400 and "plan" in response.json(), response.json()
+    assert "ASCII" in str(response.json()) or "spaces" in str(response.json()), response.json()
+    assert not Run.objects.exists()
