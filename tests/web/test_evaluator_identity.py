@@ -10,6 +10,8 @@ import shutil
 from pathlib import Path
 
 import pytest
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
 
 from profiling import services
 from profiling.evaluators import EvaluatorError, GateEvaluator, RecordedEvaluator, evaluator_identity
@@ -100,3 +102,40 @@ def test_without_nvcc_an_unrecorded_kernel_is_the_evaluators_failure_and_may_be_
 
     assert "no recorded verdict" in str(raised.value) and "nvcc is not installed" in str(raised.value)
     assert raised.value.permanent is False
+
+
+BEFORE = [("profiling", "0004_evaluation_lease")]
+AFTER = [("profiling", "0005_evaluation_evaluator")]
+
+
+def _migrate(targets):
+    executor = MigrationExecutor(connection)
+    executor.loader.build_graph()
+    executor.migrate(targets)
+    return executor.loader.project_state(targets).apps
+
+
+@pytest.fixture
+def back_to_latest():
+    yield
+    executor = MigrationExecutor(connection)
+    executor.migrate(executor.loader.graph.leaf_nodes())
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_migration_keys_the_gates_rows_gate_and_every_other_row_legacy(back_to_latest):
+    apps = _migrate(BEFORE)
+    Task, Kernel, Old = (apps.get_model("profiling", name) for name in ("Task", "Candidate", "Evaluation"))
+    task = Task.objects.create(name="relu")
+    rows = {}
+    for index, (status, source) in enumerate((("passed", "gate"), ("passed", "recorded"), ("failed", ""))):
+        kernel = Kernel.objects.create(content_hash=f"{index:064d}", source="//", plan={})
+        rows[source] = Old.objects.create(candidate=kernel, task=task, harness_version="v", gpu="NVIDIA H200",
+                                          settings_key="k", status=status, source=source,
+                                          claimed_at="2026-12-01T00:00:00Z").pk
+
+    New = _migrate(AFTER).get_model("profiling", "Evaluation")
+
+    # A failure stored under some recording (no source: its evaluator unknown) serves nobody.
+    assert {source: New.objects.get(pk=pk).evaluator for source, pk in rows.items()} == {
+        "gate": "gate", "recorded": "legacy", "": "legacy"}
