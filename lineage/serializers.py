@@ -7,6 +7,7 @@ from typing import Any
 
 from rest_framework import serializers
 
+from accounts.fields import DisplayTextField
 from lineage.models import SkillCard, SkillComment, SkillReview
 from lineage.selectors import SKILL_SORTS
 from optiml_web.params import WholeNumberField
@@ -149,16 +150,16 @@ class SkillCopySerializer(serializers.Serializer):
 
 class SkillReviewCreateSerializer(serializers.Serializer):
     decision = serializers.ChoiceField(choices=SkillReview.Decision.choices)
-    comment = serializers.CharField(max_length=10_000, trim_whitespace=True)
+    comment = DisplayTextField(max_length=10_000, trim_whitespace=True)
 
 
 class SkillCommentCreateSerializer(serializers.Serializer):
-    text = serializers.CharField(max_length=10_000, trim_whitespace=True)
+    text = DisplayTextField(max_length=10_000, trim_whitespace=True)
 
 
 class SkillCardEditSerializer(serializers.Serializer):
-    sentence = serializers.CharField(required=False, max_length=500)
-    notes = serializers.CharField(required=False, allow_blank=True, max_length=10_000)
+    sentence = DisplayTextField(required=False, max_length=500)
+    notes = DisplayTextField(required=False, allow_blank=True, max_length=10_000)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if not attrs:

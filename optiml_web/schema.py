@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.core.validators import RegexValidator
 from drf_spectacular.authentication import SessionScheme
 from drf_spectacular.openapi import AutoSchema
 from rest_framework import permissions, serializers
@@ -125,9 +126,10 @@ class ApiSchema(AutoSchema):
         if direction == "request" and _refuses_blank(field) and isinstance(schema, dict) \
                 and schema.get("type") == "string":
             schema.setdefault("minLength", 1)
-            # A RegexField's own pattern is added after this (from its validator), and says more.
+            # A regex validator's pattern (a RegexField's, a DisplayTextField's) is added after
+            # this, and says more.
             if field.trim_whitespace and not {"pattern", "format", "enum"} & set(schema) \
-                    and not isinstance(field, serializers.RegexField):
+                    and not any(isinstance(v, RegexValidator) for v in field.validators):
                 schema["pattern"] = NOT_BLANK_PATTERN
         return schema
 

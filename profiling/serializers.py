@@ -11,6 +11,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.settings import api_settings
 
+from accounts.fields import DisplayTextField
 from optiml_web.limits import MAX_DECLARED_TASK_BYTES, json_bytes
 from optiml_web.params import MAX_DB_INT, WholeNumberField
 from profiling.harness import declared
@@ -87,8 +88,7 @@ class DeclaredTaskCreateSerializer(serializers.Serializer):
         rf"^(?:{declared.NAME_PREFIX})?{declared.SLUG.pattern}$",
         max_length=len(declared.NAME_PREFIX) + 48, error_messages={"invalid": declared.SLUG_RULE},
         help_text="a slug; the task is called user-<slug>.<your user number>")
-    description = serializers.CharField(required=False, allow_blank=True,
-                                        max_length=declared.MAX_DESCRIPTION)
+    description = DisplayTextField(required=False, allow_blank=True, max_length=declared.MAX_DESCRIPTION)
     sizes = SizesField(help_text="the full (timed) size")
     l0_sizes = serializers.ListField(child=serializers.DictField(child=WholeNumberField()),
                                      required=False, max_length=declared.MAX_L0,

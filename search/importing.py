@@ -20,6 +20,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
+from accounts.names import display_text_problem
 from optiml_web.limits import (
     MAX_IMPORT_EVENTS,
     MAX_IMPORT_NODES,
@@ -365,6 +366,9 @@ def _optional_text(data: dict, key: str) -> str:
     value = data.get(key) or ""
     if not isinstance(value, str) or len(value) > MAX_INTENT_CHARS:
         raise TrajectoryError(f"run.{key}", f"must be text of at most {MAX_INTENT_CHARS} characters")
+    problem = display_text_problem(value)  # others read it, as they read a typed one
+    if problem:
+        raise TrajectoryError(f"run.{key}", problem)
     return value
 
 

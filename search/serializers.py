@@ -11,6 +11,7 @@ from __future__ import annotations
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from accounts.fields import DisplayTextField
 from optiml_web.limits import (
     MAX_INTENT_CHARS,
     MAX_NAME_CHARS,
@@ -196,7 +197,7 @@ class RunCreateSerializer(serializers.Serializer):
                                    help_text="CUDA source; leave it out to start from the naive kernel "
                                    f"(at most {MAX_SOURCE_BYTES} bytes of UTF-8, the gate's limit)")
     plan = serializers.JSONField(required=False, allow_null=True, help_text="the launch plan (an object)")
-    intent = serializers.CharField(required=False, allow_blank=True, max_length=MAX_INTENT_CHARS)
+    intent = DisplayTextField(required=False, allow_blank=True, max_length=MAX_INTENT_CHARS)
     budget = WholeNumberField(
         min_value=1, max_value=10_000,
         error_messages={"min_value": "the budget must be at least one evaluation"})
@@ -245,8 +246,7 @@ class RunCreateSerializer(serializers.Serializer):
 
 class KernelWriteSerializer(serializers.Serializer):
     task = serializers.CharField(max_length=MAX_NAME_CHARS, help_text="a task's name (GET /api/tasks/)")
-    intent = serializers.CharField(max_length=MAX_INTENT_CHARS,
-                                   help_text="what the kernel should do, in words")
+    intent = DisplayTextField(max_length=MAX_INTENT_CHARS, help_text="what the kernel should do, in words")
 
 
 class KernelWrittenSerializer(serializers.Serializer):
