@@ -108,7 +108,7 @@ def _parse(expression: str) -> ast.Expression:
     try:
         tree = ast.parse(expression, mode="eval")
     except SyntaxError as error:
-        raise ExpressionError(f"cannot parse {expression!r}: {error.msg}") from None
+        raise ExpressionError(f"cannot parse {expression!r}: {numerals.syntax_words(error)}") from None
     except RecursionError:
         raise ExpressionError("the expression nests too deeply") from None
     problem = numerals.literal_problem(tree, expression)

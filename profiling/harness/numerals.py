@@ -52,6 +52,14 @@ def expression_text_problem(source: str) -> str | None:
     return None
 
 
+def syntax_words(error: SyntaxError) -> str:
+    """Python's reason an expression does not parse, unless it points past this rule: for
+    `007` Python suggests an 0o prefix, which the rule refuses."""
+    if (error.msg or "").startswith("leading zeros"):
+        return "a whole number does not begin with 0 (7, not 007)"
+    return error.msg
+
+
 def literal_problem(tree: ast.AST, source: str) -> str | None:
     """What is wrong with how a number in the parsed `tree` of `source` is written (as
     the source has it, not as Python read it: `1_000` and `0x10` read as plain ints)."""

@@ -114,7 +114,7 @@ class Expression:
         try:
             tree = ast.parse(source, mode="eval")
         except SyntaxError as error:
-            raise ExpressionRefused(f"cannot parse it: {error.msg}") from None
+            raise ExpressionRefused(f"cannot parse it: {numerals.syntax_words(error)}") from None
         except (RecursionError, MemoryError):
             raise ExpressionRefused("nested too deeply") from None
         problem = numerals.literal_problem(tree, source)

@@ -32,6 +32,14 @@ def test_an_expression_with_a_number_written_otherwise_than_in_ascii_digits_is_r
     assert "Constant(" not in message and "invalid decimal literal" not in message
 
 
+@pytest.mark.parametrize("expression", ["007", "n * 010"])
+def test_a_whole_number_with_a_leading_zero_is_refused_without_pointing_at_an_octal_prefix(expression):
+    with pytest.raises(expr.ExpressionError, match="does not begin with 0") as refused:
+        expr.evaluate(expression, {"n": 10})
+
+    assert "0o" not in str(refused.value)
+
+
 @pytest.mark.parametrize(("expression", "value"), WRITTEN_SO)
 def test_an_expression_in_ascii_digits_and_names_is_evaluated(expression, value):
     assert expr.evaluate(expression, {"n": 10}) == value
