@@ -281,6 +281,11 @@ def _check_numbers(node) -> None:
         if not isinstance(value, str) or len(value) > NODE_TEXT_LIMITS[name]:
             raise TrajectoryError("state.tree", f"node {node.id}'s {name} must be text of at most "
                                   f"{NODE_TEXT_LIMITS[name]} characters")
+    # Shown to whoever may see the copy, like a typed intent: written by the file, not a proposer.
+    for name, value in (("title", node.proposal.title), ("rationale", node.proposal.rationale)):
+        problem = display_text_problem(value) if isinstance(value, str) else None
+        if problem:
+            raise TrajectoryError("state.tree", f"node {node.id}'s {name}: {problem}")
 
 
 def _finite(value: Any) -> bool:

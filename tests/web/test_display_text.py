@@ -85,6 +85,18 @@ def test_an_imported_runs_intent_is_refused_alike(api, people, relu_run):
     assert Run.objects.count() == 1
 
 
+def test_an_imported_nodes_title_is_refused_alike(api, people, relu_run):
+    run = relu_run(budget=3, user=people["alice"])
+    exported = api(people["alice"]).get(f"/api/runs/{run.pk}/export/").json()
+    exported["state"]["tree"]["nodes"][0]["proposal"]["title"] = OVERRIDE
+
+    response = api(people["bob"]).post("/api/runs/import/", exported, format="json")
+
+    assert response.status_code == 400, response.json()
+    assert "title" in response.json()["state.tree"][0] and "U+202E" in response.json()["state.tree"][0]
+    assert Run.objects.count() == 1
+
+
 @pytest.fixture
 def card(people) -> SkillCard:
     return SkillCard.objects.create(card_id="vec4-v1", intent="VEC4", status="verified",
