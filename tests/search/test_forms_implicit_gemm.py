@@ -208,18 +208,19 @@ def test_taps_counted_from_minus_one_are_digits_from_their_start():
 
 
 @needs_gxx
-@pytest.mark.parametrize("name", ["conv2d", "conv2d prefetched", "strided", "centred", "transposed"])
+@pytest.mark.parametrize("name", ["conv2d", "conv2d not prefetched", "strided", "centred", "transposed"])
 def test_the_tiled_skeleton_computes_the_convolutions(name, tmp_path):
-    """(`prefetched`: the tile's switch that loads the next step while one computes.)"""
+    """(`not prefetched`: the tile's switch that loads the next step while one computes, off;
+    it is on by default.)"""
     centred = Task(**{**STRIDED_TASK.__dict__, "naive_source": CENTRED})
-    task = {"conv2d": tasks.get("conv2d"), "conv2d prefetched": tasks.get("conv2d"), "strided": STRIDED_TASK,
-            "centred": centred, "transposed": TRANSPOSED_TASK}[name]
+    task = {"conv2d": tasks.get("conv2d"), "conv2d not prefetched": tasks.get("conv2d"),
+            "strided": STRIDED_TASK, "centred": centred, "transposed": TRANSPOSED_TASK}[name]
     emitted = by_name("contraction.smem_register_tile").emit(lift(task.naive_source, task.naive_plan),
                                                              task.naive_plan, task)
     source = emitted.source
-    if name.endswith("prefetched"):
-        assert "#define OPTIML_PREFETCH 0" in source
-        source = source.replace("#define OPTIML_PREFETCH 0", "#define OPTIML_PREFETCH 1")
+    if name.endswith("not prefetched"):
+        assert "#define OPTIML_PREFETCH 1" in source
+        source = source.replace("#define OPTIML_PREFETCH 1", "#define OPTIML_PREFETCH 0")
     kernels = CpuKernels(Candidate.from_dict({**emitted.plan, "source": source}), tmp_path)
     for sizes in task.l0_sizes[:3]:
         inputs = inputs_for(task, sizes)

@@ -46,6 +46,7 @@ from search.engine.forms import (
     LoopHole,
     Refusal,
     Uniform,
+    normalize,
 )
 
 
@@ -569,3 +570,45 @@ def test_a_skeleton_given_a_refusal_says_so_instead_of_failing():
     refusal = forms.Refusal("a reason", family=forms.ROWS)
     for skeleton in SKELETONS:
         assert "no form to emit: a reason" in skeleton.emit(refusal, ROW_PLAN, None)
+
+
+# one counter, declared once and set again for a second loop, as people often write it
+LOGSUMEXP_REUSED_COUNTER = """extern "C" __global__ void k(const float* x, float* y, int M, int N) {
+    int r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r < M) {
+        const float* row = x + r * N;
+        float m = -INFINITY;
+        int j = 0;
+        while (j < N) { m = fmaxf(m, row[j]); j++; }
+        float s = 0.0f;
+        j = 0;
+        while (j < N) { s += expf(row[j] - m); j++; }
+        y[r] = m + logf(s);
+    }
+}
+"""
+
+
+def test_a_counter_set_again_for_a_second_loop_counts_both_loops():
+    form = lifted(LOGSUMEXP_REUSED_COUNTER, ROW_PLAN)
+    assert form.family == forms.ROWS
+    assert [[(v.name, v.ctype, v.bound) for v in loop.variables] for loop in loops(form)] == [
+        [("j", "int", "N")], [("j", "int", "N")]]
+
+
+@pytest.mark.parametrize("after, why", [
+    ("y[r] = m + logf(s) + (float)j;", "the counter's value after the second loop is read"),
+    ("if (j > 0) s = s + 1.0f;\n        y[r] = m + logf(s);", "read before it is set again"),
+])
+def test_a_counter_whose_value_after_its_loop_is_read_keeps_its_while_loop(after, why):
+    source = LOGSUMEXP_REUSED_COUNTER.replace("y[r] = m + logf(s);", after)
+    assert source != LOGSUMEXP_REUSED_COUNTER, why
+    normalized = normalize.counted_whiles_as_fors(source)
+    assert "while (j < N)" in normalized, why
+
+
+def test_a_counter_read_between_its_loops_keeps_the_first_loop_a_while():
+    source = LOGSUMEXP_REUSED_COUNTER.replace("float s = 0.0f;", "float s = (float)j;")
+    normalized = normalize.counted_whiles_as_fors(source)
+    assert normalized.count("while (j < N)") == 1 and "for (int j = 0; j < N; ++j)" in normalized
+    assert "float s = (float)j;" in normalized  # j still declared for it: the source compiles as before

@@ -10,7 +10,15 @@ import re
 
 from tree_sitter import Node
 
-from ..rewrites.syntax import assigned_identifier, named_statements, parse, strip_parens, text, walk
+from ..rewrites.syntax import (
+    assigned_identifier,
+    declared_name,
+    named_statements,
+    parse,
+    strip_parens,
+    text,
+    walk,
+)
 from . import strides
 from .accumulated import outputs_accumulated_in_locals
 from .peeled import peeled_digits_as_divisions
@@ -84,30 +92,89 @@ def one_declarator_each(source: str) -> str:
 
 def counted_whiles_as_fors(source: str) -> str:
     """`int k = 0; while (k < K) { ...; k++; }` (or `k += stride`, a grid stride that the
-    body does not change) written as the for loop it is, when k is read nowhere after
-    the loop, changed nowhere else in it, and no `continue` skips its step: every
-    reader of loops (rows, contractions, the grid-stride map) then reads one kind. Statements
-    between the declaration and the loop that neither read k nor change what its start
-    reads (`int j = 0; float m = -INFINITY; while (j < N)`) stay where they are."""
+    body does not change) written as the for loop it is, when the value k has after the
+    loop is never read (nothing reads k before a later `k = ...;` sets it again), k is
+    changed nowhere else in the loop, and no `continue` skips its step: every reader of
+    loops (rows, contractions, the grid-stride map) then reads one kind. A counter set
+    again for a second loop (`k = 0; while (k < K)`, k declared before in the block) is
+    read the same way, its loop declaring a k of the same type; where k is still named
+    after its loop, the declaration stays, without its start, so what follows still
+    compiles. Statements between the start and the loop that neither read k nor change
+    what its start reads (`int j = 0; float m = -INFINITY; while (j < N)`) stay where
+    they are."""
     for _ in range(64):
         data = source.encode()
         found = _counted_while(parse(data).root_node)
         if found is None:
             return source
-        declaration, loop, (name, kind, start), body = found
+        start_statement, loop, (name, kind, start), body, named_later = found
         condition = text(strip_parens(condition_of(loop)))
         inner = "\n".join(text(s) for s in body[:-1])
         replacement = f"for ({kind} {name} = {start}; {condition}; {_step(body, name)}) {{\n{inner}\n}}"
-        source = (data[:declaration.start_byte] + data[declaration.end_byte:loop.start_byte]
+        kept = f"{kind} {name};" if named_later and start_statement.type == "declaration" else ""
+        source = (data[:start_statement.start_byte] + kept.encode()
+                  + data[start_statement.end_byte:loop.start_byte]
                   + replacement.encode() + data[loop.end_byte:]).decode()
     return source
+
+
+def _set_again(statement: Node, name: str) -> bool:
+    """Whether a statement is `name = value;` with a value that does not read name."""
+    expression = statement.named_children[0] if statement.type == "expression_statement" \
+        and statement.named_children else None
+    if expression is None or expression.type != "assignment_expression" or \
+            text(expression.child_by_field_name("operator")) != "=":
+        return False
+    left, right = expression.child_by_field_name("left"), expression.child_by_field_name("right")
+    return left.type == "identifier" and text(left) == name and \
+        not any(n.type == "identifier" and text(n) == name for n in walk(right))
+
+
+def _read_after(name: str, later: list[Node]) -> bool:
+    """Whether the value name has when `later` begins is read: a statement names it before
+    one at this level sets it again."""
+    for statement in later:
+        if _set_again(statement, name):
+            return False
+        if any(n.type == "identifier" and text(n) == name for n in walk(statement)):
+            return True
+    return False
+
+
+def _declared_type(name: str, before: list[Node]) -> str | None:
+    """The type of name as a declaration among `before` declares it (a plain declaration
+    or a for loop's), the last one; None if none does."""
+    kind = None
+    for statement in before:
+        declaration = statement if statement.type == "declaration" else \
+            statement.child_by_field_name("initializer") if statement.type == "for_statement" else None
+        if declaration is None or declaration.type != "declaration":
+            continue
+        if any(declared_name(d) == name for d in declaration.children_by_field_name("declarator")):
+            kind = text(declaration.child_by_field_name("type"))
+    return kind
+
+
+def _counter(statement: Node, before: list[Node]) -> tuple[str, str, Node] | None:
+    """(k, its type, its start) of `T k = start;`, or of `k = start;` with k declared in
+    `before`."""
+    declared = _declaration(statement)
+    if declared is not None:
+        return declared
+    assignment = statement.named_children[0] if statement.type == "expression_statement" \
+        and statement.named_children else None
+    if assignment is None or assignment.type != "assignment_expression":
+        return None
+    name = text(assignment.child_by_field_name("left"))
+    kind = _declared_type(name, before) if _set_again(statement, name) else None
+    return (name, kind, assignment.child_by_field_name("right")) if kind else None
 
 
 def _counted_while(root: Node):
     for block in (n for n in walk(root) if n.type == "compound_statement"):
         statements = named_statements(block)
         for position, first in enumerate(statements):
-            counter = _declaration(first)
+            counter = _counter(first, statements[:position])
             if counter is None:
                 continue
             name = counter[0]
@@ -128,12 +195,13 @@ def _counted_while(root: Node):
                 continue
             later = statements[offset + 1:]
             inside = [n for s in body[:-1] for n in walk(s)]
-            if any(n.type == "identifier" and text(n) == name for s in later for n in walk(s)) or \
+            if _read_after(name, later) or \
                     any(assigned_identifier(n) == name or (n.type == "update_expression" and
                         text(n.child_by_field_name("argument")) == name) for n in inside) or \
                     any(n.type == "continue_statement" for n in inside):
                 continue
-            return first, loop, (name, text(first.child_by_field_name("type")), text(counter[2])), body
+            named_later = any(n.type == "identifier" and text(n) == name for s in later for n in walk(s))
+            return first, loop, (name, counter[1], text(counter[2])), body, named_later
     return None
 
 
