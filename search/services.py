@@ -131,10 +131,11 @@ def _parts_for(run: Run):
 def _search_for(run: Run, pending: list[PendingRow] | None = None) -> Search:
     """The run's search (under the run's row lock when it is to be changed and saved):
     the one this process saved last, while nobody else saved the run since, else rebuilt
-    from the rows (search.state). A pending node a worker measures under a live lease
-    (RunNode.lease_expires_at, profiling/leases.py) is not handed out again, nor one handed
-    out less than a gate's time limit ago and not yet taken (RunNode.issued_at: its message
-    waits in the queue); the others are, a dead worker's as soon as its lease runs out.
+    from the rows (search.state). A pending node handed out less than a gate's time limit
+    ago (RunNode.issued_at; evaluation_time_limit_s) is not handed out again while its
+    message waits in the queue, or while a worker measures it under a live lease
+    (RunNode.lease_expires_at, profiling/leases.py); the others are, a dead worker's as
+    soon as its lease runs out.
     `pending`: the run's pending rows, when the caller has read them (_pending_rows)."""
     now = timezone.now()
     cutoff = now - timedelta(seconds=evaluation_time_limit_s(run))
@@ -146,9 +147,10 @@ def _search_for(run: Run, pending: list[PendingRow] | None = None) -> Search:
 
 
 def _in_flight(row: PendingRow, *, now, issued_after) -> bool:
+    issued = row.issued_at is not None and row.issued_at >= issued_after
     if row.lease_expires_at is not None:  # a worker took it: in flight while it renews its lease
-        return row.lease_expires_at >= now
-    return row.issued_at is not None and row.issued_at >= issued_after
+        return issued and row.lease_expires_at >= now
+    return issued
 
 
 @dataclasses.dataclass(frozen=True)
