@@ -14,6 +14,9 @@ handed out again only after 1,500 s.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
 import time
 from collections import Counter
@@ -250,3 +253,12 @@ def _same_evaluator(claim: Evaluation) -> dict:
 
 
 assert EXPIRED_LEASE_SWEEP_S <= PRODUCTION_HEARTBEAT_S  # the sweep is not what makes a takeover slow
+
+
+def test_a_heartbeat_no_shorter_than_the_lease_stops_the_process_at_start_up():
+    env = {**os.environ, "OPTIML_EVALUATION_LEASE_S": "30", "OPTIML_EVALUATION_HEARTBEAT_S": "30"}
+    started = subprocess.run([sys.executable, "-c", "import optiml_web.settings"], env=env,
+                             capture_output=True, text=True, timeout=60)
+    assert started.returncode != 0
+    assert "ImproperlyConfigured: OPTIML_EVALUATION_HEARTBEAT_S=30.0 must be above 0 and below" \
+        in started.stderr
