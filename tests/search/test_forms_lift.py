@@ -612,3 +612,38 @@ def test_a_counter_read_between_its_loops_keeps_the_first_loop_a_while():
     normalized = normalize.counted_whiles_as_fors(source)
     assert normalized.count("while (j < N)") == 1 and "for (int j = 0; j < N; ++j)" in normalized
     assert "float s = (float)j;" in normalized  # j still declared for it: the source compiles as before
+
+
+# a block of one thread a row, as people launch a first kernel: <<<M, 1>>>
+ROWSUM_BLOCK_A_ROW = """extern "C" __global__ void k(const float* x, float* y, int M, int N) {
+    int r = blockIdx.x;
+    float s = 0.0f;
+    for (int j = 0; j < N; j++) s += x[r * N + j];
+    y[r] = s;
+}
+"""
+ONE_THREAD_BLOCKS = plan("k", ["x", "y", "M", "N"], grid="M", block="1")
+
+
+def test_blocks_of_one_thread_index_their_rows_by_block_alone():
+    form = lifted(ROWSUM_BLOCK_A_ROW, ONE_THREAD_BLOCKS)
+    assert form.family == forms.ROWS
+    assert [(a.name, a.bound) for a in form.space] == [("r", "M")]
+    assert [[(v.name, v.bound) for v in loop.variables] for loop in loops(form)] == [[("j", "N")]]
+
+
+def test_blocks_of_many_threads_indexed_by_block_alone_do_not_lift():
+    """Every thread of a block would run the row again: a form of one point a row would
+    not be the kernel (with an atomic, it would add a block's worth of times)."""
+    wide = {**ONE_THREAD_BLOCKS, "launches": [{**ONE_THREAD_BLOCKS["launches"][0], "block": ["BLOCK"]}]}
+    assert isinstance(forms.lift(ROWSUM_BLOCK_A_ROW, wide), forms.Refusal)
+
+
+def test_a_map_of_one_thread_blocks_is_a_map():
+    source = """extern "C" __global__ void k(const float* x, float* y, int n) {
+    int i = blockIdx.x;
+    y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+}
+"""
+    form = lifted(source, plan("k", ["x", "y", "n"], grid="n", block="1"))
+    assert form.family == forms.MAP and [(a.name, a.bound) for a in form.space] == [("i", "n")]

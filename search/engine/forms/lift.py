@@ -64,7 +64,7 @@ def lift(source: str, plan: dict[str, Any]) -> Form | Refusal:
     extra: tuple[str, ...] = ()
     try:
         space = read_space(kernel, plane_bounds(launch.get("grid", []), launch.get("args", []),
-                                                [p.name for p in kernel.params]))
+                                                [p.name for p in kernel.params], launch.get("block")))
     except NotRead as error:
         widened = planes.told(source, launch, [p.name for p in kernel.params], error)
         if widened is None:
@@ -74,7 +74,8 @@ def lift(source: str, plan: dict[str, Any]) -> Form | Refusal:
         kernel = {k.name: k for k in find_kernels(tree)}[launch["kernel"]]
         try:
             names = [p.name for p in kernel.params]
-            space = read_space(kernel, plane_bounds(launch["grid"], launch["args"], names))
+            space = read_space(kernel, plane_bounds(launch["grid"], launch["args"], names,
+                                                    launch.get("block")))
         except NotRead as again:
             return Refusal(str(again))
     problem = _hazard(space.body, space.thread_names | {"blockIdx", "threadIdx", "blockDim", "gridDim"},

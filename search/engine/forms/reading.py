@@ -142,25 +142,34 @@ def _is_return(statement: Node) -> bool:
     return len(inner) == 1 and inner[0].type == "return_statement"
 
 
-def plane_axis(node: Node, env: dict[str, Node]) -> str | None:
-    """'y' or 'z' when `node` is blockIdx.y or blockIdx.z alone (a plane of the grid)."""
+def plane_axis(node: Node, env: dict[str, Node], letters: str = "yz") -> str | None:
+    """'y' or 'z' (or 'x', where `letters` has it) when `node` is blockIdx.y or blockIdx.z
+    alone (a plane of the grid)."""
     node = _unwrap(node, env)
     found = text(node).replace(" ", "") if node.type == "field_expression" else ""
-    return found[-1] if found in ("blockIdx.y", "blockIdx.z") else None
+    return found[-1] if found in {f"blockIdx.{letter}" for letter in letters} else None
 
 
-def plane_bounds(grid: list, args: list, params: list[str]) -> dict[str, str]:
-    """{letter: bound} of the grid's y and z dimensions as kernel expressions: each size the
-    plan's expression names must be passed to the kernel (`N * C` with arguments N and C).
-    A dimension that cannot be written so is left out (its plane then does not read)."""
+def single_threads(block: list | None) -> bool:
+    """Whether a launch's blocks are one thread each (`block: [1]`): blockIdx.x alone then
+    indexes the threads as blockIdx.x * blockDim.x + threadIdx.x would."""
+    return bool(block) and all(str(d).strip() == "1" for d in block)
+
+
+def plane_bounds(grid: list, args: list, params: list[str], block: list | None = None) -> dict[str, str]:
+    """{letter: bound} of the grid's y and z dimensions (and x, for blocks of one thread)
+    as kernel expressions: each size the plan's expression names must be passed to the
+    kernel (`N * C` with arguments N and C). A dimension that cannot be written so is left
+    out (its plane then does not read)."""
     passed = {str(arg): param for arg, param in zip(args, params, strict=False)}
     found = {}
     whole = {arg.replace(" ", ""): param for arg, param in passed.items()}
+    letters = "xyz" if single_threads(block) else "yz"
     for letter, dim in zip("xyz", [str(d) for d in grid], strict=False):
         names = set(re.findall(r"[A-Za-z_]\w*", dim))
-        if letter != "x" and dim.replace(" ", "") in whole:  # the grid's extent passed as one argument
+        if letter in letters and dim.replace(" ", "") in whole:  # the extent passed as one argument
             found[letter] = whole[dim.replace(" ", "")]
-        elif letter != "x" and names <= set(passed):
+        elif letter in letters and names <= set(passed):
             found[letter] = re.sub(r"[A-Za-z_]\w*", lambda m: passed[m.group(0)], dim)
     return found
 
@@ -186,7 +195,7 @@ def read_space(kernel: Kernel, planes: dict[str, str] | None = None) -> Space:
                 axes[name] = (kind.replace("const ", ""), axis)
                 firsts[name] = value  # a grid-stride loop may start from it (`for (i = tid; ...)`)
                 continue
-            plane = plane_axis(value, env)
+            plane = plane_axis(value, env, "yz" + ("x" if "x" in planes else ""))
             if plane is not None and kind.replace("const ", "") in INDEX_TYPES:
                 if plane not in planes:
                     raise NotRead(f"line {statement.start_point.row + 1}: {name} is a plane of the grid "
@@ -207,6 +216,11 @@ def read_space(kernel: Kernel, planes: dict[str, str] | None = None) -> Space:
             prelude.append(statement)
             continue
         rest = statements[position + 1:]
+        if "x" in planes and axes and set(axes) == set(bounded) and not early and \
+                statement.type != "if_statement":
+            # blocks of one thread, every index a plane the grid bounds (`int row =
+            # blockIdx.x;` launched <<<R, 1>>>): no check, the rest is one point's work
+            return _planes_only(statements, position, axes, prelude, frozenset(thread_names), bounded)
         if statement.type == "if_statement":
             return _guarded(statement, rest, axes, tuple(prelude), frozenset(thread_names), bounded,
                             tuple(early))
@@ -222,6 +236,17 @@ def read_space(kernel: Kernel, planes: dict[str, str] | None = None) -> Space:
         raise NotRead(f"line {statement.start_point.row + 1}: expected the bounds check "
                       "of the thread index, found another statement")
     raise NotRead("the kernel has no bounds check on a thread index")
+
+
+def _planes_only(statements: list[Node], position: int, axes: dict[str, tuple[str, str]],
+                 prelude: list[Node], thread_names: frozenset[str], planes: dict[str, str]) -> Space:
+    """A space of grid planes alone: the declarations after the last plane's are the
+    point's own (its accumulators), with every statement from `position` on."""
+    last = max(i for i, s in enumerate(statements[:position])
+               if (d := _declaration(s)) is not None and d[0] in axes)
+    own = list(statements[last + 1:position])
+    kept = tuple(s for s in prelude if all(s.id != o.id for o in own))
+    return Space(kept, _ordered(axes, {}, planes), tuple(own) + tuple(statements[position:]), thread_names)
 
 
 def _ordered(axes: dict[str, tuple[str, str]], bounds: dict[str, str],
