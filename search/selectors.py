@@ -206,12 +206,24 @@ def run_trajectory(*, run: Run) -> dict:
     }
 
 
+def run_gpu(*, run: Run) -> str | None:
+    """The GPU that measured the run's kernels: its best node's, else its latest
+    measured node's; None before any measurement (or under an evaluator that names none)."""
+    nodes = RunNode.objects.filter(run=run, evaluation__isnull=False).exclude(
+        evaluation__gpu__in=("", "none"))
+    best = nodes.filter(node_id=run.best_node).values_list("evaluation__gpu", flat=True).first() \
+        if run.best_node is not None else None
+    return best or nodes.order_by("-node_id").values_list("evaluation__gpu", flat=True).first()
+
+
 def run_floor_ms(*, run: Run) -> float | None:
-    """The physics floor of the run's task at its timed sizes on the H200 (datasheet
-    ceilings): the least time any correct kernel could take. None if the task is gone."""
+    """The physics floor of the run's task at its timed sizes on the GPU that measured it
+    (that GPU's datasheet ceilings): the least time any correct kernel could take there.
+    None if the task is gone, before any measurement, or for a GPU without ceilings."""
     from profiling import services as gate_services
 
-    return gate_services.task_floor_ms(task=run.task)
+    gpu = run_gpu(run=run)
+    return gate_services.task_floor_ms(task=run.task, gpu=gpu) if gpu else None
 
 
 def run_best_path(*, run: Run) -> list[dict]:

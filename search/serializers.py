@@ -141,7 +141,8 @@ class RunDetailSerializer(RunSerializer):
         read_only_fields = fields
 
     floor_ms = serializers.SerializerMethodField(
-        help_text="the physics floor of the task at its timed sizes on the H200 (datasheet ceilings)")
+        help_text="the physics floor of the task at its timed sizes on the GPU that measured the run "
+                  "(its datasheet ceilings); null before any measurement")
 
     @extend_schema_field(serializers.FloatField(allow_null=True))
     def get_floor_ms(self, run: Run) -> float | None:

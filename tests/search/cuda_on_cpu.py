@@ -61,6 +61,12 @@ template <typename T> inline T __ldg(const T* address) { return *address; }
 // The fast intrinsics stand for their precise counterparts: the emulator checks the
 // kernel's logic, and the task's tolerance is what must admit the hardware's error.
 inline float __expf(float v) { return expf(v); }
+// CUDA's float overloads of max/min and of the math functions (`exp(v)` on a float is expf)
+inline float max(float a, float b) { return fmaxf(a, b); }
+inline float min(float a, float b) { return fminf(a, b); }
+inline int max(int a, int b) { return a > b ? a : b; }
+inline int min(int a, int b) { return a < b ? a : b; }
+using std::exp; using std::log; using std::sqrt; using std::tanh; using std::fabs;
 inline float __logf(float v) { return logf(v); }
 inline float __fdividef(float a, float b) { return a / b; }
 inline float __frcp_rn(float v) { return 1.0f / v; }

@@ -521,3 +521,33 @@ def test_the_export_is_the_trajectory_as_a_json_download(api, people, relu_run):
     assert data["format"] == "optiml-trajectory" and data["run"]["id"] == run.pk
     assert [e["seq"] for e in data["events"]] == list(range(1, run.next_seq))
     assert data["state"]["tree"]["nodes"][0]["id"] == 0
+
+
+def test_the_physics_floor_is_the_ceilings_of_the_gpu_that_measured_the_run(api, people, relu_run):
+    """An H100 moves bytes at 3.35 TB/s, an H200 at 4.8: a run measured on an H100 is held
+    to the H100's floor, not the H200's."""
+    from profiling import services as gate_services
+    from profiling.models import Evaluation
+
+    run = relu_run(budget=1, user=people["alice"])
+    alice = api(people["alice"])
+    measured_on = set(Evaluation.objects.filter(
+        pk__in=run.nodes.exclude(evaluation=None).values("evaluation")).values_list("gpu", flat=True))
+    assert measured_on and all("H200" in gpu for gpu in measured_on)
+    on_h200 = alice.get(f"/api/runs/{run.pk}/").json()["floor_ms"]
+    assert on_h200 == pytest.approx(gate_services.task_floor_ms(task=run.task, gpu="NVIDIA H200"))
+
+    Evaluation.objects.filter(pk__in=run.nodes.exclude(evaluation=None).values("evaluation")).update(
+        gpu="NVIDIA H100 80GB HBM3")
+    on_h100 = alice.get(f"/api/runs/{run.pk}/").json()["floor_ms"]
+
+    assert on_h100 == pytest.approx(on_h200 * 4.8 / 3.35, rel=1e-6)  # relu is bound by its bytes
+
+
+def test_a_run_measured_nowhere_yet_has_no_physics_floor(api, people, relu_run):
+    from profiling.models import Evaluation
+
+    run = relu_run(budget=1, user=people["alice"])
+    Evaluation.objects.filter(pk__in=run.nodes.exclude(evaluation=None).values("evaluation")).update(gpu="none")
+
+    assert api(people["alice"]).get(f"/api/runs/{run.pk}/").json()["floor_ms"] is None

@@ -28,6 +28,6 @@ export function timelineLegend() {
   const item = (cls, text, dot = false) => [h("span", { class: `swatch ${dot ? "dot " : ""}${cls}` }), text];
   return h("p", { class: "timeline-legend" },
     item("measured", "measured", true), item("improved", "a new best", true),
-    item("best", "best so far"), item("vendor", "vendor library"), item("floor", "physics floor (H200 datasheet)"));
+    item("best", "best so far"), item("vendor", "vendor library"), item("floor", "physics floor (the measuring GPU's datasheet)"));
 }
 
