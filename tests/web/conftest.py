@@ -240,3 +240,26 @@ def write_job(api, django_capture_on_commit_callbacks, monkeypatch):
         return response, job.json()
 
     return write
+
+
+def migrate(targets):
+    """The database migrated to `targets` (e.g. [("profiling", "0003_...")]); the app
+    registry as of then."""
+    from django.db import connection
+    from django.db.migrations.executor import MigrationExecutor
+
+    executor = MigrationExecutor(connection)
+    executor.loader.build_graph()
+    executor.migrate(targets)
+    return executor.loader.project_state(targets).apps
+
+
+@pytest.fixture
+def back_to_latest():
+    """A migration test's database migrated forward again after it."""
+    from django.db import connection
+    from django.db.migrations.executor import MigrationExecutor
+
+    yield
+    executor = MigrationExecutor(connection)
+    executor.migrate(executor.loader.graph.leaf_nodes())

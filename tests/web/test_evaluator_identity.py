@@ -10,8 +10,6 @@ import shutil
 from pathlib import Path
 
 import pytest
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 
 from profiling import services
 from profiling.evaluators import EvaluatorError, GateEvaluator, RecordedEvaluator, evaluator_identity
@@ -19,6 +17,7 @@ from profiling.harness import gate
 from profiling.harness.candidate import Candidate as HarnessCandidate
 from profiling.harness.compile import CompilerUnavailable
 from profiling.models import Evaluation
+from tests.web.conftest import migrate
 
 SCHEMA = Path(__file__).resolve().parents[1] / "fixtures" / "recorded" / "schema-h200.json"
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="compiling needs nvcc")
@@ -108,23 +107,9 @@ BEFORE = [("profiling", "0004_evaluation_lease")]
 AFTER = [("profiling", "0005_evaluation_evaluator")]
 
 
-def _migrate(targets):
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate(targets)
-    return executor.loader.project_state(targets).apps
-
-
-@pytest.fixture
-def back_to_latest():
-    yield
-    executor = MigrationExecutor(connection)
-    executor.migrate(executor.loader.graph.leaf_nodes())
-
-
 @pytest.mark.django_db(transaction=True)
 def test_the_migration_keys_the_gates_rows_gate_and_every_other_row_legacy(back_to_latest):
-    apps = _migrate(BEFORE)
+    apps = migrate(BEFORE)
     Task, Kernel, Old = (apps.get_model("profiling", name) for name in ("Task", "Candidate", "Evaluation"))
     task = Task.objects.create(name="relu")
     rows = {}
@@ -134,7 +119,7 @@ def test_the_migration_keys_the_gates_rows_gate_and_every_other_row_legacy(back_
                                           settings_key="k", status=status, source=source,
                                           claimed_at="2026-12-01T00:00:00Z").pk
 
-    New = _migrate(AFTER).get_model("profiling", "Evaluation")
+    New = migrate(AFTER).get_model("profiling", "Evaluation")
 
     # A failure stored under some recording (no source: its evaluator unknown) serves nobody.
     assert {source: New.objects.get(pk=pk).evaluator for source, pk in rows.items()} == {

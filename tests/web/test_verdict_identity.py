@@ -13,8 +13,6 @@ from pathlib import Path
 
 import pytest
 from django.core.management import call_command
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 
 from optiml_web.celery import app
 from profiling import selectors, services
@@ -27,6 +25,7 @@ from profiling.serialization import LEGACY_SETTINGS_KEY, settings_key
 from profiling.tasks import evaluate_candidate
 from search import services as run_services
 from search.models import RunNode
+from tests.web.conftest import migrate
 from tests.web.stand_in_gate import GateLikeRecorded
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "recorded"
@@ -222,20 +221,6 @@ def test_the_naive_baseline_is_measured_by_the_standard_gate_and_a_later_run_reu
 
 BEFORE = [("profiling", "0002_declaredtask")]
 AFTER = [("profiling", "0003_evaluation_settings")]
-
-
-def migrate(targets):
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate(targets)
-    return executor.loader.project_state(targets).apps
-
-
-@pytest.fixture
-def back_to_latest():
-    yield
-    executor = MigrationExecutor(connection)
-    executor.migrate(executor.loader.graph.leaf_nodes())
 
 
 def _legacy_rows(apps) -> tuple[int, int]:
