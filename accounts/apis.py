@@ -15,6 +15,7 @@ from accounts import joining, services
 from accounts.models import Invitation, Membership, Team
 from accounts.names import DISPLAY_NAME_PATTERN
 from accounts.selectors import team_invitations, team_members, team_role, user_team_ids, user_teams
+from optiml_web.params import TextField
 from optiml_web.schema import BAD_REQUEST_SCHEMA
 
 
@@ -60,7 +61,7 @@ class TeamRowSerializer(serializers.Serializer):
 
 
 @extend_schema_field({"type": "string", "pattern": DISPLAY_NAME_PATTERN})
-class TeamNameField(serializers.CharField):
+class TeamNameField(TextField):
     """A team's name, documented as the service checks it (services.team_create_by): at
     most the column's length, not blank, no control or text-direction characters."""
 
@@ -73,7 +74,7 @@ class TeamCreateSerializer(serializers.Serializer):
 
 
 class MemberAddSerializer(serializers.Serializer):
-    username = serializers.CharField(max_length=150)
+    username = TextField(max_length=150)
     role = serializers.ChoiceField(choices=Membership.Role.choices, default=Membership.Role.MEMBER)
 
 

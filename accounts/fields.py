@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
-from rest_framework import serializers
 
 from accounts.names import DISPLAY_TEXT_NOT_BLANK_PATTERN, DISPLAY_TEXT_PATTERN, display_text_problem
+from optiml_web.params import TextField
 
 
 class DisplayTextValidator(RegexValidator):
@@ -24,7 +24,7 @@ class DisplayTextValidator(RegexValidator):
             raise ValidationError(problem, code="invalid")
 
 
-class DisplayTextField(serializers.CharField):
+class DisplayTextField(TextField):
     """Text of one line or several that others will read: no control characters but line
     breaks and tabs, no text-direction embeddings, overrides or isolates."""
 

@@ -204,6 +204,17 @@ def register_converters() -> None:
             register_converter(converter, name)
 
 
+class TextField(serializers.CharField):
+    """DRF's CharField for text a person writes, taking text only: DRF's own turns a JSON
+    number into its digits (a team named 443), where the schema says a string."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            raise serializers.ValidationError(f"Text is required, not {type(data).__name__}",
+                                              code="invalid")
+        return super().to_internal_value(data)
+
+
 class WholeNumberField(serializers.IntegerField):
     """DRF's IntegerField under the query parameters' rule for text: a JSON number, or a
     string of ASCII digits (a leading '-' where the field allows negatives). DRF's own

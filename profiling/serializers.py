@@ -13,7 +13,7 @@ from rest_framework.settings import api_settings
 
 from accounts.fields import DisplayTextField
 from optiml_web.limits import MAX_DECLARED_TASK_BYTES, json_bytes
-from optiml_web.params import MAX_DB_INT, WholeNumberField
+from optiml_web.params import MAX_DB_INT, TextField, WholeNumberField
 from profiling.harness import declared
 from profiling.harness.spec import DISTRIBUTIONS
 from profiling.models import DeclaredTask
@@ -44,7 +44,7 @@ class TensorListSerializer(serializers.ListSerializer):
 
 
 @extend_schema_field({"type": "string", "pattern": declared.NAME_PATTERN, "maxLength": 32})
-class TensorNameField(serializers.CharField):
+class TensorNameField(TextField):
     """A tensor's name, documented as the harness checks it (definition._identifier), which
     refuses anything else in its own words."""
 

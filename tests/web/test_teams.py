@@ -31,6 +31,7 @@ def test_a_person_makes_a_team_adds_a_colleague_and_makes_them_admin(api, people
     ({"name": ""}, "name", "blank"), ({"name": "   "}, "name", "blank"),
     ({"name": "KERNELS"}, "name", "you are in a team named 'KERNELS' already"),
     ({"name": "x" * 101}, "name", "100"),
+    ({"name": 443}, "name", "Text is required, not int"),  # DRF's CharField took it as "443"
 ])
 def test_bad_team_names_are_refused_on_the_name(api, people, body, field, words):
     response = api(people["alice"]).post("/api/teams/", body, format="json")  # alice is in kernels
