@@ -61,8 +61,8 @@ class Heartbeat:
                 try:
                     if not self.renew():
                         self.lost = True
-                        logger.warning("%s: the lease was taken over; what this worker measures is dropped",
-                                       self.name)
+                        logger.warning("%s: the claim is no longer this worker's (taken over, or ended "
+                                       "elsewhere); what it does now is refused", self.name)
                         return
                 except Exception:
                     logger.warning("%s: lease not renewed", self.name, exc_info=True)

@@ -8,27 +8,28 @@ rounds plus nvcc. The row is the truth: whoever polls the job reads its status, 
 attempts stored so far (each as it is checked) and, once done, the kernel.
 
 A worker may die while it writes (SIGKILL, the OOM killer, a host lost). While the
-writers work, a thread moves the job's `updated` every OPTIML_WRITING_HEARTBEAT_S; a
-running job that missed ORPHAN_HEARTBEATS of them lost its worker, and the beat queues
-it again with a new message (writing_jobs_resume), for another worker to write from the
-start; the attempts of the lost try stay. A job is claimed at most MAX_TRIES times. Each
-claim counts in `tries`, and only the latest claim's worker beats, stores the outcome and
-ends the job. A queued or running job that has not moved for OPTIML_WRITING_STALE_S is
+writers work, a heartbeat (profiling.leases.Heartbeat, as evaluations and run nodes
+have) moves the job's `updated` every OPTIML_WRITING_HEARTBEAT_S, and each attempt moves
+it too; a running job that missed ORPHAN_HEARTBEATS of them lost its worker, and the beat
+queues it again with a new message (writing_jobs_resume), for another worker to write
+from the start; the attempts of the lost try stay. A job is claimed at most MAX_TRIES
+times. Each claim counts in `tries`, and only the latest claim's worker beats, stores the
+outcome and ends the job. A queued or running job that has not moved for OPTIML_WRITING_STALE_S is
 failed (no worker took it, or the beat did not run), by the beat or the next read.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import close_old_connections, connection, transaction
+from django.db import transaction
 from django.db.models import F, QuerySet
 from django.utils import timezone
 
 from profiling.harness.candidate import Candidate
+from profiling.leases import Heartbeat
 from search import generation_services
 from search.engine.types import Proposal
 from search.generation.loop import Checker
@@ -71,37 +72,18 @@ def _mine(job_id: int, tries: int):
     return WritingJob.objects.filter(pk=job_id, status=WritingJob.Status.RUNNING, tries=tries)
 
 
-class _Heartbeat:
-    """A thread that moves the job's `updated` every `every_s` while the writers work
-    (an LLM call and nvcc may each take minutes without a word), so that a job whose
-    updates stop has lost its worker. Its own database connection, closed when it stops."""
+def writing_job_renew(*, job_id: int, tries: int) -> bool:
+    """Move the job's `updated` on (its heartbeat); False once the claim is not ours
+    (ended, failed as stale, or claimed again: `tries` is the claim's token)."""
+    return bool(_mine(job_id, tries).update(updated=timezone.now()))
 
-    def __init__(self, job_id: int, tries: int, every_s: float) -> None:
-        self.job_id, self.tries, self.every_s = job_id, tries, every_s
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=f"writing-job-{job_id}", daemon=True)
 
-    def __enter__(self) -> _Heartbeat:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc_info) -> None:
-        self._stop.set()
-        self._thread.join()
-
-    def beat(self) -> None:
-        _mine(self.job_id, self.tries).update(updated=timezone.now())
-
-    def _run(self) -> None:
-        try:
-            while not self._stop.wait(self.every_s):
-                try:
-                    self.beat()
-                except Exception:  # a database hiccup: the next beat tries again
-                    logger.warning("writing job %s: heartbeat not stored", self.job_id, exc_info=True)
-                    close_old_connections()
-        finally:
-            connection.close()
+def writing_job_heartbeat(*, job_id: int, tries: int) -> Heartbeat:
+    """The heartbeat of our claim while the writers work (an LLM call and nvcc may each
+    take minutes without a word), every OPTIML_WRITING_HEARTBEAT_S: a job whose updates
+    stop has lost its worker. profiling.leases.Heartbeat, as evaluations and nodes beat."""
+    return Heartbeat(f"writing job {job_id}", lambda: writing_job_renew(job_id=job_id, tries=tries),
+                     every_s=settings.OPTIML_WRITING_HEARTBEAT_S)
 
 
 def writing_job_run(*, job_id: int, checker: Checker | None = None) -> WritingJob | None:
@@ -114,10 +96,11 @@ def writing_job_run(*, job_id: int, checker: Checker | None = None) -> WritingJo
         return None
     tries = job.tries
     try:
-        with _Heartbeat(job_id, tries, settings.OPTIML_WRITING_HEARTBEAT_S) as heartbeat:
+        with writing_job_heartbeat(job_id=job_id, tries=tries):
             proposal, _ = generation_services.kernel_generate(
                 task_name=job.task, intent=job.intent, user=job.created_by, checker=checker,
-                generation_id=job.generation, on_attempt=heartbeat.beat)
+                generation_id=job.generation,
+                on_attempt=lambda: writing_job_renew(job_id=job_id, tries=tries))
     except RunError as error:
         _end(job_id, tries, WritingJob.Status.FAILED, message=str(error))
     except Exception as error:  # the job's outcome, never only a traceback in a worker's log

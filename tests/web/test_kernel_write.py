@@ -241,7 +241,7 @@ def test_a_job_queued_again_is_written_by_its_new_claim_and_the_lost_claim_chang
     ended = writing_jobs.writing_job_run(job_id=job.pk)
     assert ended.status == "done" and ended.tries == 2
 
-    writing_jobs._Heartbeat(job.pk, first.tries, 10).beat()
+    assert not writing_jobs.writing_job_renew(job_id=job.pk, tries=first.tries)
     writing_jobs._end(job.pk, first.tries, WritingJob.Status.FAILED, message="the first worker's late word")
     again = WritingJob.objects.get(pk=job.pk)
     assert (again.status, again.message, again.updated) == ("done", "", ended.updated)
