@@ -5,6 +5,11 @@ only says "run N has news" on the channel group `run.<id>`, after the row commit
 viewer (search.consumers.RunConsumer) then reads seq > its last from the database, so a
 lost, repeated or reordered message costs nothing: the database is the truth.
 
+A run's progress (its pace, GPU time and queue: selectors.run_progress) changes with its
+events, and also when a GPU worker takes or finishes one of its evaluations, which writes no
+event: `progress_after_commit` says "look again" for that (`run.progress`, a notice id and
+nothing else), and each web process reads the progress once for its viewers (search.live).
+
 The same module tells a signed-in user's sockets to check their access again (group
 `user.<id>`, search.socket_access): the message says only "look again", never what changed.
 
@@ -19,6 +24,7 @@ Two ways news travels, both through here:
 from __future__ import annotations
 
 import logging
+import uuid
 from functools import partial
 from typing import Any
 
@@ -29,6 +35,7 @@ from django.db import transaction
 logger = logging.getLogger(__name__)
 
 MESSAGE_TYPE = "run.event"  # handled by RunConsumer.run_event
+PROGRESS_MESSAGE_TYPE = "run.progress"  # handled by RunConsumer.run_progress
 ACCESS_MESSAGE_TYPE = "access.changed"  # handled by socket_access.AccessRechecked.access_changed
 
 
@@ -57,6 +64,14 @@ def events_after_commit(*, run_id: int, events: list[tuple[int, str, dict[str, A
     if events:
         transaction.on_commit(partial(_send_all, run_id, [
             {"type": MESSAGE_TYPE, "seq": seq, "kind": kind, "data": data} for seq, kind, data in events]))
+
+
+def progress_after_commit(*, run_id: int) -> None:
+    """Tell run `run_id`'s viewers that its evaluations moved (a worker took one, or stored
+    what it measured) once that commits. The notice id lets a web process count one notice
+    once, however many of its viewers hear it."""
+    transaction.on_commit(partial(group_send, run_group(run_id), {"type": PROGRESS_MESSAGE_TYPE,
+                                                                   "notice": uuid.uuid4().hex}))
 
 
 def share_revoked_after_commit(*, run_id: int, share_id: int) -> None:

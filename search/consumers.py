@@ -6,6 +6,12 @@ Protocol (every frame is {"type", "data"}):
   {"last_seq": n}};
 - then, whenever the run has news, {"type": "events", "data": [...]} with what came next.
 
+A viewer that asks for progress (`&progress=1`, as the run page does) also gets {"type":
+"progress", "data": {"evaluated", "gpu_seconds", "queue"}} after "synced", and again after
+news whenever it changed: selectors.run_progress, the run API's fields of those names, read
+once per process for every viewer (search.live). Its queue counts other people's
+evaluations ahead (`queued_ahead`) and never names their runs or any GPU worker.
+
 The database is the truth: a notification (search.broadcast) only says "run N's log
 reaches seq s"; the consumer then sends seq > the last it sent, read from the database
 through the process's shared tail of the log (search.live). So frames never repeat or
@@ -22,9 +28,10 @@ every viewer's when the run or a link changes and every few minutes anyway
 (search.socket_access); the socket is closed (4404) when neither they nor the link they
 came with may still see the run.
 
-A bad `after` (not a whole number of ASCII digits that a sequence number can be) is a bad
-request: the socket is accepted only to be closed with 4400 and a reason that names the
-parameter and what it must be (optiml_web.params.close_bad_request, as every consumer).
+A bad `after` (not a whole number of ASCII digits that a sequence number can be) or a bad
+`progress` (not true or false) is a bad request: the socket is accepted only to be closed
+with 4400 and a reason that names the parameter and what it must be
+(optiml_web.params.close_bad_request, as every consumer).
 """
 
 from __future__ import annotations
@@ -54,6 +61,7 @@ class RunConsumer(AccessRechecked, AsyncJsonWebsocketConsumer):
                          keep_blank_values=True)
         try:
             after = params.parse_int(query.get("after", ["0"])[-1], "after")
+            self.wants_progress = params.parse_bool(query.get("progress", ["0"])[-1], "progress")
         except params.ParameterError as error:
             await params.close_bad_request(self, error)
             return
@@ -71,6 +79,7 @@ class RunConsumer(AccessRechecked, AsyncJsonWebsocketConsumer):
         self.flush_pending = False
         self.flushes: set[asyncio.Task] = set()
         self.last_frame = 0.0
+        self.last_progress: dict | None = None
         # Join first, then read: an event committed in between is in the read, and one
         # committed after it brings a notification. Either way nothing falls in a gap.
         await self.channel_layer.group_add(broadcast.run_group(self.run_id), self.channel_name)
@@ -83,6 +92,7 @@ class RunConsumer(AccessRechecked, AsyncJsonWebsocketConsumer):
         self.last_sent = min(after, self.wanted)
         await self._send_new()
         await self.send_json({"type": "synced", "data": {"last_seq": self.last_sent}})
+        await self._send_progress()
 
     async def disconnect(self, code: int) -> None:
         await self.unfollow_user()
@@ -100,8 +110,20 @@ class RunConsumer(AccessRechecked, AsyncJsonWebsocketConsumer):
         """search.broadcast says the log reaches message["seq"]: send what is new, at most
         one frame per OPTIML_LIVE_COALESCE_S."""
         self.wanted = max(self.wanted, message.get("seq") or 0)
-        if self.wanted <= self.last_sent or self.flush_pending:
-            return  # nothing new, or a flush is coming that reads everything before it
+        if self.wanted <= self.last_sent:
+            return  # nothing new
+        self._flush_later()
+
+    async def run_progress(self, message: dict) -> None:
+        """search.broadcast says the run's evaluations moved without an event: a viewer
+        that follows progress hears it, at most one frame per OPTIML_LIVE_COALESCE_S."""
+        if self.wants_progress and self.feed is not None:
+            self.feed.progress_notice(str(message.get("notice") or ""))
+            self._flush_later()
+
+    def _flush_later(self) -> None:
+        if self.flush_pending:
+            return  # a flush is coming that reads everything before it
         self.flush_pending = True
         task = asyncio.create_task(self._flush_soon())
         self.flushes.add(task)
@@ -126,6 +148,7 @@ class RunConsumer(AccessRechecked, AsyncJsonWebsocketConsumer):
         # Cleared before reading: news that arrives during the read schedules another flush.
         self.flush_pending = False
         await self._send_new()
+        await self._send_progress()
 
     async def _send_new(self) -> None:
         async with self.lock:
@@ -138,6 +161,17 @@ class RunConsumer(AccessRechecked, AsyncJsonWebsocketConsumer):
                 await self.send(text_data=self.feed.frame(frame))
                 self.last_sent = frame[-1]["seq"]
                 self.last_frame = asyncio.get_running_loop().time()
+
+
+    async def _send_progress(self) -> None:
+        """The run's progress, if this viewer follows it and it changed since it was sent."""
+        if not self.wants_progress:
+            return
+        async with self.lock:
+            progress = await self.feed.progress()
+            if progress and progress != self.last_progress:
+                self.last_progress = progress
+                await self.send_json({"type": "progress", "data": progress})
 
 
 @database_sync_to_async

@@ -10,6 +10,10 @@ others wait for that read. The rows come from the database, in order and without
 In the embedded default the feed also watches the database every OPTIML_LIVE_POLL_S
 seconds (one cheap query per run, not per viewer) and announces a longer log through
 search.broadcast, since the worker's own announcements stay in the worker's memory.
+
+The feed also holds the run's progress (selectors.run_progress: evaluations, GPU time, pace
+and queue), read once per process for every viewer that asked for it, again only once the
+log has grown or a worker said that the run's evaluations moved (a progress notice).
 """
 
 from __future__ import annotations
@@ -42,6 +46,11 @@ class RunFeed:
         self._frames: dict[tuple[int, int], str] = {}  # (first seq, last seq) -> encoded frame
         self._reading: asyncio.Task | None = None
         self._watching: asyncio.Task | None = None
+        self._progress: dict[str, Any] | None = None
+        self._progress_key: tuple[int, int] | None = None  # (last_seq, notices) it was read at
+        self._progress_reading: asyncio.Task | None = None
+        self._notices = 0
+        self._last_notice = ""
 
     def frame(self, events: list[dict[str, Any]]) -> str:
         """The websocket text of an events frame, encoded once for every viewer sending the
@@ -70,6 +79,28 @@ class RunFeed:
                 self._reading = asyncio.create_task(self._read())
             # shield: a viewer leaving mid-read must not cancel the read the others wait on
             await asyncio.shield(self._reading)
+
+    def progress_notice(self, notice: str) -> None:
+        """A worker says the run's evaluations moved (search.broadcast.progress_after_commit).
+        Every viewer here hears the same notice: it counts once."""
+        if notice != self._last_notice:
+            self._last_notice = notice
+            self._notices += 1
+
+    async def progress(self) -> dict[str, Any]:
+        """The run's progress as of the log's tail (or later), read once however many ask."""
+        for _ in range(READS_PER_REACH):
+            key = (self.last_seq, self._notices)
+            if self._progress is not None and self._progress_key == key:
+                break
+            if self._progress_reading is None or self._progress_reading.done():
+                self._progress_reading = asyncio.create_task(self._read_progress(key))
+            await asyncio.shield(self._progress_reading)
+        return self._progress
+
+    async def _read_progress(self, key: tuple[int, int]) -> None:
+        self._progress = await _progress_of(self.run_id)
+        self._progress_key = key
 
     async def _read(self) -> None:
         new = await _events_after(self.run_id, self.last_seq)
@@ -135,3 +166,11 @@ def _last_seq(run_id: int) -> int:
 def _events_after(run_id: int, seq: int) -> list[dict[str, Any]]:
     return [{"seq": e.seq, "kind": e.kind, "data": e.data}
             for e in selectors.run_events_after(run=run_id, seq=seq)]
+
+
+@database_sync_to_async
+def _progress_of(run_id: int) -> dict[str, Any]:
+    from search.models import Run
+
+    run = Run.objects.filter(pk=run_id).first()
+    return selectors.run_progress(run=run) if run is not None else {}

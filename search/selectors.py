@@ -137,6 +137,15 @@ def run_queue(*, run: Run) -> dict:
     return {"pending": pending, "evaluated": run.evaluated, "budget": run.budget, **run_pace(run=run)}
 
 
+def run_progress(*, run: Run) -> dict:
+    """What the run page's progress line and GPU time show, under the run API's own field
+    names (evaluated, gpu_seconds, queue): the socket's progress frames (search.consumers)
+    carry exactly this, and the API's fields are the same columns and run_queue, so a
+    page's first render and its pushed updates cannot disagree. No status: that travels
+    as events, in order with the rest of the log."""
+    return {"evaluated": run.evaluated, "gpu_seconds": run.gpu_seconds, "queue": run_queue(run=run)}
+
+
 PACE_WINDOW_S = 600
 
 

@@ -463,6 +463,7 @@ def node_evaluate(*, run_id: int, node_id: int, best_full_ms: float | None,
     started = node_lease_take(node=row, worker=worker)
     if started is None:  # another delivery measures it under a live lease: look again later
         return "held"
+    broadcast.progress_after_commit(run_id=run_id)  # one more of its evaluations is being measured
     evaluator = evaluator or get_evaluator()
     screens = screening_for(run=run, evaluator=evaluator)
     screening = best_full_ms is not None and screens
@@ -475,6 +476,7 @@ def node_evaluate(*, run_id: int, node_id: int, best_full_ms: float | None,
         return "held"
     if not node_result_store(run_id=run_id, node_id=node_id, measured=measured, lease=started):
         return "known"  # stored already, or our lease was taken over: the other worker's stands
+    broadcast.progress_after_commit(run_id=run_id)  # measured: no longer being measured
     # Wake the run: a twin of the chain's waiting message (same token), so whichever
     # comes first steps and the other does nothing.
     token = Run.objects.filter(pk=run_id).values_list("drive_token", flat=True).first()

@@ -144,7 +144,8 @@ export function cardSocketUrl(cardId, team, location = window.location) {
 }
 
 /**
- * ws://host/ws/runs/<id>/?after=N[&share=token], on the page's own host.
+ * ws://host/ws/runs/<id>/?after=N&progress=1[&share=token], on the page's own host: the
+ * run's events from seq N on, and its progress frames (search.consumers).
  * @param {number} runId
  * @param {number} after
  * @param {string|null} [shareToken]
@@ -153,5 +154,5 @@ export function cardSocketUrl(cardId, team, location = window.location) {
 export function runSocketUrl(runId, after, shareToken = null, location = window.location) {
   const scheme = location.protocol === "https:" ? "wss" : "ws";
   const share = shareToken ? `&share=${encodeURIComponent(shareToken)}` : "";
-  return `${scheme}://${location.host}/ws/runs/${runId}/?after=${after}${share}`;
+  return `${scheme}://${location.host}/ws/runs/${runId}/?after=${after}&progress=1${share}`;
 }

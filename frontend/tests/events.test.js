@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { applyEvents, initialState, progress } from "../src/transforms/events.js";
+import { applyEvents, applyProgress, initialState, progress } from "../src/transforms/events.js";
 
 const added = (seq, id, parent) => ({ seq, kind: "node_added", data: { id, parent, state: "pending", status: null, visits: 0 } });
 const evaluated = (seq, id, parent, extra = {}) => ({ seq, kind: "node_evaluated", data: { id, parent, state: "done", status: "passed", time_ms: 1, visits: 1, evaluation: id + 1, ...extra } });
@@ -66,5 +66,27 @@ describe("applyEvents", () => {
       { seq: 2, kind: "run_finished", data: {} },
     ]);
     expect(state.run.status).toBe("stopped");
+  });
+});
+
+describe("applyProgress", () => {
+  const queue = { pending: 1, evaluated: 2, budget: 6, per_minute: 4.5, minutes_left: 0.9, under_way: 1, queued: 0,
+    queued_ahead: 0, measuring: 1 };
+
+  it("takes the pushed GPU time and queue, and never counts evaluations back", () => {
+    const start = initialState({ run: { status: "running", evaluated: 3, gpu_seconds: 0, queue: { per_minute: null } } });
+    const next = applyProgress(start, { evaluated: 2, gpu_seconds: 12.5, queue });
+    expect(next.run).toMatchObject({ status: "running", evaluated: 3, gpu_seconds: 12.5, queue });
+    expect(next.run.queue).not.toBe(queue);
+    expect(start.run.gpu_seconds).toBe(0); // a new state; the old one is untouched
+  });
+
+  it("leaves the status to the events, whatever the frame holds", () => {
+    const start = initialState({ run: { status: "running" } });
+    expect(applyProgress(start, /** @type {any} */ ({ status: "finished", evaluated: 1 })).run.status).toBe("running");
+  });
+
+  it("refuses a frame without an object", () => {
+    expect(() => applyProgress(initialState(), /** @type {any} */ (null))).toThrow(TypeError);
   });
 });

@@ -127,8 +127,8 @@ describe("LiveClient", () => {
 
   it("builds the socket address on the page's host, with the share token when shared", () => {
     const location = /** @type {any} */ ({ protocol: "https:", host: "studio.example:8443" });
-    expect(runSocketUrl(4, 10, null, location)).toBe("wss://studio.example:8443/ws/runs/4/?after=10");
-    expect(runSocketUrl(4, 0, "a b", { ...location, protocol: "http:" })).toBe("ws://studio.example:8443/ws/runs/4/?after=0&share=a%20b");
+    expect(runSocketUrl(4, 10, null, location)).toBe("wss://studio.example:8443/ws/runs/4/?after=10&progress=1");
+    expect(runSocketUrl(4, 0, "a b", { ...location, protocol: "http:" })).toBe("ws://studio.example:8443/ws/runs/4/?after=0&progress=1&share=a%20b");
   });
 });
 

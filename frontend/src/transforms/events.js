@@ -107,6 +107,25 @@ function pick(object, keys) {
 }
 
 /**
+ * A progress frame of the run's socket applied to a live state: its `data` is
+ * search.selectors.run_progress, under the run API's own names (evaluated, gpu_seconds,
+ * queue), so the page's first render (from the API) and every pushed update read the same
+ * numbers. Evaluations never go back (events may have counted further already); the run's
+ * status is not in it: that comes in order, with the events.
+ * @param {LiveState} state
+ * @param {{evaluated?: number, gpu_seconds?: number, queue?: Record<string, any>}} data
+ * @returns {LiveState}
+ */
+export function applyProgress(state, data) {
+  if (data == null || typeof data !== "object") throw new TypeError(`a progress frame needs an object, got ${JSON.stringify(data)}`);
+  const run = { ...state.run };
+  if (Number.isFinite(data.evaluated)) run.evaluated = Math.max(run.evaluated ?? 0, /** @type {number} */ (data.evaluated));
+  if (Number.isFinite(data.gpu_seconds)) run.gpu_seconds = data.gpu_seconds;
+  if (data.queue && typeof data.queue === "object") run.queue = { ...data.queue };
+  return { ...state, run };
+}
+
+/**
  * Progress of a run from its state: evaluations against the budget, and nodes waiting.
  * @param {LiveState} state
  */

@@ -2,7 +2,7 @@
 // timeline, the story of the best path, and the node inspector. Read-only when shared.
 import { api } from "../api.js";
 import { LiveClient, runSocketUrl } from "../live.js";
-import { applyEvents, initialState, mergeSnapshot, progress } from "../transforms/events.js";
+import { applyEvents, applyProgress, initialState, mergeSnapshot, progress } from "../transforms/events.js";
 import { rowChanges } from "../transforms/rows.js";
 import { stratifyRows } from "../transforms/stratify.js";
 import { bestSoFar } from "../transforms/timeline.js";
@@ -299,6 +299,13 @@ export async function mountSession(root, source) {
     if (before.run.status !== state.run.status && ["finished", "stopped", "failed"].includes(state.run.status)) refresh();
   }
 
+  /** The run's progress, pushed by the server (rate, time left, GPU time, workers, queue). */
+  function receiveProgress(data) {
+    lastMessageAt = Date.now();
+    state = applyProgress(state, data);
+    scheduleRender();
+  }
+
   async function refresh() {
     // Backpropagation changes visits up the tree without an event per node; at the end,
     // take the stored rows (and the "why" story) once.
@@ -313,6 +320,10 @@ export async function mountSession(root, source) {
     lastSeq: () => state.lastSeq,
     onEvents: receive,
     onSynced: () => { lastMessageAt = Date.now(); },
+    onMessage: (message) => {
+      if (message.type === "progress") receiveProgress(message.data);
+      else console.error(new Error(`an unknown websocket message type ${JSON.stringify(message.type)}`));
+    },
     onStatus: (status) => {
       liveStatus = status;
       el.status.textContent = { connecting: "connecting…", open: "live", synced: "live", retrying: "reconnecting…",
