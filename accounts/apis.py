@@ -15,7 +15,7 @@ from accounts import joining, services
 from accounts.models import Invitation, Membership, Team
 from accounts.names import DISPLAY_NAME_PATTERN
 from accounts.selectors import team_invitations, team_members, team_role, user_team_ids, user_teams
-from optiml_web.params import TextField
+from optiml_web.params import TextChoiceField, TextField
 from optiml_web.schema import BAD_REQUEST_SCHEMA
 
 
@@ -75,11 +75,11 @@ class TeamCreateSerializer(serializers.Serializer):
 
 class MemberAddSerializer(serializers.Serializer):
     username = TextField(max_length=150)
-    role = serializers.ChoiceField(choices=Membership.Role.choices, default=Membership.Role.MEMBER)
+    role = TextChoiceField(choices=Membership.Role.choices, default=Membership.Role.MEMBER)
 
 
 class MemberRoleSerializer(serializers.Serializer):
-    role = serializers.ChoiceField(choices=Membership.Role.choices)
+    role = TextChoiceField(choices=Membership.Role.choices)
 
 
 # The PATCH's body as the schema shows it: drf-spectacular documents a PATCH's serializer

@@ -10,16 +10,16 @@ from rest_framework import serializers
 from accounts.fields import DisplayTextField
 from lineage.models import SkillCard, SkillComment, SkillReview
 from lineage.selectors import SKILL_SORTS
-from optiml_web.params import WholeNumberField
+from optiml_web.params import TextChoiceField, TextField, TextRegexField, WholeNumberField
 from profiling.serialization import data_for_users
 
 
 class SkillLibraryQuerySerializer(serializers.Serializer):
-    intent = serializers.CharField(required=False, allow_blank=True, max_length=60)
-    task = serializers.CharField(required=False, allow_blank=True, max_length=100)
-    arch = serializers.CharField(required=False, allow_blank=True, max_length=20)
-    status = serializers.ChoiceField(choices=SkillCard.Status.choices, required=False, allow_blank=True)
-    sort = serializers.ChoiceField(choices=SKILL_SORTS, required=False, default="intent")
+    intent = TextField(required=False, allow_blank=True, max_length=60)
+    task = TextField(required=False, allow_blank=True, max_length=100)
+    arch = TextField(required=False, allow_blank=True, max_length=20)
+    status = TextChoiceField(choices=SkillCard.Status.choices, required=False, allow_blank=True)
+    sort = TextChoiceField(choices=SKILL_SORTS, required=False, default="intent")
 
 
 class SkillCardRowSerializer(serializers.Serializer):
@@ -144,12 +144,12 @@ class SkillLibraryChoiceSerializer(serializers.Serializer):
 
 class SkillCopySerializer(serializers.Serializer):
     team = WholeNumberField(min_value=1, max_value=2**63 - 1)
-    cards = serializers.ListField(child=serializers.RegexField(r"^[a-z0-9_]{1,90}-v[0-9]{1,6}$"),
+    cards = serializers.ListField(child=TextRegexField(r"^[a-z0-9_]{1,90}-v[0-9]{1,6}$"),
                                   required=False, max_length=1000)
 
 
 class SkillReviewCreateSerializer(serializers.Serializer):
-    decision = serializers.ChoiceField(choices=SkillReview.Decision.choices)
+    decision = TextChoiceField(choices=SkillReview.Decision.choices)
     comment = DisplayTextField(max_length=10_000, trim_whitespace=True)
 
 

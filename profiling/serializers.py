@@ -13,7 +13,7 @@ from rest_framework.settings import api_settings
 
 from accounts.fields import DisplayTextField
 from optiml_web.limits import MAX_DECLARED_TASK_BYTES, json_bytes
-from optiml_web.params import MAX_DB_INT, TextField, WholeNumberField
+from optiml_web.params import MAX_DB_INT, TextChoiceField, TextField, TextRegexField, WholeNumberField
 from profiling.harness import declared
 from profiling.harness.spec import DISTRIBUTIONS
 from profiling.models import DeclaredTask
@@ -57,10 +57,10 @@ class TensorDefinitionSerializer(serializers.Serializer):
         list_serializer_class = TensorListSerializer
 
     name = TensorNameField()
-    dtype = serializers.ChoiceField(choices=declared.DECLARED_DTYPES, default="float32")
-    shape = serializers.ListField(child=serializers.CharField(max_length=400, help_text=FORMULA),
+    dtype = TextChoiceField(choices=declared.DECLARED_DTYPES, default="float32")
+    shape = serializers.ListField(child=TextField(max_length=400, help_text=FORMULA),
                                   min_length=1, max_length=declared.MAX_DIMS)
-    range = serializers.ListField(child=serializers.CharField(max_length=400), required=False,
+    range = serializers.ListField(child=TextField(max_length=400), required=False,
                                   min_length=2, max_length=2,
                                   help_text="int32 inputs only: values are drawn from lo to hi - 1")
 
@@ -84,7 +84,7 @@ class SizesField(serializers.DictField):
 
 class DeclaredTaskCreateSerializer(serializers.Serializer):
     # The slug alone: the service names the task for its owner (definition.owned_name).
-    name = serializers.RegexField(
+    name = TextRegexField(
         rf"^(?:{declared.NAME_PREFIX})?{declared.SLUG.pattern}$",
         max_length=len(declared.NAME_PREFIX) + 48, error_messages={"invalid": declared.SLUG_RULE},
         help_text="a slug; the task is called user-<slug>.<your user number>")
@@ -95,15 +95,15 @@ class DeclaredTaskCreateSerializer(serializers.Serializer):
                                      help_text="small sizes checked first; generated if left out")
     inputs = TensorDefinitionSerializer(many=True, min_length=1, max_length=declared.MAX_INPUTS)
     outputs = TensorDefinitionSerializer(many=True, min_length=1, max_length=declared.MAX_OUTPUTS)
-    reference = serializers.DictField(child=serializers.CharField(max_length=1000),
+    reference = serializers.DictField(child=TextField(max_length=1000),
                                       help_text="output name -> numpy expression, e.g. np.maximum(x, 0)")
     tolerances = serializers.DictField(child=ToleranceSerializer(), required=False,
                                        help_text="per dtype: |out - ref| <= atol + rtol |ref|")
-    distributions = serializers.ListField(child=serializers.ChoiceField(choices=DISTRIBUTIONS),
+    distributions = serializers.ListField(child=TextChoiceField(choices=DISTRIBUTIONS),
                                           required=False, min_length=1)
-    flops = serializers.CharField(required=False, max_length=400, help_text=f"{FORMULA}; default 0")
-    bytes = serializers.CharField(required=False, max_length=400,
-                                  help_text=f"{FORMULA}; default: inputs read once, outputs written once")
+    flops = TextField(required=False, max_length=400, help_text=f"{FORMULA}; default 0")
+    bytes = TextField(required=False, max_length=400,
+                      help_text=f"{FORMULA}; default: inputs read once, outputs written once")
     team = WholeNumberField(required=False, allow_null=True, min_value=0, max_value=MAX_DB_INT,
                                     help_text="share with this team")
 

@@ -19,6 +19,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from optiml_web.limits import MAX_NAME_CHARS, plan_error, source_error
+from optiml_web.params import TextField
 from profiling.harness import preflight
 from profiling.harness.candidate import Candidate, CandidateError
 from profiling.harness.expr import ExpressionError
@@ -57,8 +58,8 @@ def preflight_in_time(task: Task, candidate: Candidate) -> preflight.Preflight:
 
 
 class PreflightRequestSerializer(serializers.Serializer):
-    task = serializers.CharField(max_length=MAX_NAME_CHARS, help_text="a task's name (GET /api/tasks/)")
-    source = serializers.CharField(trim_whitespace=False, help_text="the kernel's CUDA source")
+    task = TextField(max_length=MAX_NAME_CHARS, help_text="a task's name (GET /api/tasks/)")
+    source = TextField(trim_whitespace=False, help_text="the kernel's CUDA source")
     plan = serializers.JSONField(help_text="its launch plan (an object)")
 
     def validate_source(self, value: str) -> str:

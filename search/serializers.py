@@ -21,7 +21,7 @@ from optiml_web.limits import (
     plan_error,
     source_error,
 )
-from optiml_web.params import MAX_DB_INT, WholeNumberField
+from optiml_web.params import MAX_DB_INT, TextChoiceField, TextField, WholeNumberField
 from profiling import selectors as gate_selectors
 from search import node_table, selectors
 from search.models import Run, ShareLink, WritingJob
@@ -192,19 +192,18 @@ class RunCreatedSerializer(RunDetailSerializer):
 
 
 class RunCreateSerializer(serializers.Serializer):
-    task = serializers.CharField(max_length=MAX_NAME_CHARS, help_text="a suite task's name (GET /api/tasks/)")
-    source = serializers.CharField(required=False, allow_null=True, allow_blank=True,
-                                   trim_whitespace=False,
-                                   help_text="CUDA source; leave it out to start from the naive kernel "
-                                   f"(at most {MAX_SOURCE_BYTES} bytes of UTF-8, the gate's limit)")
+    task = TextField(max_length=MAX_NAME_CHARS, help_text="a suite task's name (GET /api/tasks/)")
+    source = TextField(required=False, allow_null=True, allow_blank=True, trim_whitespace=False,
+                       help_text="CUDA source; leave it out to start from the naive kernel "
+                       f"(at most {MAX_SOURCE_BYTES} bytes of UTF-8, the gate's limit)")
     plan = serializers.JSONField(required=False, allow_null=True, help_text="the launch plan (an object)")
     intent = DisplayTextField(required=False, allow_blank=True, max_length=MAX_INTENT_CHARS)
     budget = WholeNumberField(
         min_value=1, max_value=10_000,
         error_messages={"min_value": "the budget must be at least one evaluation"})
-    judge = serializers.ChoiceField(choices=["rules", "llm"], default="rules")
+    judge = TextChoiceField(choices=["rules", "llm"], default="rules")
     seed = WholeNumberField(min_value=0, max_value=2**63 - 1, default=0)
-    sources = serializers.ListField(child=serializers.CharField(max_length=100), required=False,
+    sources = serializers.ListField(child=TextField(max_length=100), required=False,
                                     allow_null=True, max_length=MAX_SOURCE_NAMES,
                                     help_text="proposal source names (GET /api/sources/); default all")
     team = WholeNumberField(required=False, allow_null=True, min_value=0, max_value=MAX_DB_INT,
@@ -246,7 +245,7 @@ class RunCreateSerializer(serializers.Serializer):
 
 
 class KernelWriteSerializer(serializers.Serializer):
-    task = serializers.CharField(max_length=MAX_NAME_CHARS, help_text="a task's name (GET /api/tasks/)")
+    task = TextField(max_length=MAX_NAME_CHARS, help_text="a task's name (GET /api/tasks/)")
     intent = DisplayTextField(max_length=MAX_INTENT_CHARS, help_text="what the kernel should do, in words")
 
 

@@ -3,6 +3,7 @@ where the API takes a whole number, a number inside a launch-plan, size or refer
 expression. One rule, here, so that no door takes what another refuses. Pure: no Django.
 
 A whole number is ASCII digits 0-9, with a leading '-' only where negatives are allowed:
+no leading 0 (`007`: Python refuses it in an expression, so a query or a body does too),
 no underscores (`1_000`), no spaces around or inside it, no other digits (`١٢`, `²`,
 `１２`), no `0x`/`0o`/`0b` prefixes. Python's int() takes all of those, and ast.parse the
 underscores and prefixes, which is why neither is the rule. A number inside an expression
@@ -18,10 +19,12 @@ import re
 import unicodedata
 
 WHOLE_NUMBER_RULE = "ASCII digits 0-9 only (no underscores, spaces or other digits)"
+LEADING_ZERO_RULE = "does not begin with 0 (7, not 007)"
 NUMBER_IN_EXPRESSION_RULE = ("a number is written in ASCII digits 0-9, with a '.' and an exponent where "
                              "it has them: no underscores and no 0x, 0o or 0b")
 
 _DIGITS = re.compile(r"[0-9]+")
+_WHOLE = re.compile(r"0|[1-9][0-9]*")
 _DECIMAL = re.compile(r"(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
 
 
@@ -33,6 +36,8 @@ def whole_number_problem(text: str, *, negative: bool = False, max_digits: int |
     if not _DIGITS.fullmatch(digits):
         sign = ", a leading '-' for a negative one" if negative else ""
         return f"written in {WHOLE_NUMBER_RULE}{sign}"
+    if not _WHOLE.fullmatch(digits):
+        return f"one that {LEADING_ZERO_RULE}"
     if max_digits is not None and len(digits) > max_digits:
         return f"of at most {max_digits} digits"
     return None
@@ -56,7 +61,7 @@ def syntax_words(error: SyntaxError) -> str:
     """Python's reason an expression does not parse, unless it points past this rule: for
     `007` Python suggests an 0o prefix, which the rule refuses."""
     if (error.msg or "").startswith("leading zeros"):
-        return "a whole number does not begin with 0 (7, not 007)"
+        return f"a whole number {LEADING_ZERO_RULE}"
     return error.msg
 
 

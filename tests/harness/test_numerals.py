@@ -89,7 +89,7 @@ def test_a_reference_expression_follows_the_same_rule(source):
 
 
 @pytest.mark.parametrize("text", ["1_000", " 5", "5 ", "+5", "0x10", "", "\u00b2", "\u0661\u0662", "1.0",
-                                  "-"])
+                                  "-", "007", "-07", "00"])
 def test_a_whole_number_is_ascii_digits_alone(text):
     assert numerals.whole_number_problem(text, negative=True) is not None
 
@@ -98,6 +98,13 @@ def test_a_whole_number_may_be_negative_only_where_that_is_allowed():
     assert numerals.whole_number_problem("-12", negative=True) is None
     assert numerals.whole_number_problem("-12") is not None
     assert numerals.whole_number_problem("12") is None
+    assert numerals.whole_number_problem("0") is None
+
+
+def test_a_leading_zero_is_refused_in_the_words_an_expression_hears():
+    assert numerals.whole_number_problem("007") == "one that does not begin with 0 (7, not 007)"
+    with pytest.raises(params.ParameterError, match=r"does not begin with 0 \(7, not 007\)"):
+        params.parse_int("007", "after")
 
 
 def test_the_query_parameters_and_the_bodies_say_the_same_rule():

@@ -20,7 +20,7 @@ def run_request(**overrides) -> dict:
 
 
 @pytest.mark.parametrize("field", ["budget", "seed", "parallel"])
-@pytest.mark.parametrize("value", ["١٢", "1_000", " 5 ", "5 ", "+5", "0x10", "", "²", "9" * 30])
+@pytest.mark.parametrize("value", ["١٢", "1_000", " 5 ", "5 ", "+5", "0x10", "", "²", "9" * 30, "007"])
 def test_a_whole_number_written_otherwise_than_in_ascii_digits_is_refused(api, people, field, value):
     response = api(people["alice"]).post("/api/runs/", run_request(**{field: value}), format="json")
 
