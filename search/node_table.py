@@ -1,5 +1,7 @@
 """A run's node table for download (issue 35, "CSV and JSON export of node tables"): one
-row per node of the search tree, the same columns as CSV and as JSON.
+row per node of the search tree, the same columns as CSV and as JSON: the run page's node
+table's (id, time, source, title, guard, level, reward, visits) and more (parent, state,
+verdict, spread, speed-ups, depth, GPU).
 
 The rows are the stored node rows (RunNode), read once; the speed-ups and depths are
 worked out here, by `table_rows`, which is pure. A speed-up is given only for a node that
@@ -19,7 +21,7 @@ from profiling import selectors as gate_selectors
 from search.models import Run, RunNode
 
 COLUMNS = ("id", "parent", "source", "title", "state", "status", "guard", "median_ms", "spread_ms",
-           "speedup_vs_root", "speedup_vs_vendor", "level", "depth", "gpu")
+           "speedup_vs_root", "speedup_vs_vendor", "level", "depth", "gpu", "reward", "visits")
 # A spreadsheet runs a cell that starts with one of these as a formula; a node's title
 # comes from a proposer (an LLM, an imported file), so such a cell is quoted as text
 # (OWASP, "CSV Injection").
@@ -33,7 +35,7 @@ def node_table(*, run: Run) -> dict[str, Any]:
     is its best node's (else its root's)."""
     nodes = list(RunNode.objects.filter(run=run).order_by("node_id")
                  .values("node_id", "parent_id", "source", "title", "state", "status", "guard", "level",
-                         "time_ms", "spread_ms", gpu=KT("detail__measurement__gpu")))
+                         "time_ms", "spread_ms", "reward", "visits", gpu=KT("detail__measurement__gpu")))
     vendors = {gpu: gate_selectors.vendor_time_on(task=run.task, gpu=gpu)
                for gpu in {node["gpu"] or "" for node in nodes}}
     shown = next((node for node in nodes if node["node_id"] == (run.best_node or 0)), None)
@@ -69,6 +71,7 @@ def table_rows(nodes: Iterable[dict[str, Any]], *, root_ms: float | None,
         "speedup_vs_root": _speedup(root_ms, node),
         "speedup_vs_vendor": _speedup(vendor_ms_by_gpu.get(node["gpu"] or ""), node),
         "level": node["level"], "depth": _depth(node["node_id"], parents), "gpu": node["gpu"] or "",
+        "reward": node.get("reward"), "visits": node.get("visits", 0),
     } for node in nodes]
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -14,7 +15,50 @@ from rest_framework.views import APIView
 from search import node_table
 from search.apis import SharedApi, _shared_run, _visible_run
 from search.models import Run
-from search.serializers import NodeTableSerializer
+
+
+class NodeTableRowSerializer(serializers.Serializer):
+    """One node of a run's node table (search.node_table): CSV has the same columns."""
+
+    id = serializers.IntegerField()
+    parent = serializers.IntegerField(allow_null=True)
+    source = serializers.CharField(help_text="who proposed it: root, tunable, rewrite:<name>, llm:<model>")
+    title = serializers.CharField()
+    state = serializers.CharField(help_text="pending | done")
+    status = serializers.CharField(help_text="the verdict: passed, rejected, error; blank while pending")
+    guard = serializers.CharField(help_text="the check that rejected it, if one did")
+    median_ms = serializers.FloatField(allow_null=True, help_text="the median of its timed runs")
+    spread_ms = serializers.FloatField(allow_null=True)
+    speedup_vs_root = serializers.FloatField(allow_null=True, help_text="the root's time / its time; "
+                                             "null unless it passed")
+    speedup_vs_vendor = serializers.FloatField(allow_null=True, help_text="the vendor library's time on the "
+                                               "GPU it was measured on / its time; null unless it passed "
+                                               "and that GPU has a vendor time")
+    level = serializers.CharField(help_text="full (the gate) | screen (screened, not profiled); blank while "
+                                  "pending")
+    depth = serializers.IntegerField(help_text="steps from the root (0)")
+    gpu = serializers.CharField(help_text="the GPU it was measured on; blank when not measured")
+    reward = serializers.FloatField(allow_null=True, help_text="the search's reward for it (the page's "
+                                    "reward column); null while pending")
+    visits = serializers.IntegerField(help_text="how often the search went through it")
+
+
+class NodeTableRunSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    task = serializers.CharField()
+    root_ms = serializers.FloatField(allow_null=True)
+    best_ms = serializers.FloatField(allow_null=True)
+    vendor_ms = serializers.FloatField(allow_null=True, help_text="the vendor's time on the GPU that "
+                                       "measured the best node; null when that GPU has none")
+    vendor_gpu = serializers.CharField(allow_null=True, help_text="the GPU the vendor was timed on")
+    vendor_source = serializers.CharField(allow_null=True, help_text="where the vendor time came from")
+
+
+class NodeTableSerializer(serializers.Serializer):
+    run = NodeTableRunSerializer()
+    columns = serializers.ListField(child=serializers.CharField(), help_text="the CSV's header, in order")
+    nodes = NodeTableRowSerializer(many=True)
+
 
 CSV_RESPONSE = {(200, "text/csv"): OpenApiResponse(
     OpenApiTypes.STR, description=f"a header line ({', '.join(node_table.COLUMNS)}), then a line per node")}

@@ -173,3 +173,30 @@ def test_a_node_measured_on_another_gpu_shows_the_vendor_time_measured_on_that_g
     assert (body["vendor_ms"], body["vendor_gpu"]) == (0.25, H100)
     assert body["vendor_source"] == f"measured on this GPU ({H100}) on 2026-12-07"
     assert body["speedup_vs_vendor"] == pytest.approx(0.25 / fast.time_ms)
+
+
+@pytest.mark.parametrize("path, status, says", [
+    ("/api/runs/{run}/nodes.xml", 404, "not found"),  # a format nobody serves
+    ("/api/runs/{run}/nodes.csv?format=xml", 400, "not a query parameter"),  # it takes no options
+    ("/api/runs/abc/nodes.csv", 404, "not found"),
+    ("/api/runs/99999999999999999999999/nodes.json", 404, "not found"),  # past any run's id
+    ("/api/runs/{missing}/nodes.csv", 404, "no such run"),
+    ("/api/shared/not-a-link/nodes.csv", 404, "no such link"),
+])
+def test_bad_input_is_a_clear_4xx_in_json(api, people, run, path, status, says):
+    response = api(people["alice"]).get(path.format(run=run.pk, missing=run.pk + 1000))
+
+    assert response.status_code == status and response["Content-Type"] == "application/json"
+    assert says in response.content.decode()
+    assert "Content-Disposition" not in response  # no file to save
+
+
+def test_the_table_has_the_pages_reward_and_visits_columns_too(api, people, run):
+    table = api(people["alice"]).get(f"/api/runs/{run.pk}/nodes.json").json()
+    lines = _csv_rows(api(people["alice"]).get(f"/api/runs/{run.pk}/nodes.csv"))
+
+    stored = {n.node_id: (n.reward, n.visits) for n in RunNode.objects.filter(run=run)}
+    assert {row["id"]: (row["reward"], row["visits"]) for row in table["nodes"]} == stored
+    assert stored[0][1] > 0  # the root was visited: the column is not all zeros
+    root = next(line for line in lines if line["id"] == "0")
+    assert int(root["visits"]) == stored[0][1]

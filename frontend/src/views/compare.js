@@ -1,6 +1,7 @@
 // Two runs side by side (/runs/compare/?a=<id>&b=<id>): how each ended, its best path
-// step by step with times, and the diff from run a's best kernel to run b's (diff2html,
-// as the skill cards' pages use).
+// step by step with times, each one's node table as CSV and JSON (the run page's
+// downloads), and the diff from run a's best kernel to run b's (diff2html, as the skill
+// cards' pages use).
 import { html as diffHtml } from "diff2html";
 import "diff2html/bundles/css/diff2html.min.css";
 import { api } from "../api.js";
@@ -36,6 +37,9 @@ function side(run, which) {
       ["speedup", format.speedup(run.speedup)], ["evaluated", `${run.evaluated} / ${run.budget}`],
       ["best found at", run.best_found_at == null ? "—" : `evaluation ${run.best_found_at}`],
       ["GPU time", format.seconds(run.gpu_seconds)], ["sources", (run.sources ?? []).join(", ")]]),
+    h("p", { class: "node-downloads" }, "Node table: ",
+      h("a", { href: `/api/runs/${run.id}/nodes.csv`, download: "", "data-download": "csv" }, "CSV"), " · ",
+      h("a", { href: `/api/runs/${run.id}/nodes.json`, download: "", "data-download": "json" }, "JSON")),
     h("h3", null, "Best path"),
     table(["node", "step", "by", "time"], run.path.map((/** @type {any} */ step, /** @type {number} */ i) => [
       `#${step.id}`, i === 0 ? "start" : step.title, h("code", null, step.source), format.ms(step.time_ms)]),
