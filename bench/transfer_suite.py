@@ -5,6 +5,11 @@ with skills off, the vendor (torch) timed in the same run, on a GPU host.
     python bench/transfer_suite.py --out bench/results/$(date +%F)-<gpu>-transfer-suite.json \\
         --record-dir $OUT/transfer [--tasks gemv,where] [--budget 100] [--time-limit 3] \\
         [--skills on,off]
+    python bench/transfer_suite.py --leave-own-out --tasks suite ...   # the suite's own tasks
+
+With `--leave-own-out` (OPTIML_SKILLS_LEAVE_OUT_OWN=1) a task's own lineage is not counted:
+a card serves it only when another task's lineage induced it too, and the cards it cites
+are the other tasks'. `--tasks suite` names the suite's ten tasks (SUITE).
 
 The tasks live in bench/transfer_tasks/ (put on OPTIML_TASK_PATH here), apart from the
 suite. The skills are the skeleton cards induced from the recorded lineages of the
@@ -40,6 +45,8 @@ TASK_DIR = Path(__file__).resolve().parent / "transfer_tasks"
 ADMISSION_DIR = Path(__file__).resolve().parent / "admission_tasks"
 TASKS = ("silu_mul", "rotary", "add_rmsnorm", "groupnorm", "var_mean", "mse_loss", "gemv",
          "addmm_gelu", "conv1x1", "depthwise3x3", "upsample2x", "where")
+SUITE = ("relu", "reduce_sum", "softmax", "layernorm", "cross_entropy", "maxpool3d", "sgemm",
+         "self_attention", "conv2d", "topk")
 WITH_SKILLS = ("search.engine.sources.TunableSource,search.engine.rewrites.RewriteSource,"
                "lineage.engine.skills.SkillSource")
 WITHOUT_SKILLS = "search.engine.sources.TunableSource,search.engine.rewrites.RewriteSource"
@@ -147,10 +154,16 @@ def main() -> int:
     parser.add_argument("--budget", type=int, default=100)
     parser.add_argument("--time-limit", type=float, help="minutes per task's search")
     parser.add_argument("--no-profile", action="store_true")
+    parser.add_argument("--leave-own-out", action="store_true",
+                        help="a task's own lineage is not counted (cards induced from other tasks only)")
     parser.add_argument("--workdir", default=tempfile.mkdtemp(prefix="optiml-transfer-suite-"))
     parser.add_argument("--record-dir", required=True)
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
+    if args.tasks == "suite":
+        args.tasks = ",".join(SUITE)
+    if args.leave_own_out:
+        os.environ["OPTIML_SKILLS_LEAVE_OUT_OWN"] = "1"
     tasks.add_directory(TASK_DIR)
     tasks.add_directory(ADMISSION_DIR)  # tasks of layouts no transfer task has (column_stats)
     os.environ["OPTIML_SKILL_CARDS"] = "skeletons"  # skeleton cards alone, no token induction
@@ -158,7 +171,8 @@ def main() -> int:
     from bench.suite import gpu_facts
 
     result = {"what": f"transfer suite from the naive kernels, no LLM, budget {args.budget}, "
-                      f"time limit {args.time_limit} min per search",
+                      f"time limit {args.time_limit} min per search"
+                      + (", each task's own lineage left out" if args.leave_own_out else ""),
               "command": shlex.join(["python", *sys.argv]),
               "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
               "environment": gpu_facts() if shutil.which("nvidia-smi") else {"gpu": None}, "runs": {}}

@@ -29,6 +29,7 @@ from ..rewrites.syntax import (
 )
 from . import contraction, flatmap, permutes, planes, radix, rows, scans, windows
 from .accumulators import _accumulation
+from .lone_thread import lone_thread
 from .normalize import block_constants_as_dims, normalized
 from .reading import NotRead, _declaration, condition_of, plane_bounds, read_space, reads_thread
 from .types import CONTRACTION, FULL_REDUCE, MAP, Form, Refusal
@@ -47,6 +48,9 @@ def lift(source: str, plan: dict[str, Any]) -> Form | Refusal:
     """The family form of the plan's kernel (the last launch's, after a zeroing launch)."""
     launches = plan.get("launches") or []
     source = block_constants_as_dims(normalized(source), launches[-1] if launches else {})
+    lone = lone_thread(source, launches[-1]) if launches else None
+    if lone is not None:  # only thread 0 of each block works: blocks of one thread (lone_thread.py)
+        source, launches = lone[0], [*launches[:-1], lone[1]]
     tree = parse(source)
     kernels = {k.name: k for k in find_kernels(tree)}
     zeroed = None
