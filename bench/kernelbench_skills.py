@@ -194,8 +194,12 @@ def run(args) -> int:
         # inputs and references the first drew (inputs.py's cache: files on the host's disk,
         # 6 GiB an array at KernelBench's largest sizes)
         work = Path(tempfile.mkdtemp(prefix="kb-gate-"))
+        # gpu_inputs and gpu_references (the defaults, named so that they stay on): a torchtask's L1
+        # checks are drawn on the GPU and judged in the reference child (drawn.py); without them its
+        # L1 inputs and references at KernelBench's sizes go through the host, minutes a candidate
         options = GateOptions(profile=False, workdir=str(work), time_limit_s=args.gate_limit_s,
                               seed=args.seed, input_cache=str(work / "inputs") if args.input_cache else None,
+                              gpu_inputs=True, gpu_references=True,
                               measure_comparisons=False)  # eager torch and the first kernel are timed here
         if args.no_sanitize:
             options = dataclasses.replace(options, sanitize=())

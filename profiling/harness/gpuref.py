@@ -26,7 +26,7 @@ run in numpy and in torch) get them there, under three rules:
   the verification after the loop waits for each answer. So the child's kernels never
   share the GPU with a measurement.
 
-    python -m profiling.harness.gpuref --serve <channel fd>    (started by GpuReferences)
+    python -m profiling.harness.gpuref_child --serve <channel fd>    (started by GpuReferences)
 
 The child reads one request per line on stdin: {"task", "sizes", "dir", "judge"}; the
 inputs are `dir/<name>.npy`; it writes `dir/ref-<output>.npy` (and `dir/allowed-<output>.npy`
@@ -35,24 +35,39 @@ channel. With "judge" (GpuReferences.within) the candidate's outputs come too
 (`dir/candidate-<output>.npy`), and when every element is within its allowance the child
 answers {"within": true} and writes nothing: a verified run that passes moves only its
 inputs and outputs, one way.
+
+For a task whose L1 checks are judged here (spec.Task.l1_in_reference_child: a torchtask)
+no input travels at all: the request carries the worker's draws instead ("draw": a list of
+draws.Draw, and "harness_cubin"), and the child draws the same inputs on its own GPU with
+the harness's own kernel, answering with their checksum ("checksum"), which the worker
+compares with its own draws' before it believes the answer (`judge_drawn`). Only the
+candidate's outputs come: the child opens them on the GPU by CUDA IPC ("outputs_ipc": a
+copy the worker made after the launch, or a timed run's snapshot), else they are read
+into memory-backed files (/dev/shm when it has room) that the child maps. Such a
+session trusts the child once its references agreed with the host's at every L0 shape:
+at KernelBench's L1 sizes the host's float64 forward takes minutes (`trusts_draws`).
 """
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import sys
 import tempfile
 import threading
 import time
+from collections import Counter
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
+from .draws import Draw
 from .inputs import Expected
-from .sandbox import Channel, PersistentChild
+from .sandbox import PersistentChild
 from .spec import Task
 
 Arrays = dict[str, np.ndarray]
@@ -72,6 +87,37 @@ OUTPUT_PREFIX = "candidate-"
 # Where the child computes: "cuda" on a GPU host; tests on a machine without one set
 # "cpu" to exercise the same process and files with torch's CPU build.
 DEVICE_ENV = "OPTIML_REFERENCE_DEVICE"
+# Where a drawn check's files go (the outputs for the child to map, or its reference and
+# allowance sent back): memory, when it has room for them (a container's /dev/shm may be
+# 64 MB); else the session's folder.
+MEMORY_DIR = Path("/dev/shm")
+MEMORY_PREFIX = "optiml-refmem-"  # then the session's process id, a dash, mkdtemp's letters
+
+
+# The child's status when it cannot open the outputs by CUDA IPC (the worker sends files).
+TRANSPORT = "transport"
+
+
+class OutputsOnGpu(Protocol):
+    """A candidate's outputs where the worker keeps them after the launch (drawn.py)."""
+
+    def ipc_handles(self) -> dict[str, str] | None:
+        """Each output's CUDA IPC handle (hex), or None where they cannot be shared."""
+
+    def read_into(self, arrays: Arrays) -> None:
+        """Copy each output from the GPU into the array of its name."""
+
+
+@dataclass(frozen=True)
+class Judged:
+    """The child's answer on a drawn check: `within` (every output within its allowance),
+    whether its reference holds the poison pattern (timing.py's unwritten count cannot
+    then decide), and when not within, its reference and allowance for the host to name
+    the guard (`expected`)."""
+
+    within: bool
+    reference_has_poison: bool
+    expected: Expected | None = None
 
 
 class GpuReferences:
@@ -86,16 +132,21 @@ class GpuReferences:
         refs.describe(); refs.close()
     """
 
-    def __init__(self, task: Task, workdir: str | None = None) -> None:
+    def __init__(self, task: Task, workdir: str | None = None, *, harness_cubin: str | None = None) -> None:
         self.task = task
+        self.harness_cubin = harness_cubin  # the harness's kernels, for a drawn check's draws
         self.dir = Path(tempfile.mkdtemp(prefix="optiml-ref-", dir=workdir))
-        self.child = PersistentChild([sys.executable, "-m", "profiling.harness.gpuref", "--serve"],
+        self.child = PersistentChild([sys.executable, "-m", "profiling.harness.gpuref_child", "--serve"],
                                      log_path=self.dir / "child.log", env=dict(os.environ),
                                      own_group=False)
         self.lock = threading.Lock()  # one request at a time (the checks run in threads)
         self.failed: str | None = None  # why the host is used, once it is
         self.checked: list[str] = []  # what the cross-checks covered, for describe()
         self.checked_l1 = False
+        self.drawn = 0  # drawn checks whose draws the child made as the worker did
+        self._memory: Path | None = None  # this session's folder in MEMORY_DIR, made on first use
+        self.ipc_failed: str | None = None  # why the child cannot open the worker's outputs by CUDA IPC
+        self.moved: Counter[str] = Counter()  # how a drawn check's outputs reached the child
         self.device = ""
         self.requests = 0
         self.seconds = 0.0
@@ -121,9 +172,18 @@ class GpuReferences:
 
     @property
     def usable(self) -> bool:
-        """Whether the spot checks may take the GPU's references: cross-checked at L1 and
-        nothing has gone wrong."""
-        return self.failed is None and self.checked_l1
+        """Whether the spot checks may take the GPU's references: cross-checked at L1 (or,
+        for a drawn session, judging its L1 checks) and nothing has gone wrong."""
+        return self.failed is None and (self.checked_l1 or self.drawn > 0)
+
+    @property
+    def trusts_draws(self) -> bool:
+        """Whether a drawn L1 check may be judged here: the task asks for it, the child
+        has the harness's kernels, nothing went wrong, and every L0 shape's reference
+        agreed with the host's (a gate without L0 checks never gets here)."""
+        agreed = sum(c.startswith("L0 ") for c in self.checked)
+        return (self.task.l1_in_reference_child and self.harness_cubin is not None and self.failed is None
+                and agreed >= len(self.task.l0_sizes) > 0)
 
     def cross_check(self, level: str, inputs: Arrays, sizes: dict, host: Expected) -> None:
         """Compare the GPU's reference for these inputs with the host's; on any
@@ -161,29 +221,99 @@ class GpuReferences:
         return self._compute(inputs, sizes, outputs)
 
     def _compute(self, inputs: Arrays, sizes: dict, outputs: Arrays | None = None) -> bool | Expected | None:
+        def write(folder: Path) -> None:
+            for name, values in inputs.items():
+                np.save(folder / f"{name}.npy", np.ascontiguousarray(values))
+            for name, values in (outputs or {}).items():
+                np.save(folder / f"{OUTPUT_PREFIX}{name}.npy", np.ascontiguousarray(values))
+
+        def read(answer: dict, folder: Path) -> bool | Expected:
+            return True if answer.get("within") is True else _read_expected(self.task, folder)
+
+        return self._ask({"sizes": dict(sizes), "judge": outputs is not None}, write, read)
+
+    def judge_drawn(self, draws: list[Draw], sizes: dict, checksum: str, outputs: OutputsOnGpu,
+                    what: str = "L1") -> Judged | None:
+        """A drawn check (an L1 check, or a timed run: `what`) judged here: the child draws
+        `draws` itself, computes its reference and allowance, and compares the candidate's
+        `outputs`, which it opens on the GPU by CUDA IPC where they allow it, else maps
+        from memory-backed files they are read into. None when the worker must judge it
+        itself: not trusted yet, the child failed, or its draws' checksum is not the
+        worker's `checksum` (then never again)."""
+        self.settle()
+        if not self.trusts_draws:
+            return None
+        handles = None if self.ipc_failed else outputs.ipc_handles()
+        # room for the outputs' files, or the reference and float64 allowance sent back
+        room = 3 * sum(t.nbytes(sizes) for t in self.task.outputs)
+
+        def write(folder: Path) -> None:
+            if handles:
+                return
+            arrays = {t.name: np.lib.format.open_memmap(folder / f"{OUTPUT_PREFIX}{t.name}.npy", mode="w+",
+                                                        dtype=t.numpy_dtype(), shape=t.resolve_shape(sizes))
+                      for t in self.task.outputs}
+            outputs.read_into(arrays)
+            for array in arrays.values():
+                array.flush()
+
+        def read(answer: dict, folder: Path) -> Judged | None:
+            if answer.get("checksum") != checksum:
+                self.failed = (f"the reference process drew other inputs than the worker for {what} {sizes}: "
+                               f"checksums {answer.get('checksum')} against {checksum}")
+                return None
+            self.drawn += 1
+            self.moved["CUDA IPC" if handles else "memory-backed files"] += 1
+            within = answer.get("within") is True
+            return Judged(within, bool(answer.get("poison")),
+                          None if within else _read_expected(self.task, folder))
+
+        request = {"sizes": dict(sizes), "judge": True, "draw": [d.to_dict() for d in draws],
+                   "harness_cubin": self.harness_cubin, "outputs_ipc": handles}
+        judged = self._ask(request, write, read, parent=self._memory_dir(room))
+        if judged is TRANSPORT and handles:  # the child could not open them: files from now on
+            return self.judge_drawn(draws, sizes, checksum, outputs, what)
+        return None if judged is TRANSPORT else judged
+
+    def _memory_dir(self, nbytes: int) -> Path:
+        """This session's folder in memory (MEMORY_DIR) when it has room for `nbytes`,
+        else its folder on disk. Named after this process, so that a later session
+        removes what a killed one left (_remove_orphans)."""
+        try:
+            stat = os.statvfs(MEMORY_DIR)
+        except OSError:
+            return self.dir
+        if stat.f_bavail * stat.f_frsize < nbytes:
+            return self.dir
+        if self._memory is None:
+            _remove_orphans()
+            self._memory = Path(tempfile.mkdtemp(prefix=f"{MEMORY_PREFIX}{os.getpid()}-", dir=MEMORY_DIR))
+        return self._memory
+
+    def _ask(self, request: dict, write: Callable[[Path], None], read: Callable[[dict, Path], object],
+             parent: Path | None = None):
+        """One request in a folder of its own: `write` fills it, the child answers, `read`
+        makes the answer of it; None (and the host from then on) when anything fails."""
         with self.lock:
             if self.failed is not None:
                 return None
             started = time.monotonic()
-            request_dir = Path(tempfile.mkdtemp(dir=self.dir, prefix="r-"))
+            request_dir = Path(tempfile.mkdtemp(dir=parent or self.dir, prefix="r-"))
             try:
-                for name, values in inputs.items():
-                    np.save(request_dir / f"{name}.npy", np.ascontiguousarray(values))
-                for name, values in (outputs or {}).items():
-                    np.save(request_dir / f"{OUTPUT_PREFIX}{name}.npy", np.ascontiguousarray(values))
-                result = self.child.request({"task": self.task.name, "sizes": dict(sizes),
-                                             "dir": str(request_dir), "judge": outputs is not None},
+                write(request_dir)
+                result = self.child.request({"task": self.task.name, "dir": str(request_dir), **request},
                                             time_limit_s=REQUEST_LIMIT_S)
                 answer = result.last("result")
+                if answer is not None and answer.get("status") == TRANSPORT:
+                    self.ipc_failed = str(answer.get("message"))
+                    return TRANSPORT
                 if answer is None or answer.get("status") != "ok":
                     why = (answer or {}).get("message") or (
                         "it timed out" if result.timed_out else f"it died: {result.log_tail[-300:].strip()}")
                     self.failed = f"the reference process failed: {why}"
                     return None
                 self.device = str(answer.get("device", ""))
-                if answer.get("within") is True:
-                    return True
-                return _read_expected(self.task, request_dir)
+                return read(answer, request_dir)
             except (OSError, ValueError) as error:
                 self.failed = f"the reference files: {error}"
                 return None
@@ -196,6 +326,13 @@ class GpuReferences:
         """Where this session's spot-check references came from, for the verdict."""
         if self.failed is not None:
             return f"host ({self.failed})"
+        if self.drawn:
+            moved = ", ".join(f"{how} for {count}" for how, count in self.moved.items())
+            moved += f" (no CUDA IPC: {self.ipc_failed})" if self.ipc_failed else ""
+            return (f"gpu ({self.device}, in its own process; agreed with the host's at "
+                    f"{'; '.join(self.checked)}; {self.drawn} check(s) judged there on inputs it drew "
+                    "itself, their checksums the worker's draws'; the candidate's outputs came by "
+                    f"{moved}; not cross-checked with the host at L1)")
         if not self.checked_l1:
             return "host (the GPU's references were not cross-checked at L1)"
         return (f"gpu ({self.device}, in its own process; agreed with the host's at "
@@ -213,6 +350,8 @@ class GpuReferences:
         else:
             self.child.kill()  # never asked (a candidate rejected at L0): not waited for
         shutil.rmtree(self.dir, ignore_errors=True)
+        if self._memory is not None:
+            shutil.rmtree(self._memory, ignore_errors=True)
 
 
 def disagreement(task: Task, gpu: Expected, host: Expected) -> str | None:
@@ -251,78 +390,18 @@ def _allowed(task: Task, name: str, reference: np.ndarray, host: Expected) -> np
     return tol.atol + tol.rtol * np.abs(reference.astype(np.float64))
 
 
+def _remove_orphans() -> None:
+    """Memory folders of reference sessions whose process is gone (a worker killed at its
+    time limit leaves its folder: gigabytes of memory at KernelBench's sizes)."""
+    for folder in MEMORY_DIR.glob(f"{MEMORY_PREFIX}*-*"):
+        pid = folder.name.removeprefix(MEMORY_PREFIX).split("-")[0]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            shutil.rmtree(folder, ignore_errors=True)
+
+
 def _read_expected(task: Task, folder: Path) -> Expected:
     reference = {t.name: np.load(folder / f"ref-{t.name}.npy") for t in task.outputs}
     allowed = None
     if task.allowance is not None:
         allowed = {t.name: np.load(folder / f"allowed-{t.name}.npy") for t in task.outputs}
     return Expected(reference, allowed)
-
-
-# -- the child -------------------------------------------------------------------------
-def _all_within(task: Task, folder: Path, reference, allowed, device) -> bool:
-    """Whether every element of the candidate's outputs in `folder` is within its
-    allowance of the reference: check_within's test (|actual - expected| <= allowed, in
-    float64, so NaN is never within), on the GPU."""
-    import torch
-
-    for t in task.outputs:
-        actual = torch.from_numpy(np.load(folder / f"{OUTPUT_PREFIX}{t.name}.npy")).to(device)
-        error = (actual.to(torch.float64) - reference[t.name].to(torch.float64)).abs()
-        bound = allowed[t.name]
-        bound = bound.to(torch.float64) if torch.is_tensor(bound) else float(bound)
-        if not bool((error <= bound).all()):
-            return False
-    return True
-
-
-def serve(channel: Channel) -> int:
-    """One request per stdin line, until EOF (the worker closed it, or died)."""
-    import torch
-
-    from . import tasks
-
-    device = torch.device(os.environ.get(DEVICE_ENV) or "cuda")
-    # float64 throughout; and the fp32 matmuls of an allowance's magnitudes must not
-    # quietly become TF32.
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
-    name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
-    torch.zeros(1, device=device)  # the CUDA context now, while the worker checks at L0
-    where = f"torch {torch.__version__} on {name}"
-    for line in sys.stdin:
-        try:
-            request = json.loads(line)
-            task = tasks.get(request["task"])
-            if not task.reference_on_gpu:
-                raise ValueError(f"task {task.name} has no reference written for the GPU")
-            folder, sizes = Path(request["dir"]), request["sizes"]
-            inputs = {t.name: torch.from_numpy(np.load(folder / f"{t.name}.npy")).to(device)
-                      for t in task.inputs}
-            with torch.no_grad():
-                outputs = task.reference(inputs, sizes)
-                reference = {t.name: outputs[t.name].to(getattr(torch, t.dtype)).reshape(
-                    t.resolve_shape(sizes)) for t in task.outputs}
-                allowed = task.allowance(inputs, reference, sizes) if task.allowance else {}
-                within = bool(request.get("judge")) and _all_within(task, folder, reference, allowed, device)
-            for t in task.outputs if not within else ():
-                np.save(folder / f"ref-{t.name}.npy", reference[t.name].cpu().numpy())
-                if t.name in allowed:
-                    values = allowed[t.name]
-                    values = values.to(torch.float64) if torch.is_tensor(values) else torch.tensor(
-                        float(values), dtype=torch.float64)
-                    np.save(folder / f"allowed-{t.name}.npy",
-                            np.broadcast_to(values.cpu().numpy(), t.resolve_shape(sizes)))
-            del inputs, outputs, reference, allowed
-            if device.type == "cuda":  # hand the memory back: the candidate's gate needs it
-                torch.cuda.empty_cache()
-            channel.send("result", status="ok", device=where, within=within)
-        except Exception as error:  # an answer, never a silent death: the worker falls back
-            channel.send("result", status="error", message=f"{type(error).__name__}: {error}")
-    return 0
-
-
-if __name__ == "__main__":
-    if len(sys.argv) == 3 and sys.argv[1] == "--serve":
-        sys.exit(serve(Channel(int(sys.argv[2]))))
-    sys.exit("usage: python -m profiling.harness.gpuref --serve <channel fd>")

@@ -34,6 +34,9 @@ from pathlib import Path
 import numpy as np
 
 from . import HARNESS_VERSION
+
+# The GPU's draws (draws.py), named here as before for the callers of this module.
+from .draws import GPU_DISTRIBUTIONS, generated_on_gpu, gpu_like_values  # noqa: F401
 from .spec import Task
 
 Arrays = dict[str, np.ndarray]
@@ -63,58 +66,6 @@ def check_plan(task: Task, levels: list[str], l1_sizes: dict, seeds: dict[str, i
                 plan.append(Check(level, shape_index, dict(sizes), base_seed * 1000 + shape_index * 100
                                   + seed_index, task.distributions[seed_index % len(task.distributions)]))
     return plan
-
-
-# The distributions the harness's generator draws on the GPU (refresh.cu:
-# optiml_generate_f32), by the code that kernel takes.
-GPU_DISTRIBUTIONS = {"normal": 0, "heavy_tailed": 1, "uniform": 2}
-
-
-def generated_on_gpu(task: Task, check: Check) -> bool:
-    """Whether a full gate generates this check's inputs on the GPU: the L1 checks (the
-    big ones) of a task whose every input is float32 from the default generator
-    (spec.generate_float) in a distribution the GPU draws. A task with its own generator
-    (cross_entropy's labels, say) keeps it, on the host."""
-    return (check.level == "L1" and check.distribution in GPU_DISTRIBUTIONS
-            and all(t.generate is None and t.dtype == "float32" for t in task.inputs))
-
-
-def gpu_like_values(count: int, seed: int, distribution: str, *, start: int = 0) -> np.ndarray:
-    """Elements start .. start+count of what optiml_generate_f32 writes for `seed`, with
-    the same hashing in numpy: to replay a gate's L1 inputs on a host without a GPU.
-    The integers are identical; log, sqrt and cos are the host's (float64, rounded to
-    float32 at the end), so values agree to a few units in the last place, not bit for bit."""
-    code = GPU_DISTRIBUTIONS[distribution]
-    with np.errstate(over="ignore"):
-        index = np.arange(start, start + count, dtype=np.uint64)
-        h = _splitmix64(np.uint64(seed) ^ _splitmix64(index))
-        if code == 2:
-            return (2.0 * _unit_open(h) - 1.0).astype(np.float32)
-        value = _normal_from(h)
-        if code == 1:
-            v = np.zeros(count, np.float64)
-            for _ in range(3):
-                h = _splitmix64(_splitmix64(h))
-                v += _normal_from(h) ** 2
-            value = 4.0 * value / np.maximum(np.sqrt(v / 3.0), 1e-12)
-        return value.astype(np.float32)
-
-
-def _splitmix64(x: np.ndarray) -> np.ndarray:
-    x = x + np.uint64(0x9E3779B97F4A7C15)
-    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return x ^ (x >> np.uint64(31))
-
-
-def _unit_open(bits: np.ndarray) -> np.ndarray:
-    """24 random bits -> (0, 1), rounded as the kernel's float32 arithmetic rounds them."""
-    return ((bits >> np.uint64(40)).astype(np.float32) + np.float32(0.5)).astype(np.float64) / 16777216.0
-
-
-def _normal_from(h: np.ndarray) -> np.ndarray:
-    u1, u2 = _unit_open(h), _unit_open(_splitmix64(h))
-    return np.sqrt(-2.0 * np.log(u1)) * np.cos(2.0 * np.pi * u2)
 
 
 def cached_gpu_seed_reference(task: Task, check: Check, checksum: str,

@@ -160,6 +160,13 @@ class Task:
     # gate may compute them with torch on the GPU, in a process of their own, for the
     # timed runs' spot checks; cross-checked against the host first (gpuref.py).
     reference_on_gpu: bool = False
+    # And its L1 checks are judged in that process (a torchtask: the module is the same
+    # torch code on the host and the GPU, and its float64 forward on the host costs
+    # minutes at KernelBench's sizes): the child draws the L1 inputs itself from the
+    # worker's seeds and compares the candidate's outputs with its reference there, so
+    # no input and no reference crosses between the processes; it decides only once its
+    # references agreed with the host's at every L0 shape (gpuref.py, drawn.py).
+    l1_in_reference_child: bool = False
     vendor: VendorReference | None = None
     # The naive kernel's median on the H200 at `sizes` (bench/results/2026-11-29-h200-
     # suite.json): the scale of one launch, so the gate can stop a candidate that takes
@@ -172,6 +179,9 @@ class Task:
     def __post_init__(self) -> None:
         if self.compare is not None and self.allowance is not None:
             raise ValueError(f"task {self.name}: give compare or allowance, not both")
+        if self.l1_in_reference_child and not (self.reference_on_gpu and self.allowance is not None):
+            raise ValueError(f"task {self.name}: L1 checks judged in the reference child need a reference "
+                             "on the GPU and an allowance (what the child compares with)")
 
     def tolerance_for(self, dtype: str) -> Tolerance:
         return self.tolerances.get(dtype, DEFAULT_TOLERANCES[dtype])

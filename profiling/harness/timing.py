@@ -40,8 +40,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from . import expr
 from .checks import GuardFailure, RunBuffers, check_canaries
+from .drawn import verify_timed_run
+from .draws import launch, run_draws
 
 if TYPE_CHECKING:
     from .worker import Session
@@ -79,24 +80,16 @@ class TimedRuns:
 
     # -- inputs ------------------------------------------------------------------------
     def refresh_inputs(self, buffers: dict, seed: int) -> None:
-        s, names = self.s, dict(self.sizes)
-        for position, t in enumerate(s.task.inputs):
-            b, n = buffers[t.name], np.uint64(int(np.prod(buffers[t.name].shape, dtype=np.int64)))
-            grid, block = (min(4096, max(1, -(-int(n) // 256))), 1, 1), (256, 1, 1)
-            stream_seed = np.uint64(input_seed(seed, position))
-            if t.refresh == "normal" and t.dtype == "float32":
-                fn = s.harness_module.get_function("optiml_refresh_normal_f32")
-                fn(np.uintp(b.ptr), n, stream_seed, grid=grid, block=block, stream=s.gpu.stream)
-            elif t.refresh.startswith("int:") and t.dtype == "int32":
-                _, lo, hi = t.refresh.split(":")
-                fn = s.harness_module.get_function("optiml_refresh_int32")
-                fn(np.uintp(b.ptr), n, stream_seed,
-                   np.int32(expr.evaluate_int(lo, names)), np.int32(expr.evaluate_int(hi, names)),
-                   grid=grid, block=block, stream=s.gpu.stream)
-            else:
-                from .worker import Rejection
+        """Fresh inputs for one run, by the harness's kernels (draws.run_draws)."""
+        s = self.s
+        try:
+            draws = run_draws(s.task, self.sizes, seed)
+        except ValueError as error:
+            from .worker import Rejection
 
-                raise Rejection("internal", f"input {t.name}: no GPU refresh for {t.refresh!r}")
+            raise Rejection("internal", str(error)) from None
+        for d in draws:
+            launch(s.harness_module, d, buffers[d.name].ptr, s.gpu.stream)
 
     # -- the loop ----------------------------------------------------------------------
     def run(self) -> tuple[list[float], GuardFailure | None, list[int]]:
@@ -199,9 +192,15 @@ class TimedRuns:
     def verify_all(self, buffers: dict, slots: list[dict], kept: list[int | None]) -> GuardFailure | None:
         """The verified runs, read back one by one from the GPU and checked on the host in
         parallel: references and comparisons are numpy, which releases the GIL, and
-        on a 1 GB task they, not the GPU, are what verification costs."""
-        runs = [(index, self.read_run(buffers, slots[slot], index))
-                for slot, index in enumerate(kept) if index is not None]
+        on a 1 GB task they, not the GPU, are what verification costs. For a session whose
+        L1 checks were judged in the reference child, each run is judged there first
+        (drawn.verify_timed_run), and only one it does not pass comes to the host."""
+        chosen = [(slot, index) for slot, index in enumerate(kept) if index is not None]
+        s = self.s
+        if s.last_l1_in_child:  # judged in the reference child, as its L1 checks were
+            chosen = [(slot, index) for slot, index in chosen
+                      if not verify_timed_run(s, buffers, slots[slot], run_seed(s.base_seed, index))]
+        runs = [(index, self.read_run(buffers, slots[slot], index)) for slot, index in chosen]
         if not runs:
             return None
         with ThreadPoolExecutor(max_workers=self.parallel_checks(len(runs))) as pool:

@@ -23,10 +23,12 @@ from . import HARNESS_VERSION, comparisons, expr, tasks
 from .candidate import Candidate
 from .ceilings import Ceilings, ceilings_for, physics_floor_ms, summarize
 from .checks import GUARD_BYTES, GuardFailure, RunBuffers, check_canaries, check_run
+from .drawn import check_after_timing as check_after_timing_in_child
+from .drawn import check_in_child, judged_in_child
+from .draws import INPUT_CHECKSUM_KEY, check_draws, checksum_text, launch
 from .faults import classify_exception
 from .guard_layout import describe_canaries_only, footprint
 from .inputs import (
-    GPU_DISTRIBUTIONS,
     Check,
     Expected,
     allowance_of,
@@ -56,10 +58,6 @@ LAUNCH_NAIVE_FACTOR = 50
 LAUNCH_FLOOR_FACTOR = 2000
 LAUNCH_MIN_S = 2.0
 SANITIZER_SLOWDOWN = 100
-# The key of the checksum an L1 seed's generated inputs are kept under in the input cache
-# (Session.generate_on_gpu): not a secret, the sum only has to tell one GPU's draw from
-# another's should they ever differ.
-INPUT_CHECKSUM_KEY = 0x6F70746D6C2D6731
 
 
 RESIDENT_CHANGED = ("a seed kept on the GPU for the screen's comparisons changed while this "
@@ -173,6 +171,7 @@ class Session:
         # (check, inputs, reference, the resident seed it read or None): inputs are None for
         # a resident seed drawn on the GPU, read back from it only if needed
         self.last_l1: tuple[Check, dict | None, dict, SeedOnGpu | None] | None = None
+        self.last_l1_in_child = False  # the last L1 check was judged in the reference child (drawn.py)
         self.seconds: dict[str, float] = {}  # wall time of this worker's stages
         self.sanitizing = self.options.get("mode") == "sanitize"
         # The spot checks' references on the GPU, in a process of their own (gpuref.py):
@@ -357,7 +356,7 @@ class Session:
             return
         from .gpuref import GpuReferences
 
-        self.gpu_refs = GpuReferences(self.task)
+        self.gpu_refs = GpuReferences(self.task, harness_cubin=self.request.get("harness_cubin"))
         self.gpu_refs.warm()
 
     def cross_check_reference(self, check: Check, inputs: dict, reference: Expected) -> Expected:
@@ -377,10 +376,13 @@ class Session:
             reference = Expected(reference, allowance_of(self.task, inputs, reference, check.sizes))
         self.held_cross_checks.append((check.level, inputs, check.sizes, reference))
         if check.level != "L0":
-            for held in self.held_cross_checks:
-                self.gpu_refs.submit_cross_check(*held)
-            self.held_cross_checks.clear()
+            self.submit_held_cross_checks()
         return reference
+
+    def submit_held_cross_checks(self) -> None:
+        for held in self.held_cross_checks:
+            self.gpu_refs.submit_cross_check(*held)
+        self.held_cross_checks.clear()
 
     # -- L1 inputs on the GPU (inputs.generated_on_gpu) -------------------------------
     def generates_on_gpu(self, check: Check) -> bool:
@@ -469,8 +471,8 @@ class Session:
 
     def public_checksum(self, buffers: dict) -> str:
         """What an entry of inputs drawn on the GPU is cached under (INPUT_CHECKSUM_KEY)."""
-        return " ".join(f"{t.name}:{self.input_checksum(buffers[t.name], INPUT_CHECKSUM_KEY):016x}"
-                        for t in self.task.inputs)
+        return checksum_text({t.name: self.input_checksum(buffers[t.name], INPUT_CHECKSUM_KEY)
+                              for t in self.task.inputs})
 
     def tell_where_inputs_came_from(self, reference: str) -> None:
         """environment.inputs: how many L1 seeds were drawn on the GPU, and where their
@@ -479,22 +481,17 @@ class Session:
         self.generated.append(reference)
         counts = ", ".join(f"{self.generated.count(where)} from {label}" for where, label in (
             ("cache", "the input cache"), ("gpu", "the reference child"), ("host", "the host"),
+            ("child", "the reference child, which drew them again itself and judged the outputs there"),
             ("resident", "the seed this screening process keeps on the GPU"))
             if where in self.generated)
         self.environment["inputs"] = (f"gpu: {len(self.generated)} L1 seed(s) drawn on the GPU by the "
                                       f"harness's generator; their references: {counts}; L0 on the host")
 
     def draw(self, check: Check, buffers: dict) -> None:
-        from .timing import input_seed
-
-        generate = self.harness_module.get_function("optiml_generate_f32")
-        code = np.int32(GPU_DISTRIBUTIONS[check.distribution])
-        for position, t in enumerate(self.task.inputs):
-            b = buffers[t.name]
-            n = int(np.prod(b.shape, dtype=np.int64))
-            generate(np.uintp(b.ptr), np.uint64(n), np.uint64(input_seed(check.seed, position)), code,
-                     grid=(min(4096, max(1, -(-n // 256))), 1, 1), block=(256, 1, 1),
-                     stream=self.gpu.stream)
+        """The check's inputs drawn into `buffers` by the harness's kernels (draws.py)."""
+        for d in check_draws(self.task, check):
+            if d.count:
+                launch(self.harness_module, d, buffers[d.name].ptr, self.gpu.stream)
         self.gpu.synchronize()
 
     def input_checksum(self, buffer, key: int) -> int:
@@ -575,47 +572,18 @@ class Session:
         level, sizes, seed, distribution = check.level, check.sizes, check.seed, check.distribution
         self.stage("correctness", level=level, sizes=sizes, seed=seed)
         self.require_memory(sizes)
+        in_child = judged_in_child(self, check)
         buffers = self.allocate(sizes)
         try:
-            seed_on_gpu, drawn = None, None
-            if self.generates_on_gpu(check) and self.resident is not None:
-                inputs = None  # on the GPU only (resident_inputs reads them back if needed)
-                seed_on_gpu, reference = self.resident_seed_drawn(check, buffers)
-            elif self.generates_on_gpu(check):
-                inputs, reference, drawn = self.generate_on_gpu(check, buffers)
+            if in_child:
+                def plan(on: dict):
+                    return device.resolve_plan(self.gpu, self.module, self.candidate, sizes, on)
+
+                failure, max_abs, max_rel = check_in_child(self, check, buffers, plan)
+                if level == "L1":  # kept for the check after the timed runs, drawn again then
+                    self.last_l1, self.last_l1_in_child = (check, None, {}, None), True
             else:
-                inputs, reference = inputs_and_reference(self.task, sizes, seed, distribution,
-                                                         self.options.get("input_cache"))
-            if inputs is not None:
-                reference = self.cross_check_reference(check, inputs, reference)
-            if self.options.get("adversary", {}).get("stale_reference"):
-                self.leave_reference_in_outputs(buffers, reference)
-            if self.resident is not None and level == "L1" and seed_on_gpu is None:
-                seed_on_gpu = self.resident.get((self.task.name, tuple(sorted(sizes.items())), seed),
-                                                inputs, reference, self.harness_module, self.gpu)
-            for t in self.task.inputs:
-                if seed_on_gpu is not None:
-                    buffers[t.name].copy_from(seed_on_gpu.inputs[t.name])
-                elif not self.generates_on_gpu(check):
-                    buffers[t.name].upload(inputs[t.name])
-            self.poison_writable(buffers)
-            launches = device.resolve_plan(self.gpu, self.module, self.candidate, sizes, buffers)
-            self.launch(launches, sizes)
-            inputs_after = None
-            if drawn is not None:
-                inputs, inputs_after = self.inputs_after_launch(check, buffers, drawn)
-            if level == "L1":
-                # kept for the check after the timed runs (one seed's arrays, not all)
-                self.last_l1 = (check, inputs, reference, seed_on_gpu)
-                self.reference_has_poison |= any(
-                    t.dtype == "float32" and bool((reference[t.name].view(np.uint32) == 0xFFFFFFFF).any())
-                    for t in self.task.outputs)
-            if seed_on_gpu is None:
-                failure, max_abs, max_rel = self.check(
-                    self.read_back(buffers, inputs, reference, inputs_after), sizes)
-            else:
-                failure, max_abs, max_rel = self.check_resident(buffers, seed_on_gpu, inputs,
-                                                                reference, sizes)
+                failure, max_abs, max_rel = self.check_here(check, buffers)
         finally:
             for b in buffers.values():
                 b.free()
@@ -630,6 +598,54 @@ class Session:
         if failure:
             raise Rejection(failure.guard, f"{level} {sizes} seed {seed} ({distribution}): "
                                            f"{failure.message}")
+
+    def check_here(self, check: Check, buffers: dict) -> tuple[GuardFailure | None, float, float]:
+        """One check judged in this process: inputs from the host (or drawn on the GPU here),
+        the reference from the host, the input cache or the reference child, compared by
+        check_run (or on the GPU against a screen's resident seed)."""
+        from . import device
+
+        level, sizes, seed, distribution = check.level, check.sizes, check.seed, check.distribution
+        seed_on_gpu, drawn = None, None
+        if self.generates_on_gpu(check) and self.resident is not None:
+            inputs = None  # on the GPU only (resident_inputs reads them back if needed)
+            seed_on_gpu, reference = self.resident_seed_drawn(check, buffers)
+        elif self.generates_on_gpu(check):
+            inputs, reference, drawn = self.generate_on_gpu(check, buffers)
+        else:
+            inputs, reference = inputs_and_reference(self.task, sizes, seed, distribution,
+                                                     self.options.get("input_cache"))
+        if inputs is not None:
+            reference = self.cross_check_reference(check, inputs, reference)
+        if self.options.get("adversary", {}).get("stale_reference"):
+            self.leave_reference_in_outputs(buffers, reference)
+        if self.resident is not None and level == "L1" and seed_on_gpu is None:
+            seed_on_gpu = self.resident.get((self.task.name, tuple(sorted(sizes.items())), seed),
+                                            inputs, reference, self.harness_module, self.gpu)
+        for t in self.task.inputs:
+            if seed_on_gpu is not None:
+                buffers[t.name].copy_from(seed_on_gpu.inputs[t.name])
+            elif not self.generates_on_gpu(check):
+                buffers[t.name].upload(inputs[t.name])
+        self.poison_writable(buffers)
+        launches = device.resolve_plan(self.gpu, self.module, self.candidate, sizes, buffers)
+        self.launch(launches, sizes)
+        inputs_after = None
+        if drawn is not None:
+            inputs, inputs_after = self.inputs_after_launch(check, buffers, drawn)
+        if level == "L1":
+            # kept for the check after the timed runs (one seed's arrays, not all)
+            self.last_l1, self.last_l1_in_child = (check, inputs, reference, seed_on_gpu), False
+            self.reference_has_poison |= any(
+                t.dtype == "float32" and bool((reference[t.name].view(np.uint32) == 0xFFFFFFFF).any())
+                for t in self.task.outputs)
+        if seed_on_gpu is None:
+            failure, max_abs, max_rel = self.check(
+                self.read_back(buffers, inputs, reference, inputs_after), sizes)
+        else:
+            failure, max_abs, max_rel = self.check_resident(buffers, seed_on_gpu, inputs,
+                                                            reference, sizes)
+        return failure, max_abs, max_rel
 
     def check_resident(self, buffers: dict, seed_on_gpu: SeedOnGpu, inputs: dict | None, reference: dict,
                        sizes: dict) -> tuple[GuardFailure | None, float, float]:
@@ -689,6 +705,8 @@ class Session:
         if self.last_l1 is None:
             return None
         check, inputs, reference, seed_on_gpu = self.last_l1
+        if self.last_l1_in_child:
+            return check_after_timing_in_child(self, check, buffers, launches)
         sizes = check.sizes
         if inputs is None:
             inputs = self.resident_inputs(seed_on_gpu, sizes)

@@ -82,6 +82,10 @@ def _shape(dims: list) -> tuple:
 class IntegerDraw:
     """An integer input's generator: uniform in [low, high), expressions over the sizes."""
 
+    # What the GPU's integer refresh draws in the input's refresh range (`int:low:high`),
+    # so the gate may draw its L1 values there (draws.integer_bounds).
+    draws_like_refresh = True
+
     def __init__(self, low: str, high: str) -> None:
         self.low, self.high = low, high
 
@@ -199,6 +203,7 @@ def to_task(d: TorchTask) -> Task:
         allowance=reference.allowance,
         allowance_why=f"the rule ({rule.describe()['float32']})",
         reference_on_gpu=True,
+        l1_in_reference_child=True,  # the module's float64 forward on the host costs minutes at L1
         vendor=None,  # vendor.calls(): timed on a GPU host by bench/torchtask_vendor.py, not yet here
     )
 
