@@ -29,6 +29,7 @@ from ..rewrites.syntax import (
 )
 from . import contraction, flatmap, permutes, planes, radix, rows, scans, windows
 from .accumulators import _accumulation
+from .block_reduce import block_reduced
 from .lone_thread import lone_thread
 from .normalize import block_constants_as_dims, normalized
 from .reading import NotRead, _declaration, condition_of, plane_bounds, read_space, reads_thread
@@ -51,6 +52,9 @@ def lift(source: str, plan: dict[str, Any]) -> Form | Refusal:
     lone = lone_thread(source, launches[-1]) if launches else None
     if lone is not None:  # only thread 0 of each block works: blocks of one thread (lone_thread.py)
         source, launches = lone[0], [*launches[:-1], lone[1]]
+    reduced = block_reduced(source, launches[-1], plan.get("tunables", {})) if launches else None
+    if reduced is not None:  # a block's reduction through shared memory (block_reduce.py)
+        source, launches = reduced[0], [*launches[:-1], reduced[1]]
     tree = parse(source)
     kernels = {k.name: k for k in find_kernels(tree)}
     zeroed = None

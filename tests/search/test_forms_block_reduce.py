@@ -1,0 +1,153 @@
+"""A block's reduction through shared memory (search/engine/forms/block_reduce.py): the
+tutorial's tree reduction into an atomic lifts as the full reduction it computes, a row
+per block whose threads stride over it and combine in shared memory lifts as the row
+map-reduce, and the families' skeletons compute the reference from them on the CPU
+emulator; a combine that could compute something else is left as written."""
+
+import shutil
+
+import numpy as np
+import pytest
+from cuda_on_cpu import CpuKernels, inputs_for, mismatch
+from forms_kernels import SUM_TOLERANCE, plan, task
+
+from profiling.harness.candidate import Candidate
+from search.engine import forms
+from search.engine.forms.block_reduce import block_reduced
+from search.engine.forms.skeletons import by_name
+
+needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not installed")
+
+ABS_SUM = """extern "C" __global__ void zero(float* out) { out[0] = 0.0f; }
+extern "C" __global__ void abs_sum(const float* x, float* out, int n) {
+    __shared__ float buf[256];
+    int tid = threadIdx.x;
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    buf[tid] = (i < n) ? fabsf(x[i]) : 0.0f;
+    __syncthreads();
+    for (int s = blockDim.x / 2; s > 0; s >>= 1) {
+        if (tid < s) buf[tid] += buf[tid + s];
+        __syncthreads();
+    }
+    if (tid == 0) atomicAdd(out, buf[0]);
+}
+"""
+ABS_SUM_PLAN = plan("abs_sum", ["x", "out", "n"], block=[256], zero=("zero", "out"))
+# A row per block, each thread's partial strided over the row, thread 0 combining in a loop.
+ROW_MAX = """extern "C" __global__ void row_max(const float* x, float* out, int R, int C) {
+    int row = blockIdx.x;
+    int t = threadIdx.x;
+    __shared__ float sm[128];
+    float m = -INFINITY;
+    for (int c = t; c < C; c += blockDim.x) m = fmaxf(m, x[row * C + c]);
+    sm[t] = m;
+    __syncthreads();
+    if (t == 0) {
+        float best = sm[0];
+        for (int k = 1; k < blockDim.x; k++) best = fmaxf(best, sm[k]);
+        out[row] = best * 2.0f;
+    }
+}
+"""
+ROW_MAX_PLAN = plan("row_max", ["x", "out", "R", "C"], grid=["R"], block=["BLOCK"])
+# The same row, summed by a halving tree, with an if/else store and an epilogue.
+ROW_MEAN = """extern "C" __global__ void row_mean(const float* x, float* out, int R, int C) {
+    __shared__ float part[128];
+    int row = blockIdx.x;
+    float s = 0.0f;
+    for (int c = threadIdx.x; c < C; c += blockDim.x) s += x[row * C + c];
+    part[threadIdx.x] = s;
+    __syncthreads();
+    for (int h = blockDim.x / 2; h > 0; h >>= 1) {
+        if (threadIdx.x < h) part[threadIdx.x] += part[threadIdx.x + h];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) out[row] = part[0] / C;
+}
+"""
+ROW_MEAN_PLAN = plan("row_mean", ["x", "out", "R", "C"], grid=["R"], block=[128])
+
+ABS_SUM_TASK = task("abs_sum", ABS_SUM, ABS_SUM_PLAN, {"x": ("n",)}, {"out": (1,)},
+                    lambda i, s: {"out": np.array([np.abs(i["x"].astype(np.float64)).sum()], np.float32)},
+                    [{"n": 1}, {"n": 1000}, {"n": 70001}], SUM_TOLERANCE)
+ROW_MAX_TASK = task("row_max", ROW_MAX, ROW_MAX_PLAN, {"x": ("R", "C")}, {"out": ("R",)},
+                    lambda i, s: {"out": (i["x"].max(1) * 2).astype(np.float32)},
+                    [{"R": 1, "C": 1}, {"R": 33, "C": 3}, {"R": 5, "C": 1000}])
+
+
+def test_the_tree_into_an_atomic_is_each_threads_own_atomic_add():
+    source, launch = block_reduced(ABS_SUM, ABS_SUM_PLAN["launches"][1], ABS_SUM_PLAN["tunables"])
+    assert "if (i < n) atomicAdd(out, fabsf(x[i]));" in source and "__shared__" not in source
+    assert launch["block"] == [256]  # every thread still runs
+    assert forms.lift(ABS_SUM, ABS_SUM_PLAN).family == forms.FULL_REDUCE
+
+
+@pytest.mark.parametrize("store, written", [
+    ("if (i < n) buf[tid] = fabsf(x[i]);\n    else buf[tid] = 0.0f;", "if (i < n) atomicAdd(out, fabsf(x[i]));"),
+    ("float v = 0.0f;\n    for (int j = i; j < n; j += blockDim.x * gridDim.x) v += fabsf(x[j]);\n"
+     "    buf[tid] = v;", "atomicAdd(out, v);"),
+], ids=["if-else", "grid-stride-partial"])
+def test_other_stores_into_the_tree_are_read_the_same_way(store, written):
+    source = ABS_SUM.replace("buf[tid] = (i < n) ? fabsf(x[i]) : 0.0f;", store)
+    rewritten, _ = block_reduced(source, ABS_SUM_PLAN["launches"][1], ABS_SUM_PLAN["tunables"])
+    assert written in rewritten and "buf" not in rewritten
+    assert forms.lift(source, ABS_SUM_PLAN).family == forms.FULL_REDUCE
+
+
+def test_a_row_combined_in_shared_memory_is_one_thread_walking_the_row():
+    source, launch = block_reduced(ROW_MAX, ROW_MAX_PLAN["launches"][0], ROW_MAX_PLAN["tunables"])
+    assert "for (int c = 0; c < C; c += 1)" in source and "out[row] = m * 2.0f;" in source
+    assert launch["block"] == ["1"] and "threadIdx" not in source and "blockDim" not in source
+    assert forms.lift(ROW_MAX, ROW_MAX_PLAN).family == forms.ROWS
+
+
+NOT_A_BLOCK_REDUCTION = {
+    # the tree halves over 96 threads: it drops elements, so it is not the row's sum
+    "a tree over a block that is not a power of two": (ROW_MEAN, {**ROW_MEAN_PLAN, "launches": [
+        {**ROW_MEAN_PLAN["launches"][0], "block": [96]}]}),
+    # the combine takes the max of partial sums: not the values' operator
+    "a combine of another operator": (ROW_MEAN.replace("part[threadIdx.x] += part[threadIdx.x + h]",
+                                                       "part[threadIdx.x] = fmaxf(part[threadIdx.x], "
+                                                       "part[threadIdx.x + h])"), ROW_MEAN_PLAN),
+    # the out-of-range threads store 1, not the sum's identity
+    "an identity that is not the operator's": (ABS_SUM.replace(": 0.0f;", ": 1.0f;"), ABS_SUM_PLAN),
+    # thread 0 writes the block's value and the others write theirs too
+    "work after thread 0's": (ROW_MAX.replace("out[row] = best * 2.0f;\n    }\n",
+                                              "out[row] = best * 2.0f;\n    }\n    out[row] += sm[t];\n"),
+                              ROW_MAX_PLAN),
+    # the epilogue reads another thread's slot
+    "another slot read after the combine": (ROW_MAX.replace("out[row] = best * 2.0f;", "out[row] = sm[1];"),
+                                            ROW_MAX_PLAN),
+    # the strided loop starts elsewhere than the thread's index
+    "a partial that does not stride from the thread": (ROW_MAX.replace("int c = t;", "int c = 2 * t;"),
+                                                       ROW_MAX_PLAN),
+}
+
+
+@pytest.mark.parametrize("variant", list(NOT_A_BLOCK_REDUCTION))
+def test_a_combine_that_could_compute_something_else_is_left_as_written(variant):
+    source, the_plan = NOT_A_BLOCK_REDUCTION[variant]
+    assert block_reduced(source, the_plan["launches"][-1], the_plan["tunables"]) is None
+    assert not isinstance(forms.lift(source, the_plan), forms.Form)
+
+
+def test_the_halving_tree_over_a_power_of_two_lifts():
+    assert forms.lift(ROW_MEAN, ROW_MEAN_PLAN).family == forms.ROWS
+
+
+@needs_gxx
+@pytest.mark.parametrize("source, the_plan, the_task, skeleton", [
+    (ABS_SUM, ABS_SUM_PLAN, ABS_SUM_TASK, "full.grid_stride_accumulate"),
+    (ROW_MAX, ROW_MAX_PLAN, ROW_MAX_TASK, "rows.block_per_row"),
+], ids=["abs_sum", "row_max"])
+def test_the_familys_skeleton_computes_the_reference_from_the_kernel_as_written(source, the_plan, the_task,
+                                                                                skeleton, tmp_path):
+    emitted = by_name(skeleton).emit(forms.lift(source, the_plan), the_plan, the_task)
+    assert not isinstance(emitted, str), emitted
+    for name, candidate in (("naive", Candidate.from_source_and_plan(source, the_plan)),
+                            ("skeleton", Candidate.from_source_and_plan(emitted.source, emitted.plan))):
+        kernels = CpuKernels(candidate, tmp_path / name)
+        for sizes in the_task.l0_sizes:
+            inputs = inputs_for(the_task, sizes)
+            outputs = kernels.run(the_task, sizes, inputs)
+            assert mismatch(the_task, sizes, inputs, outputs) is None, (name, sizes)
