@@ -54,7 +54,8 @@ def _for_form(cards, context: NodeContext, task, index: int | None, form: forms.
                 or not usable(card, context.task, leave_out_own):
             continue
         skeleton = skeletons.by_name(card["skeleton"])
-        emitted = skeleton.emit(form, plan if index is None else splice.sub_plan(plan, index), task)
+        emitted = skeleton.emit(form, plan if index is None else splice.sub_plan(plan, index, parent.source),
+                                task)
         if isinstance(emitted, str):
             continue
         whole = (emitted.source, emitted.plan) if index is None else \

@@ -6,9 +6,11 @@ each launch's kernel lifted on its own, and a skeleton's kernel put back in its 
 
 `lift` reads one kernel (or a zeroing launch and one kernel); a plan of several launches
 is read here one launch at a time, each as a plan of its own with the plan's scratch and
-tunables. A skeleton emitted for launch i replaces that kernel's definition in the source
-(the file's directives and helper functions stay as they are) and that launch in the
-plan (by the skeleton's launches: a full reduction's zeroing launch and its kernel). A
+tunables (with a launch before it that zeroes what it accumulates into, a full
+reduction's two launches: `first_launch`). A skeleton emitted for launch i replaces
+that kernel's definition in the source (the file's directives and helper functions stay
+as they are) and that launch (with its zeroing launch) in the plan (by the skeleton's
+launches: a full reduction's zeroing launch and its kernel). A
 tunable the skeleton sets that the other launches also read at another value (BLOCK) is
 renamed in the new launch and its kernel (BLOCK_1), unless the kernel's own math reads
 it; a kernel launched twice is not replaced (the other launch would change with it).
@@ -27,12 +29,30 @@ from .types import Form, Refusal
 
 def per_launch(source: str, plan: dict[str, Any]) -> list[tuple[int, Form | Refusal]]:
     launches = plan.get("launches") or []
-    return [(index, lift(source, {**plan, "launches": [launch]})) for index, launch in enumerate(launches)]
+    return [(index, lift(source, sub_plan(plan, index, source))) for index in range(len(launches))]
 
 
-def sub_plan(plan: dict[str, Any], index: int) -> dict[str, Any]:
-    """Launch `index` as a plan of its own: what a skeleton is emitted from."""
-    return {**plan, "launches": [plan["launches"][index]]}
+def sub_plan(plan: dict[str, Any], index: int, source: str | None = None) -> dict[str, Any]:
+    """Launch `index` as a plan of its own: what a skeleton is emitted from; given the
+    source, with the launch before it where that launch zeroes what this one accumulates
+    into (first_launch)."""
+    first = index if source is None else first_launch(source, plan, index)
+    return {**plan, "launches": plan["launches"][first:index + 1]}
+
+
+def first_launch(source: str, plan: dict[str, Any], index: int) -> int:
+    """`index - 1` where launch index - 1 is a one-thread launch on one argument of launch
+    `index` and the two lift as one form (lift reads a zeroing launch and the atomics
+    after it: a full reduction's); else `index`."""
+    launches = plan.get("launches") or []
+    if index == 0:
+        return index
+    before, this = launches[index - 1], launches[index]
+    one_thread = all([str(d).strip() for d in before.get(field, [])] == ["1"] for field in ("grid", "block"))
+    if not one_thread or len(before.get("args", [])) != 1 or before["args"][0] not in this.get("args", []):
+        return index
+    paired = lift(source, {**plan, "launches": [before, this]})
+    return index - 1 if isinstance(paired, Form) else index
 
 
 def splice(source: str, plan: dict[str, Any], index: int, form: Form,
@@ -40,6 +60,7 @@ def splice(source: str, plan: dict[str, Any], index: int, form: Form,
     """The whole candidate with launch `index` scheduled as `emitted`, or why it cannot be."""
     launches = list(plan.get("launches") or [])
     name = launches[index].get("kernel")
+    first = first_launch(source, plan, index)  # a zeroing launch the skeleton's launches replace too
     if sum(1 for launch in launches if launch.get("kernel") == name) > 1:
         return f"{name} is launched more than once: replacing it would change the other launches"
     kernels = {k.name: k for k in find_kernels(parse(source))}
@@ -73,7 +94,7 @@ def splice(source: str, plan: dict[str, Any], index: int, form: Form,
                + data[definition.end_byte:]).decode()
     scratch = list(plan.get("scratch", []))
     scratch += [s for s in emitted.plan.get("scratch", []) if s not in scratch]
-    return spliced, {**plan, "launches": [*launches[:index], *new_launches, *launches[index + 1:]],
+    return spliced, {**plan, "launches": [*launches[:first], *new_launches, *launches[index + 1:]],
                      "scratch": scratch, "tunables": tunables}
 
 
