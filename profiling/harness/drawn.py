@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import secrets
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import TYPE_CHECKING
 
 from .checks import GuardFailure, check_canaries
@@ -85,8 +85,8 @@ def judge(session: Session, check: Check, buffers: dict, drawn, public: str, *,
         s.input_checksum(buffers[t.name], drawn.key) == drawn.sums[t.name] for t in s.task.inputs)
     judged = None
     if clean:
-        with staged_outputs(s.task, buffers) as outputs:
-            judged = s.gpu_refs.judge_drawn(check_draws(s.task, check), check.sizes, public, outputs)
+        judged = s.gpu_refs.judge_drawn(check_draws(s.task, check), check.sizes, public,
+                                        lambda: staged_outputs(s.task, buffers))
     s.add_seconds("judged_in_child", started)
     if judged is not None:
         s.reference_has_poison |= judged.reference_has_poison
@@ -180,8 +180,9 @@ def verify_timed_run(session: Session, buffers: dict, snapshot: dict, seed: int)
     for d in draws:
         launch(s.harness_module, d, buffers[d.name].ptr, s.gpu.stream)
     s.gpu.synchronize()
+    snapshot_outputs = DeviceOutputs(dict(snapshot), shareable=True)
     judged = s.gpu_refs.judge_drawn(draws, s.l1_sizes, s.public_checksum(buffers),
-                                    DeviceOutputs(dict(snapshot), shareable=True), what="a timed run")
+                                    lambda: nullcontext(snapshot_outputs), what="a timed run")
     return judged is not None and judged.within
 
 

@@ -40,10 +40,11 @@ For a task whose L1 checks are judged here (spec.Task.l1_in_reference_child: a t
 no input travels at all: the request carries the worker's draws instead ("draw": a list of
 draws.Draw, and "harness_cubin"), and the child draws the same inputs on its own GPU with
 the harness's own kernel, answering with their checksum ("checksum"), which the worker
-compares with its own draws' before it believes the answer (`judge_drawn`). Only the
-candidate's outputs come: the child opens them on the GPU by CUDA IPC ("outputs_ipc": a
-copy the worker made after the launch, or a timed run's snapshot), else they are read
-into memory-backed files (/dev/shm when it has room) that the child maps. Such a
+compares with its own draws' before it believes the answer (`judge_drawn`); the child
+keeps that reference and allowance ("keep") for the next request ({"judge_kept"}), which
+brings the candidate's outputs: the child opens them on the GPU by CUDA IPC
+("outputs_ipc": a copy the worker made after the launch, or a timed run's snapshot), else
+they are read into memory-backed files (/dev/shm when it has room) that the child maps. Such a
 session trusts the child once its references agreed with the host's at every L0 shape:
 at KernelBench's L1 sizes the host's float64 forward takes minutes (`trusts_draws`).
 """
@@ -59,6 +60,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -232,17 +234,40 @@ class GpuReferences:
 
         return self._ask({"sizes": dict(sizes), "judge": outputs is not None}, write, read)
 
-    def judge_drawn(self, draws: list[Draw], sizes: dict, checksum: str, outputs: OutputsOnGpu,
+    def judge_drawn(self, draws: list[Draw], sizes: dict, checksum: str,
+                    stage: Callable[[], AbstractContextManager[OutputsOnGpu]],
                     what: str = "L1") -> Judged | None:
-        """A drawn check (an L1 check, or a timed run: `what`) judged here: the child draws
-        `draws` itself, computes its reference and allowance, and compares the candidate's
-        `outputs`, which it opens on the GPU by CUDA IPC where they allow it, else maps
-        from memory-backed files they are read into. None when the worker must judge it
-        itself: not trusted yet, the child failed, or its draws' checksum is not the
-        worker's `checksum` (then never again)."""
+        """A drawn check (an L1 check, or a timed run: `what`) judged here, in two requests:
+        the child draws `draws` itself and keeps its reference and allowance for them;
+        then `stage()` gives the candidate's outputs (staged only now, so that their copy
+        never sits on the GPU beside the child's float64 work) and the child compares
+        them, opened by CUDA IPC where they allow it, else mapped from memory-backed files
+        they are read into. None when the worker must judge it itself: not trusted yet,
+        the child failed, or its draws' checksum is not the worker's `checksum` (then
+        never again)."""
         self.settle()
         if not self.trusts_draws:
             return None
+
+        def kept(answer: dict, folder: Path) -> bool | None:
+            if answer.get("checksum") != checksum:
+                self.failed = (f"the reference process drew other inputs than the worker for {what} {sizes}: "
+                               f"checksums {answer.get('checksum')} against {checksum}")
+                return None
+            return bool(answer.get("poison"))
+
+        poison = self._ask({"sizes": dict(sizes), "draw": [d.to_dict() for d in draws],
+                            "harness_cubin": self.harness_cubin, "keep": True}, lambda folder: None, kept)
+        if poison is None or poison is TRANSPORT:
+            return None
+        with stage() as outputs:
+            judged = self._judge_kept(sizes, outputs, poison)
+            if judged is TRANSPORT:  # the child could not open them by CUDA IPC: files from now on
+                judged = self._judge_kept(sizes, outputs, poison)
+        return None if judged is TRANSPORT else judged
+
+    def _judge_kept(self, sizes: dict, outputs: OutputsOnGpu, poison: bool):
+        """The candidate's outputs against the reference the child kept (judge_drawn)."""
         handles = None if self.ipc_failed else outputs.ipc_handles()
         # room for the outputs' files, or the reference and float64 allowance sent back
         room = 3 * sum(t.nbytes(sizes) for t in self.task.outputs)
@@ -257,23 +282,14 @@ class GpuReferences:
             for array in arrays.values():
                 array.flush()
 
-        def read(answer: dict, folder: Path) -> Judged | None:
-            if answer.get("checksum") != checksum:
-                self.failed = (f"the reference process drew other inputs than the worker for {what} {sizes}: "
-                               f"checksums {answer.get('checksum')} against {checksum}")
-                return None
+        def read(answer: dict, folder: Path) -> Judged:
             self.drawn += 1
             self.moved["CUDA IPC" if handles else "memory-backed files"] += 1
             within = answer.get("within") is True
-            return Judged(within, bool(answer.get("poison")),
-                          None if within else _read_expected(self.task, folder))
+            return Judged(within, poison, None if within else _read_expected(self.task, folder))
 
-        request = {"sizes": dict(sizes), "judge": True, "draw": [d.to_dict() for d in draws],
-                   "harness_cubin": self.harness_cubin, "outputs_ipc": handles}
-        judged = self._ask(request, write, read, parent=self._memory_dir(room))
-        if judged is TRANSPORT and handles:  # the child could not open them: files from now on
-            return self.judge_drawn(draws, sizes, checksum, outputs, what)
-        return None if judged is TRANSPORT else judged
+        return self._ask({"sizes": dict(sizes), "judge_kept": True, "outputs_ipc": handles}, write, read,
+                         parent=self._memory_dir(room))
 
     def _memory_dir(self, nbytes: int) -> Path:
         """This session's folder in memory (MEMORY_DIR) when it has room for `nbytes`,

@@ -61,7 +61,7 @@ class _Interface:
 
     def __init__(self, pointer: int, count: int, dtype: np.dtype) -> None:
         self.__cuda_array_interface__ = {"shape": (count,), "typestr": np.dtype(dtype).str,
-                                         "data": (pointer, True), "version": 2}
+                                         "data": (pointer, True), "strides": None, "version": 2}
 
 
 def _outputs_by_ipc(task: Task, handles: dict, sizes: dict, torch, device, draws: ChildDraws):
@@ -73,15 +73,14 @@ def _outputs_by_ipc(task: Task, handles: dict, sizes: dict, torch, device, draws
     try:
         cuda = draws.driver()
         for t in task.outputs:
-            opened[t.name] = cuda.IPCMemoryHandle(bytes.fromhex(handles[t.name]))
+            opened[t.name] = cuda.IPCMemoryHandle(bytearray.fromhex(handles[t.name]))
         tensors = {}
         for t in task.outputs:
             count = int(np.prod(t.resolve_shape(sizes), dtype=np.int64))
             tensors[t.name] = torch.as_tensor(_Interface(int(opened[t.name]), count, t.numpy_dtype()),
                                               device=device)
     except Exception as error:
-        for handle in opened.values():
-            handle.close()
+        _close(opened)
         raise TransportError(f"{type(error).__name__}: {error}") from error
     return tensors, opened
 
@@ -119,47 +118,89 @@ def serve(channel: Channel) -> int:
 
 
 def _serve_requests(channel: Channel, torch, device, where: str, draws: ChildDraws) -> None:
-    from . import tasks
-
+    kept: dict = {}  # a drawn check's reference and allowance, between its two requests
     for line in sys.stdin:
-        checksum, poison = None, False
         try:
             request = json.loads(line)
-            task = tasks.get(request["task"])
-            if not task.reference_on_gpu:
-                raise ValueError(f"task {task.name} has no reference written for the GPU")
-            folder, sizes = Path(request["dir"]), request["sizes"]
-            if request.get("draw"):  # a drawn check: the worker's draws, made again here
-                wanted = [Draw.from_dict(d) for d in request["draw"]]
-                inputs, sums = draws.make(wanted, request["harness_cubin"])
-                checksum = checksum_text(sums)
+            if request.get("judge_kept"):
+                within = _judge_kept(request, kept, torch, device, draws)
+                channel.send("result", status="ok", device=where, within=within)
             else:
-                inputs = {t.name: torch.from_numpy(np.load(folder / f"{t.name}.npy")).to(device)
-                          for t in task.inputs}
-            with torch.no_grad():
-                outputs = task.reference(inputs, sizes)
-                reference = {t.name: outputs[t.name].to(getattr(torch, t.dtype)).reshape(
-                    t.resolve_shape(sizes)) for t in task.outputs}
-                allowed = task.allowance(inputs, reference, sizes) if task.allowance else {}
-                within = bool(request.get("judge")) and _judge(task, request, folder, reference, allowed,
-                                                               torch, device, draws)
-                poison = checksum is not None and _holds_poison(task, reference)
-            for t in task.outputs if not within else ():
-                np.save(folder / f"ref-{t.name}.npy", reference[t.name].cpu().numpy())
-                if t.name in allowed:
-                    values = allowed[t.name]
-                    values = values.to(torch.float64) if torch.is_tensor(values) else torch.tensor(
-                        float(values), dtype=torch.float64)
-                    np.save(folder / f"allowed-{t.name}.npy",
-                            np.broadcast_to(values.cpu().numpy(), t.resolve_shape(sizes)))
-            del inputs, outputs, reference, allowed
-            if device.type == "cuda":  # hand the memory back: the candidate's gate needs it
-                torch.cuda.empty_cache()
-            channel.send("result", status="ok", device=where, within=within, checksum=checksum, poison=poison)
+                kept.clear()
+                within, checksum, poison = _answer(request, kept, torch, device, draws)
+                channel.send("result", status="ok", device=where, within=within, checksum=checksum,
+                             poison=poison)
         except TransportError as error:  # the worker sends the outputs as files instead
             channel.send("result", status=TRANSPORT, message=str(error))
         except Exception as error:  # an answer, never a silent death: the worker falls back
+            kept.clear()
             channel.send("result", status="error", message=f"{type(error).__name__}: {error}")
+        finally:
+            if device.type == "cuda":  # hand the memory back: the candidate's gate needs it
+                torch.cuda.empty_cache()
+
+
+def _answer(request: dict, kept: dict, torch, device, draws: ChildDraws) -> tuple[bool, str | None, bool]:
+    """One request: (within, the draws' checksum for a drawn one, whether the reference
+    holds the poison pattern). A drawn one ("keep") keeps its reference and allowance in
+    `kept` for the request that judges the outputs against them (_judge_kept). Its other
+    tensors are gone when it returns or raises, so that the next request's (gigabytes at
+    KernelBench's sizes) never sit beside them."""
+    from . import tasks
+
+    task = tasks.get(request["task"])
+    if not task.reference_on_gpu:
+        raise ValueError(f"task {task.name} has no reference written for the GPU")
+    folder, sizes = Path(request["dir"]), request["sizes"]
+    checksum = None
+    if request.get("draw"):  # a drawn check: the worker's draws, made again here
+        inputs, sums = draws.make([Draw.from_dict(d) for d in request["draw"]], request["harness_cubin"])
+        checksum = checksum_text(sums)
+    else:
+        inputs = {t.name: torch.from_numpy(np.load(folder / f"{t.name}.npy")).to(device) for t in task.inputs}
+    with torch.no_grad():
+        outputs = task.reference(inputs, sizes)
+        reference = {t.name: outputs[t.name].to(getattr(torch, t.dtype)).reshape(t.resolve_shape(sizes))
+                     for t in task.outputs}
+        del outputs
+        allowed = task.allowance(inputs, reference, sizes) if task.allowance else {}
+        del inputs
+        poison = checksum is not None and _holds_poison(task, reference)
+        if request.get("keep"):
+            kept.update(task=task, sizes=sizes, reference=reference, allowed=allowed)
+            return False, checksum, poison
+        within = bool(request.get("judge")) and _judge(task, request, folder, reference, allowed,
+                                                       torch, device, draws)
+    if not within:
+        _send_back(task, folder, reference, allowed, sizes, torch)
+    return within, checksum, poison
+
+
+def _judge_kept(request: dict, kept: dict, torch, device, draws: ChildDraws) -> bool:
+    """The candidate's outputs against the reference kept by the request before; kept
+    again only when the outputs could not be opened (the worker sends files next)."""
+    if not kept:
+        raise ValueError("no drawn reference kept to judge against")
+    task, sizes, reference, allowed = kept["task"], kept["sizes"], kept["reference"], kept["allowed"]
+    folder = Path(request["dir"])
+    with torch.no_grad():
+        within = _judge(task, request, folder, reference, allowed, torch, device, draws)
+    kept.clear()
+    if not within:
+        _send_back(task, folder, reference, allowed, sizes, torch)
+    return within
+
+
+def _send_back(task: Task, folder: Path, reference, allowed, sizes: dict, torch) -> None:
+    """The reference and allowance as files, for the worker to name what is wrong."""
+    for t in task.outputs:
+        np.save(folder / f"ref-{t.name}.npy", reference[t.name].cpu().numpy())
+        if t.name in allowed:
+            values = allowed[t.name]
+            values = values.to(torch.float64) if torch.is_tensor(values) else torch.tensor(
+                float(values), dtype=torch.float64)
+            shape = t.resolve_shape(sizes)
+            np.save(folder / f"allowed-{t.name}.npy", np.broadcast_to(values.cpu().numpy(), shape))
 
 
 def _judge(task: Task, request: dict, folder: Path, reference, allowed, torch, device, draws) -> bool:
@@ -173,8 +214,16 @@ def _judge(task: Task, request: dict, folder: Path, reference, allowed, torch, d
     finally:
         del actual
         torch.cuda.synchronize(device)
-        for handle in opened.values():
-            handle.close()
+        _close(opened)
+
+
+def _close(opened: dict) -> None:
+    """Unmap the worker's outputs (pycuda's IPCMemoryHandle.close; else its collection)."""
+    for handle in opened.values():
+        close = getattr(handle, "close", None)
+        if close is not None:
+            close()
+    opened.clear()
 
 
 if __name__ == "__main__":

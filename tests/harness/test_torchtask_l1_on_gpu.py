@@ -195,6 +195,11 @@ class HostOutputs:
         self.fill(arrays)
 
 
+def staging(outputs: HostOutputs):
+    """What judge_drawn stages the outputs with (drawn.staged_outputs in the worker)."""
+    return lambda: contextlib.nullcontext(outputs)
+
+
 def worker_draws(task, check):
     """What the worker draws for the check (the replay of its kernels) and its public sum."""
     draws = check_draws(task, check)
@@ -222,7 +227,7 @@ def test_the_child_draws_the_inputs_itself_and_passes_right_outputs_with_no_inpu
             for output, array in arrays.items():
                 array[...] = right[output]
 
-        judged = refs.judge_drawn(draws, check.sizes, public, HostOutputs(read_outputs))
+        judged = refs.judge_drawn(draws, check.sizes, public, staging(HostOutputs(read_outputs)))
         assert judged is not None and judged.within, refs.describe()
         assert seen == ["candidate-out.npy"]  # the candidate's outputs travel; no input does
         assert refs.usable and "judged there on inputs it drew itself" in refs.describe()
@@ -243,7 +248,7 @@ def test_outputs_out_of_their_allowance_or_unwritten_come_back_with_the_childs_r
         def wrong(arrays):
             arrays["out"][...] = host["out"] + 1e-2
 
-        judged = refs.judge_drawn(draws, check.sizes, public, HostOutputs(wrong))
+        judged = refs.judge_drawn(draws, check.sizes, public, staging(HostOutputs(wrong)))
         assert judged is not None and not judged.within and not judged.reference_has_poison
         np.testing.assert_allclose(judged.expected["out"], host["out"], rtol=1e-6, atol=1e-6)
         assert judged.expected.allowed is not None  # for check_run to name the element
@@ -251,7 +256,7 @@ def test_outputs_out_of_their_allowance_or_unwritten_come_back_with_the_childs_r
         def unwritten(arrays):
             arrays["out"].view(np.uint32)[...] = 0xFFFFFFFF  # the gate's poison, as left
 
-        assert not refs.judge_drawn(draws, check.sizes, public, HostOutputs(unwritten)).within
+        assert not refs.judge_drawn(draws, check.sizes, public, staging(HostOutputs(unwritten))).within
     finally:
         refs.close()
 
@@ -268,9 +273,15 @@ def test_a_child_whose_draws_differ_from_the_workers_is_never_believed_again(reg
             arrays["out"][...] = right["out"]
 
         other = public.replace(public[-1], "0" if public[-1] != "0" else "1")
-        assert refs.judge_drawn(draws, check.sizes, other, HostOutputs(fill)) is None
-        assert "drew other inputs" in refs.failed
-        again = refs.judge_drawn(draws, check.sizes, public, HostOutputs(fill))
+        staged = []
+
+        def stage():  # the outputs are staged only once the child's draws are known to be right
+            staged.append(True)
+            return contextlib.nullcontext(HostOutputs(fill))
+
+        assert refs.judge_drawn(draws, check.sizes, other, stage) is None
+        assert "drew other inputs" in refs.failed and staged == []
+        again = refs.judge_drawn(draws, check.sizes, public, staging(HostOutputs(fill)))
         assert again is None  # the host decides from now on
         assert refs.describe().startswith("host (")
     finally:
@@ -290,10 +301,11 @@ def test_outputs_the_child_cannot_open_by_cuda_ipc_come_as_files_from_then_on(re
             filled.append(True)
             arrays["out"][...] = right["out"]
 
-        judged = refs.judge_drawn(draws, check.sizes, public, HostOutputs(fill, handles={"out": "00" * 64}))
+        shared = HostOutputs(fill, handles={"out": "00" * 64})  # as if by CUDA IPC
+        judged = refs.judge_drawn(draws, check.sizes, public, staging(shared))
         assert judged.within and filled == [True] and refs.failed is None
         assert "the CPU" in refs.ipc_failed and "no CUDA IPC" in refs.describe()
-        assert refs.judge_drawn(draws, check.sizes, public, HostOutputs(fill, handles={"out": "00"})).within
+        assert refs.judge_drawn(draws, check.sizes, public, staging(shared)).within
         assert filled == [True, True] and refs.moved["memory-backed files"] == 2  # not asked again
     finally:
         refs.close()
@@ -338,7 +350,7 @@ class FakeRefs:
     def settle(self) -> None:
         self.settled += 1
 
-    def judge_drawn(self, draws, sizes, checksum, outputs):
+    def judge_drawn(self, draws, sizes, checksum, stage):
         self.asked.append((draws, sizes, checksum))
         return self.judged
 
