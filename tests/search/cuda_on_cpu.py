@@ -32,6 +32,7 @@ POISON = np.float32(np.nan)  # outputs start as NaN, as in the harness: unwritte
 
 SHIM = r"""
 #include <math.h>
+#include <cfloat>
 #include <barrier>
 #include <cmath>
 #include <cstdint>

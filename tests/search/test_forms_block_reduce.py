@@ -83,7 +83,8 @@ def test_the_tree_into_an_atomic_is_each_threads_own_atomic_add():
 
 
 @pytest.mark.parametrize("store, written", [
-    ("if (i < n) buf[tid] = fabsf(x[i]);\n    else buf[tid] = 0.0f;", "if (i < n) atomicAdd(out, fabsf(x[i]));"),
+    ("if (i < n) buf[tid] = fabsf(x[i]);\n    else buf[tid] = 0.0f;",
+     "if (i < n) atomicAdd(out, fabsf(x[i]));"),
     ("float v = 0.0f;\n    for (int j = i; j < n; j += blockDim.x * gridDim.x) v += fabsf(x[j]);\n"
      "    buf[tid] = v;", "atomicAdd(out, v);"),
 ], ids=["if-else", "grid-stride-partial"])
@@ -151,3 +152,65 @@ def test_the_familys_skeleton_computes_the_reference_from_the_kernel_as_written(
             inputs = inputs_for(the_task, sizes)
             outputs = kernels.run(the_task, sizes, inputs)
             assert mismatch(the_task, sizes, inputs, outputs) is None, (name, sizes)
+
+
+# A softmax whose block reduces twice through one shared array (the max, then the sum of
+# exponentials), every thread reading the block's value back, then writing its share.
+SOFTMAX = """extern "C" __global__ void softmax_rows(const float* x, float* y, int R, int C) {
+    __shared__ float red[128];
+    int row = blockIdx.x;
+    int tid = threadIdx.x;
+    float m = -INFINITY;
+    for (int c = tid; c < C; c += blockDim.x) m = fmaxf(m, x[row * C + c]);
+    red[tid] = m;
+    __syncthreads();
+    for (int s = blockDim.x / 2; s > 0; s >>= 1) {
+        if (tid < s) red[tid] = fmaxf(red[tid], red[tid + s]);
+        __syncthreads();
+    }
+    float rowmax = red[0];
+    __syncthreads();
+    float sum = 0.0f;
+    for (int c = tid; c < C; c += blockDim.x) sum += expf(x[row * C + c] - rowmax);
+    red[tid] = sum;
+    __syncthreads();
+    for (int s = blockDim.x / 2; s > 0; s >>= 1) {
+        if (tid < s) red[tid] += red[tid + s];
+        __syncthreads();
+    }
+    float total = red[0];
+    for (int c = tid; c < C; c += blockDim.x) y[row * C + c] = expf(x[row * C + c] - rowmax) / total;
+}
+"""
+SOFTMAX_PLAN = plan("softmax_rows", ["x", "y", "R", "C"], grid=["R"], block=[128])
+
+
+def _softmax(i, s):
+    e = np.exp(i["x"].astype(np.float64) - i["x"].max(1, keepdims=True))
+    return {"y": (e / e.sum(1, keepdims=True)).astype(np.float32)}
+
+
+SOFTMAX_TASK = task("softmax_rows", SOFTMAX, SOFTMAX_PLAN, {"x": ("R", "C")}, {"y": ("R", "C")}, _softmax,
+                    [{"R": 1, "C": 1}, {"R": 33, "C": 3}, {"R": 7, "C": 1000}])
+
+
+def test_two_reductions_through_one_shared_array_are_two_walks_of_the_row():
+    source, launch = block_reduced(SOFTMAX, SOFTMAX_PLAN["launches"][0], SOFTMAX_PLAN["tunables"])
+    assert "float rowmax = m;" in source and "float total = sum;" in source and "red" not in source
+    assert source.count("c < C; c += 1)") == 3 and launch["block"] == ["1"]
+    assert forms.lift(SOFTMAX, SOFTMAX_PLAN).family == forms.ROWS
+    # the second reduction read back before its combine: another thread's partial
+    early = SOFTMAX.replace("    float total = red[0];\n", "").replace(
+        "    red[tid] = sum;\n", "    red[tid] = sum;\n    float total = red[0];\n")
+    assert block_reduced(early, SOFTMAX_PLAN["launches"][0], SOFTMAX_PLAN["tunables"]) is None
+
+
+@needs_gxx
+def test_the_rows_skeleton_computes_the_softmax_from_the_kernel_as_written(tmp_path):
+    form = forms.lift(SOFTMAX, SOFTMAX_PLAN)
+    emitted = by_name("rows.block_per_row").emit(form, SOFTMAX_PLAN, SOFTMAX_TASK)
+    assert not isinstance(emitted, str), emitted
+    kernels = CpuKernels(Candidate.from_source_and_plan(emitted.source, emitted.plan), tmp_path)
+    for sizes in SOFTMAX_TASK.l0_sizes:
+        inputs = inputs_for(SOFTMAX_TASK, sizes)
+        assert mismatch(SOFTMAX_TASK, sizes, inputs, kernels.run(SOFTMAX_TASK, sizes, inputs)) is None, sizes

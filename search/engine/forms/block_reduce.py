@@ -62,20 +62,19 @@ def block_reduced(source: str, launch: dict[str, Any], tunables: dict[str, Any])
                if (d := _declaration(s)) is not None and _compact(d[2]) == "threadIdx.x"}
     tids = {"threadIdx.x", *aliases}
     store = next((k for k, s in enumerate(statements) if _stores_own(s, array, tids)), None)
-    if store is None or store + 1 >= len(statements) or _compact(statements[store + 1]) != "__syncthreads();":
+    if store is None:
         return None
-    combine = _combine(statements[store + 2:], array, tids, threads)
-    if combine is None:
-        return None
-    operator, results = combine  # results: the statements thread 0 runs, `array[0]` their value
-    value = _stored_value(statements[store], array, tids)
-    before = [s for s in statements[:store] if s.id != shared[0].id and not _alias(s, aliases)]
-    if len(results) == 1 and _compact(results[0]).startswith("atomicAdd(") and operator == "+":
-        # every thread still runs: the index it reads stays, the block's own names go
-        written = _into_atomic(before, value, results[0], array, operator)
+    skipped = {shared[0].id} | {s.id for s in statements if _alias(s, aliases)}
+    combine = _combine(statements[store + 1:], array, tids, threads)
+    if combine is not None and combine[2] == len(statements) - store - 1 and len(combine[1]) == 1 \
+            and _compact(combine[1][0]).startswith("atomicAdd(") and combine[0] == "+":
+        # into an atomic: every thread still runs; the index it reads stays, the block's names go
+        before = [s for s in statements[:store] if s.id not in skipped]
+        value = _stored_value(statements[store], array, tids)
+        written = _into_atomic(before, value, combine[1][0], array, combine[0])
         new_launch, unread = launch, aliases | {array, "__syncthreads"}
     else:
-        written = _into_row(before, value, results, array, operator, tids)
+        written = _walk_rows(statements, skipped, array, tids, threads)
         new_launch, unread = {**launch, "block": ["1"]}, tids | {array, "blockDim", "__syncthreads"}
     if written is None or any(_reads(line, unread) for line in written):
         return None
@@ -97,16 +96,47 @@ def _into_atomic(before: list[Node], value, result: Node, array: str, operator: 
     return [*lines, f"atomicAdd({target[0]}, {value});"]
 
 
-def _into_row(before: list[Node], value, results: list[Node], array: str, operator: str,
-              tids: set[str]) -> list[str] | None:
-    """One thread walks the row: the partial's strided loop from 0 by one, the block's
-    result the partial itself."""
-    if not isinstance(value, str) or not re.fullmatch(r"[A-Za-z_]\w*", value):
+def _walk_rows(statements: list[Node], skipped: set[int], array: str, tids: set[str],
+               threads: int | None) -> list[str] | None:
+    """The kernel as one thread walking its row: each loop strided from the thread's
+    index by blockDim.x from 0 by one; each reduction through the shared array (a
+    thread's partial stored, combined, `array[0]` read) the partial itself; thread 0's
+    work done by the one thread. None where a step is none of these."""
+    lines: list[str] = []
+    loops: dict[str, Node] = {}  # a partial's name -> the strided loop that accumulates it
+    own = re.compile(rf"\b{re.escape(array)}\s*\[\s*0\s*\]")
+    k = 0
+    while k < len(statements):
+        statement = statements[k]
+        if statement.id in skipped or _compact(statement) == "__syncthreads();":
+            k += 1
+            continue
+        walked = _from_zero(statement, tids)
+        if walked is not None:
+            lines.append(walked)
+            loops.update({name: statement for name in _assigned(statement)})
+            k += 1
+            continue
+        value = _stored_value(statement, array, tids)
+        if value is not None:
+            combine = _combine(statements[k + 1:], array, tids, threads)
+            if combine is None or not isinstance(value, str) or value not in loops \
+                    or not _accumulates(loops[value], value, combine[0]):
+                return None
+            lines += [own.sub(value, _source(s)) for s in combine[1]]
+            k += 1 + combine[2]
+            continue
+        first = _thread_zero(statement, tids)
+        lines += [_source(s) for s in first] if first is not None else [text(statement)]
+        k += 1
+    return None if any(array in line for line in lines) else lines
+
+
+def _from_zero(loop: Node, tids: set[str]) -> str | None:
+    """`for (int c = tid; c < C; c += blockDim.x) body` as `for (int c = 0; c < C; c += 1) body`."""
+    if loop.type != "for_statement":
         return None
-    loops = [s for s in before if s.type == "for_statement" and _assigns(s, value)]
-    if len(loops) != 1 or not _accumulates(loops[0], value, operator):
-        return None
-    header = _compact(loops[0])[: _compact(loops[0]).find(")") + 1]
+    header = _compact(loop)[: _compact(loop).find(")") + 1]
     tid = "|".join(re.escape(t) for t in tids)
     match = re.fullmatch(rf"for\((int|long|unsignedint|size_t)?(\w+)=({tid});(\w+)<([^;]+);"
                          rf"(\w+)\+=blockDim\.x\)", header)
@@ -115,47 +145,45 @@ def _into_row(before: list[Node], value, results: list[Node], array: str, operat
     counter, bound = match.group(2), match.group(5)
     kind = {"unsignedint": "unsigned int"}.get(match.group(1) or "", match.group(1) or "")
     declared = f"{kind} {counter} = 0" if kind else f"{counter} = 0"
-    body = loops[0].child_by_field_name("body")
-    walk_row = f"for ({declared}; {counter} < {bound}; {counter} += 1) {text(body)}"
-    lines = [walk_row if s.id == loops[0].id else text(s) for s in before]
-    own = re.compile(rf"\b{re.escape(array)}\s*\[\s*0\s*\]")
-    finals = [own.sub(value, _source(s)) for s in results]
-    if any(array in line for line in finals):
-        return None
-    return [*lines, *finals]
+    return f"for ({declared}; {counter} < {bound}; {counter} += 1) {text(loop.child_by_field_name('body'))}"
 
 
 def _combine(rest: list[Node], array: str, tids: set[str], threads: int | None):
-    """(operator, thread 0's statements) of a halving tree then `if (tid == 0) {...}`, or
-    of `if (tid == 0) { r = buf[0]; for (k = 1; k < blockDim.x; k++) r = r op buf[k]; ... }`."""
-    if len(rest) == 2 and rest[0].type == "for_statement":
-        operator = _tree(rest[0], array, tids)
-        results = _thread_zero(rest[1], tids)
-        if operator is None or results is None or threads is None or threads & (threads - 1):
+    """(operator, what reads the block's value with `array[0]` in it, statements used) of
+    what follows a thread's store: `__syncthreads();`, then a halving tree and either
+    `T name = array[0];` or `if (tid == 0) {...}`; or thread 0's loop over the array,
+    `if (tid == 0) { r = array[0]; for (k = 1; k < blockDim.x; k++) r = r op array[k]; ... }`."""
+    if len(rest) < 2 or _compact(rest[0]) != "__syncthreads();":
+        return None
+    if rest[1].type == "for_statement" and len(rest) >= 3:
+        operator = _tree(rest[1], array, tids)
+        if operator is None or threads is None or threads & (threads - 1):
             return None  # a halving tree sums every element only over a power of two
-        return operator, results
-    if len(rest) == 1:
-        results = _thread_zero(rest[0], tids)
-        if results is None or len(results) < 3:
-            return None
-        start, loop, *finals = results
-        declared = _declaration(start)
-        if declared is None or _compact(declared[2]) != f"{array}[0]" or loop.type != "for_statement":
-            return None
-        name = declared[0]
-        header = _compact(loop)[: _compact(loop).find(")") + 1]
-        match = re.fullmatch(r"for\((?:int)?(\w+)=1;(\w+)<(?:blockDim\.x|(\d+));"
-                             r"(?:\w+\+\+|\+\+\w+|\w+\+=1)\)", header)
-        if match is None or match.group(1) != match.group(2) or \
-                (match.group(3) is not None and threads is not None and int(match.group(3)) != threads):
-            return None
-        step = _statements(loop.child_by_field_name("body"))
-        operator = _op_of(step, name, f"{array}[{match.group(1)}]") if len(step) == 1 else None
-        if operator is None:
-            return None
-        own = re.compile(rf"\b{re.escape(name)}\b")
-        return operator, [_Text(own.sub(f"{array}[0]", text(s))) for s in finals]
-    return None
+        declared = _declaration(rest[2])
+        if declared is not None and _compact(declared[2]) == f"{array}[0]":
+            return operator, [rest[2]], 3
+        results = _thread_zero(rest[2], tids)
+        return None if results is None else (operator, results, 3)
+    results = _thread_zero(rest[1], tids)
+    if results is None or len(results) < 3:
+        return None
+    start, loop, *finals = results
+    declared = _declaration(start)
+    if declared is None or _compact(declared[2]) != f"{array}[0]" or loop.type != "for_statement":
+        return None
+    name = declared[0]
+    header = _compact(loop)[: _compact(loop).find(")") + 1]
+    match = re.fullmatch(r"for\((?:int)?(\w+)=1;(\w+)<(?:blockDim\.x|(\d+));"
+                         r"(?:\w+\+\+|\+\+\w+|\w+\+=1)\)", header)
+    if match is None or match.group(1) != match.group(2) or \
+            (match.group(3) is not None and threads is not None and int(match.group(3)) != threads):
+        return None
+    step = _statements(loop.child_by_field_name("body"))
+    operator = _op_of(step, name, f"{array}[{match.group(1)}]") if len(step) == 1 else None
+    if operator is None:
+        return None
+    own = re.compile(rf"\b{re.escape(name)}\b")
+    return operator, [_Text(own.sub(f"{array}[0]", text(s))) for s in finals], 2
 
 
 def _tree(loop: Node, array: str, tids: set[str]) -> str | None:
@@ -254,9 +282,9 @@ def _accumulates(loop: Node, name: str, operator: str) -> bool:
     return True
 
 
-def _assigns(statement: Node, name: str) -> bool:
-    return any(n.type == "assignment_expression" and _compact(n.child_by_field_name("left")) == name
-               for n in walk(statement))
+def _assigned(statement: Node) -> set[str]:
+    return {_compact(n.child_by_field_name("left")) for n in walk(statement)
+            if n.type == "assignment_expression"}
 
 
 def _alias(statement: Node, aliases: set[str]) -> bool:
