@@ -50,12 +50,30 @@ def node_table(*, run: Run) -> dict[str, Any]:
     }
 
 
-def run_vendor_time(*, run: Run) -> gate_selectors.VendorTime | None:
-    """The vendor's time the run's best node (else its root) is compared with: the one on
-    the GPU that measured it, or None where that GPU has none."""
+def run_measured_gpu(*, run: Run) -> str:
+    """The GPU that measured the run's best node (else its root): the one whose vendor time
+    the run is compared with; "" before any measurement."""
     gpu = (RunNode.objects.filter(run=run, node_id=run.best_node or 0)
            .annotate(gpu=KT("detail__measurement__gpu")).values_list("gpu", flat=True).first())
-    return gate_selectors.vendor_time_on(task=run.task, gpu=gpu or "")
+    return gpu or ""
+
+
+def run_vendor_time(*, run: Run, gpu: str | None = None) -> gate_selectors.VendorTime | None:
+    """The vendor's time the run's best node (else its root) is compared with: the one on
+    the GPU that measured it (`gpu`, when the caller has read run_measured_gpu), or None
+    where that GPU has none."""
+    return gate_selectors.vendor_time_on(task=run.task, gpu=run_measured_gpu(run=run) if gpu is None else gpu)
+
+
+def run_vendor(*, run: Run) -> dict[str, Any]:
+    """What the run's header says of the vendor, under the run API's names: the GPU that
+    measured the run (`measured_gpu`, null before any measurement) and the vendor's time
+    on it, where it came from and the GPU it names (all null where that GPU has none:
+    the header then says "no vendor time on <measured_gpu>")."""
+    gpu = run_measured_gpu(run=run)
+    vendor = run_vendor_time(run=run, gpu=gpu)
+    return {"measured_gpu": gpu or None, "vendor_ms": vendor.ms if vendor else None,
+            "vendor_gpu": vendor.gpu if vendor else None, "vendor_source": vendor.source if vendor else None}
 
 
 def table_rows(nodes: Iterable[dict[str, Any]], *, root_ms: float | None,

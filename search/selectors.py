@@ -17,6 +17,7 @@ from search.engine.explain import why_faster
 from search.engine.tree import Tree
 from search.inspector import source_plan_diff
 from search.models import GenerationAttempt, Run, RunEvent, RunNode, ShareLink
+from search.node_table import run_vendor
 from search.state import state_of
 
 
@@ -138,12 +139,15 @@ def run_queue(*, run: Run) -> dict:
 
 
 def run_progress(*, run: Run) -> dict:
-    """What the run page's progress line and GPU time show, under the run API's own field
-    names (evaluated, gpu_seconds, queue): the socket's progress frames (search.consumers)
-    carry exactly this, and the API's fields are the same columns and run_queue, so a
-    page's first render and its pushed updates cannot disagree. No status: that travels
-    as events, in order with the rest of the log."""
-    return {"evaluated": run.evaluated, "gpu_seconds": run.gpu_seconds, "queue": run_queue(run=run)}
+    """What the run page's progress line, GPU time and vendor comparison show, under the run
+    API's own field names (evaluated, gpu_seconds, queue; measured_gpu and the vendor's
+    time, which change when the run's first or best kernel is measured): the socket's
+    progress frames (search.consumers) carry exactly this, and the API's fields are the
+    same columns, run_queue and node_table.run_vendor, so a page's first render and its
+    pushed updates cannot disagree. No status: that travels as events, in order with the
+    rest of the log."""
+    return {"evaluated": run.evaluated, "gpu_seconds": run.gpu_seconds, "queue": run_queue(run=run),
+            **run_vendor(run=run)}
 
 
 PACE_WINDOW_S = 600

@@ -22,7 +22,6 @@ from optiml_web.limits import (
     source_error,
 )
 from optiml_web.params import MAX_DB_INT, TextChoiceField, TextField, WholeNumberField
-from profiling import selectors as gate_selectors
 from search import node_table, selectors
 from search.models import Run, ShareLink, WritingJob
 
@@ -42,13 +41,17 @@ class RunSerializer(serializers.ModelSerializer):
         "without one")
     speedup_vs_vendor = serializers.SerializerMethodField(help_text="vendor time / best time; null when "
                                                           "either is unknown")
+    measured_gpu = serializers.SerializerMethodField(
+        help_text="the GPU that measured the run's best kernel (else its root), whose vendor time is "
+        "vendor_ms; null before any measurement")
 
     class Meta:
         model = Run
         fields = ["id", "task", "status", "judge", "budget", "evaluated", "root_ms", "best_ms",
                   "speedup", "gpu_seconds", "created", "created_by", "team", "sources", "seed",
                   "intent", "imported", "message", "best_node", "best_found_at", "vendor_ms", "updated",
-                  "screen", "parallel", "outcome", "vendor_gpu", "speedup_vs_vendor", "vendor_source"]
+                  "screen", "parallel", "outcome", "vendor_gpu", "speedup_vs_vendor", "vendor_source",
+                  "measured_gpu"]
         read_only_fields = fields
 
     outcome = serializers.SerializerMethodField(
@@ -61,34 +64,33 @@ class RunSerializer(serializers.ModelSerializer):
     def get_outcome(self, run: Run) -> str:
         return selectors.run_outcome(run=run)
 
-    def _vendor(self, run: Run) -> gate_selectors.VendorTime | None:
-        """The run's vendor time (node_table.run_vendor_time), read once per run."""
+    def _vendor(self, run: Run) -> dict:
+        """The run's vendor comparison (node_table.run_vendor), read once per run."""
         known = self.__dict__.setdefault("_vendors", {})
         if run.pk not in known:
-            known[run.pk] = node_table.run_vendor_time(run=run)
+            known[run.pk] = node_table.run_vendor(run=run)
         return known[run.pk]
 
     @extend_schema_field(serializers.FloatField(allow_null=True))
     def get_vendor_ms(self, run: Run) -> float | None:
-        vendor = self._vendor(run)
-        return vendor.ms if vendor else None
+        return self._vendor(run)["vendor_ms"]
 
     @extend_schema_field(serializers.CharField(allow_null=True))
     def get_vendor_gpu(self, run: Run) -> str | None:
-        vendor = self._vendor(run)
-        return vendor.gpu if vendor else None
+        return self._vendor(run)["vendor_gpu"]
 
     @extend_schema_field(serializers.CharField(allow_null=True))
     def get_vendor_source(self, run: Run) -> str | None:
-        vendor = self._vendor(run)
-        return vendor.source if vendor else None
+        return self._vendor(run)["vendor_source"]
+
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_measured_gpu(self, run: Run) -> str | None:
+        return self._vendor(run)["measured_gpu"]
 
     @extend_schema_field(serializers.FloatField(allow_null=True))
     def get_speedup_vs_vendor(self, run: Run) -> float | None:
-        vendor = self._vendor(run)
-        if vendor and run.best_ms:
-            return vendor.ms / run.best_ms
-        return None
+        vendor_ms = self._vendor(run)["vendor_ms"]
+        return vendor_ms / run.best_ms if vendor_ms and run.best_ms else None
 
 
 class QueueSerializer(serializers.Serializer):

@@ -81,6 +81,14 @@ describe("applyProgress", () => {
     expect(start.run.gpu_seconds).toBe(0); // a new state; the old one is untouched
   });
 
+  it("takes the header's vendor comparison once the run's GPU is known", () => {
+    const start = initialState({ run: { measured_gpu: null, vendor_ms: null } });
+    const next = applyProgress(start, { measured_gpu: "NVIDIA H200", vendor_ms: 0.5, vendor_gpu: "H200",
+      vendor_source: "recorded on the H200" });
+    expect(next.run).toMatchObject({ measured_gpu: "NVIDIA H200", vendor_ms: 0.5, vendor_gpu: "H200" });
+    expect(applyProgress(next, { evaluated: 1 }).run.vendor_ms).toBe(0.5); // absent keys stay
+  });
+
   it("leaves the status to the events, whatever the frame holds", () => {
     const start = initialState({ run: { status: "running" } });
     expect(applyProgress(start, /** @type {any} */ ({ status: "finished", evaluated: 1 })).run.status).toBe("running");

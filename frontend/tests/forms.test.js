@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { fieldErrors, prefillFor, runPayload, writtenSummary } from "../src/transforms/forms.js";
-import { filtersFromQuery, format, progressLine, runOutcome, runsQuery, runsSummary, statusLabel, vendorSpeedup } from "../src/transforms/runs.js";
+import { filtersFromQuery, format, progressLine, runOutcome, runsQuery, runsSummary, statusLabel, vendorComparison, vendorSpeedup } from "../src/transforms/runs.js";
 
 const good = { task: "relu", source: "__global__ void k() {}", plan: '{"launches": []}', budget: "12", judge: "rules", seed: "0" };
 
@@ -155,5 +155,22 @@ describe("progressLine", () => {
     expect(progressLine(p, { status: "running", underWay: 1, queued: 1 }))
       .toBe("90 / 100 evaluated · 2 pending · 140 nodes · 1 under way on GPU workers · 1 waiting for a GPU worker");
     expect(progressLine(p, { status: "finished", measuring: 1, queued: 2 })).toBe("90 evaluated · complete · 140 nodes");
+  });
+});
+
+describe("vendorComparison", () => {
+  it("gives the speed-up over the vendor where the run's GPU has a vendor time", () => {
+    expect(vendorComparison({ best_ms: 0.25, vendor_ms: 0.5059, vendor_gpu: "H200", vendor_source: "recorded on the H200",
+      measured_gpu: "NVIDIA H200" })).toBe("2.02× (vendor recorded on the H200)");
+  });
+
+  it("says which GPU has no vendor time, rather than nothing", () => {
+    expect(vendorComparison({ best_ms: 0.25, vendor_ms: null, measured_gpu: "NVIDIA H100 80GB HBM3" }))
+      .toBe("no vendor time on NVIDIA H100 80GB HBM3");
+  });
+
+  it("says nothing before anything was measured", () => {
+    expect(vendorComparison({ best_ms: null, vendor_ms: null, measured_gpu: null })).toBeNull();
+    expect(vendorComparison({})).toBeNull();
   });
 });

@@ -1,6 +1,6 @@
 // The browser half of test_live_progress.py: open a run's page, say "WATCHING" (the test
-// then drives the run in another process), and note every progress line and GPU time the
-// page shows until the run ends, without reloading it. Prints "RESULT <json>"; exits
+// then drives the run in another process), and note every progress line, GPU time and
+// "vs vendor" the page shows until the run ends, without reloading it. Prints "RESULT <json>"; exits
 // non-zero on the first failure.
 import { join } from "node:path";
 import { env, launch, signIn, WAIT_MS } from "./browser.mjs";
@@ -8,7 +8,7 @@ import { env, launch, signIn, WAIT_MS } from "./browser.mjs";
 const runId = env("RUN_ID");
 const browser = await launch();
 const result = { page_errors: [], lines: [], gpu_times: [], running_lines: [], running_gpu_times: [],
-  navigations: 0 };
+  running_vendor: [], navigations: 0 };
 try {
   const page = await (await browser.newContext({ viewport: { width: 1440, height: 1000 } })).newPage();
   page.on("pageerror", (error) => result.page_errors.push(error.message));
@@ -24,17 +24,19 @@ try {
   const started = Date.now();
   let shot = false;
   for (;;) {
-    const seen = await page.evaluate(() => ({
-      line: document.querySelector(".progress-text")?.textContent ?? "",
-      gpu: [...document.querySelectorAll(".session-header dt")].find((dt) => dt.textContent === "GPU time")
-        ?.nextElementSibling?.textContent ?? "",
-      status: document.querySelector("[data-run-status]")?.getAttribute("data-run-status") ?? "",
-    }));
+    const seen = await page.evaluate(() => {
+      const fact = (label) => [...document.querySelectorAll(".session-header dt")]
+        .find((dt) => dt.textContent === label)?.nextElementSibling?.textContent ?? "";
+      return { line: document.querySelector(".progress-text")?.textContent ?? "", gpu: fact("GPU time"),
+        vendor: fact("vs vendor"),
+        status: document.querySelector("[data-run-status]")?.getAttribute("data-run-status") ?? "" };
+    });
     if (result.lines.at(-1) !== seen.line) result.lines.push(seen.line);
     if (result.gpu_times.at(-1) !== seen.gpu) result.gpu_times.push(seen.gpu);
     if (seen.status === "running") {
       if (result.running_lines.at(-1) !== seen.line) result.running_lines.push(seen.line);
       if (result.running_gpu_times.at(-1) !== seen.gpu) result.running_gpu_times.push(seen.gpu);
+      if (result.running_vendor.at(-1) !== seen.vendor) result.running_vendor.push(seen.vendor);
       if (!shot && /candidates\/min/.test(seen.line)) {
         await page.screenshot({ path: join(env("SHOTS_DIR"), "progress-live.png"), fullPage: true });
         shot = true;

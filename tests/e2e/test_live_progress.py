@@ -1,5 +1,6 @@
-"""Progress that moves (issue 35): in a real Chromium, a run's page shows its rate, time left
-and GPU time changing while the run runs, pushed over the run's socket, with no reload. The
+"""Progress that moves (issue 35): in a real Chromium, a run's page shows its rate, time left,
+GPU time and speed-up over the vendor changing while the run runs, pushed over the run's
+socket, with no reload. The
 run is made signed in as ada and driven in another process as a worker would, over the
 recorded H200 relu search (test_explorer's server and app, imported here by name, so the
 tests' parameters name them again: F811). The browser half is tests/e2e/live_progress.mjs;
@@ -101,5 +102,9 @@ def test_the_progress_line_and_gpu_time_move_while_the_run_runs_without_a_reload
     # GPU time: 0.0 s when the page opened, more while the run still ran.
     assert result["running_gpu_times"][0] == "0.0 s", result["running_gpu_times"]
     assert any(t not in {"0.0 s", "—"} for t in result["running_gpu_times"]), result["running_gpu_times"]
+    # The header's speed-up over the vendor: none before the root was measured (the page
+    # opened then), the H200's recorded vendor time once it was, while the run still ran.
+    vendor = result["running_vendor"]
+    assert vendor[0] == "" and any("× (vendor recorded on the H200)" in v for v in vendor), vendor
     assert result["lines"][-1].startswith(f"{BUDGET} evaluated · complete"), result["lines"]
     assert (SHOTS / "progress-live.png").stat().st_size > 10_000

@@ -92,6 +92,9 @@ def test_a_viewer_hears_the_progress_change_as_nodes_are_evaluated(redis_live, p
     assert len(set(evaluated)) >= 3  # it moved while the run ran, not only at the end
     assert heard[0]["gpu_seconds"] == 0 and heard[-1]["gpu_seconds"] > 0  # the root's gate, measured
     assert heard[0]["queue"]["evaluated"] == 0 and heard[-1]["queue"]["budget"] == 3
+    # The header's vendor comparison: nothing before the root was measured, then its GPU's.
+    assert (heard[0]["measured_gpu"], heard[0]["vendor_ms"]) == (None, None)
+    assert "H200" in heard[-1]["measured_gpu"] and heard[-1]["vendor_source"] == "recorded on the H200"
     assert heard[-1] == now  # the selector the run API reads too
 
 
@@ -109,7 +112,9 @@ def test_the_pushed_progress_is_what_the_run_api_says(redis_live, people, relu_r
     pushed = async_to_sync(scenario)()
     shown = api(people["alice"]).get(f"/api/runs/{run.pk}/").json()
 
-    assert pushed == {key: shown[key] for key in ("evaluated", "gpu_seconds", "queue")}
+    assert set(pushed) == {"evaluated", "gpu_seconds", "queue", "measured_gpu", "vendor_ms", "vendor_gpu",
+                           "vendor_source"}
+    assert pushed == {key: shown[key] for key in pushed}
 
 
 def test_a_worker_taking_an_evaluation_is_pushed_as_a_count_without_its_name(redis_live, people, relu_run):
@@ -144,7 +149,8 @@ def test_a_worker_taking_an_evaluation_is_pushed_as_a_count_without_its_name(red
     assert [after["queue"][key] for key in counts] == [0, 1, 0]
     assert quiet
     # Counts, and nothing else: no worker, no run of anybody else's.
-    assert set(after) == {"evaluated", "gpu_seconds", "queue"}
+    assert set(after) == {"evaluated", "gpu_seconds", "queue", "measured_gpu", "vendor_ms", "vendor_gpu",
+                          "vendor_source"}
     assert set(after["queue"]) == set(QueueSerializer().fields)
     assert all(value is None or isinstance(value, (int, float)) for value in after["queue"].values())
     assert WORKER not in repr(after)

@@ -157,6 +157,7 @@ def test_a_node_measured_on_another_gpu_than_the_recorded_vendors_shows_no_vendo
     assert table["run"]["vendor_ms"] is None and table["run"]["vendor_gpu"] is None
     assert (body["vendor_ms"], body["vendor_gpu"], body["vendor_source"], body["speedup_vs_vendor"]) == (
         None, None, None, None)
+    assert body["measured_gpu"] == H100  # the header says "no vendor time on" it
 
 
 def test_a_node_measured_on_another_gpu_shows_the_vendor_time_measured_on_that_gpu(api, people, run):
@@ -200,3 +201,15 @@ def test_the_table_has_the_pages_reward_and_visits_columns_too(api, people, run)
     assert stored[0][1] > 0  # the root was visited: the column is not all zeros
     root = next(line for line in lines if line["id"] == "0")
     assert int(root["visits"]) == stored[0][1]
+
+
+def test_the_run_names_the_gpu_that_measured_it_and_none_before_a_measurement(api, people, run, relu_run):
+    measured = api(people["alice"]).get(f"/api/runs/{run.pk}/").json()
+    waiting = relu_run(budget=2, user=people["alice"], drive=False)
+    unmeasured = api(people["alice"]).get(f"/api/runs/{waiting.pk}/").json()
+    listed = {r["id"]: r for r in api(people["alice"]).get("/api/runs/").json()}
+
+    assert "H200" in measured["measured_gpu"] and measured["vendor_gpu"] == "H200"
+    assert (unmeasured["measured_gpu"], unmeasured["vendor_ms"], unmeasured["speedup_vs_vendor"]) == (
+        None, None, None)
+    assert listed[run.pk]["measured_gpu"] == measured["measured_gpu"]

@@ -109,11 +109,13 @@ function pick(object, keys) {
 /**
  * A progress frame of the run's socket applied to a live state: its `data` is
  * search.selectors.run_progress, under the run API's own names (evaluated, gpu_seconds,
- * queue), so the page's first render (from the API) and every pushed update read the same
- * numbers. Evaluations never go back (events may have counted further already); the run's
+ * queue, and the header's measured_gpu and vendor time), so the page's first render (from
+ * the API) and every pushed update read the same numbers. Evaluations never go back (events may have counted further already); the run's
  * status is not in it: that comes in order, with the events.
  * @param {LiveState} state
- * @param {{evaluated?: number, gpu_seconds?: number, queue?: Record<string, any>}} data
+ * @param {{evaluated?: number, gpu_seconds?: number, queue?: Record<string, any>,
+ *   measured_gpu?: string|null, vendor_ms?: number|null, vendor_gpu?: string|null,
+ *   vendor_source?: string|null}} data
  * @returns {LiveState}
  */
 export function applyProgress(state, data) {
@@ -122,6 +124,10 @@ export function applyProgress(state, data) {
   if (Number.isFinite(data.evaluated)) run.evaluated = Math.max(run.evaluated ?? 0, /** @type {number} */ (data.evaluated));
   if (Number.isFinite(data.gpu_seconds)) run.gpu_seconds = data.gpu_seconds;
   if (data.queue && typeof data.queue === "object") run.queue = { ...data.queue };
+  // The vendor comparison of the header: set once the run's first (or a new best) kernel is measured.
+  for (const key of ["measured_gpu", "vendor_ms", "vendor_gpu", "vendor_source"]) {
+    if (key in data) run[key] = data[key];
+  }
   return { ...state, run };
 }
 

@@ -95,6 +95,20 @@ export function vendorSpeedup(run) {
 }
 
 /**
+ * The header's "vs vendor": the best's speed-up over the vendor (vendorSpeedup) where the
+ * GPU that measured the run has a vendor time, else "no vendor time on <that GPU>"; null
+ * before anything was measured (the API's `measured_gpu` is null then).
+ * @param {{best_ms?: number|null, vendor_ms?: number|null, vendor_gpu?: string|null,
+ *   vendor_source?: string|null, measured_gpu?: string|null}} run
+ * @returns {string|null}
+ */
+export function vendorComparison(run) {
+  const over = vendorSpeedup(run);
+  if (over) return over;
+  return run.measured_gpu && run.vendor_ms == null ? `no vendor time on ${run.measured_gpu}` : null;
+}
+
+/**
  * The status badge's words: a finished run says when it found nothing, so a run whose
  * every kernel failed is not shown as a plain green "finished".
  * @param {{status?: string, outcome?: string, imported?: boolean}} run

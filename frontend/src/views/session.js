@@ -6,7 +6,7 @@ import { applyEvents, applyProgress, initialState, mergeSnapshot, progress } fro
 import { rowChanges } from "../transforms/rows.js";
 import { stratifyRows } from "../transforms/stratify.js";
 import { bestSoFar } from "../transforms/timeline.js";
-import { format, progressLine, statusLabel, vendorSpeedup } from "../transforms/runs.js";
+import { format, progressLine, statusLabel, vendorComparison } from "../transforms/runs.js";
 import { formatPercent, metricDeltas } from "../transforms/deltas.js";
 import { defaultQuery, matchingIds } from "../transforms/nodeTable.js";
 import { generationChain } from "../transforms/generation.js";
@@ -167,7 +167,7 @@ export async function mountSession(root, source) {
   // The last rows drawn, and their hierarchy: an event that changes no node's place in
   // the tree (an evaluation that passed, say) redraws with the same hierarchy, which the
   // tree view takes as "the same layout" and only repaints the nodes that changed.
-  let drawnRows = null, drawnBudget = undefined;
+  let drawnRows = null, drawnBudget = undefined, drawnVendor = undefined;
   let tree = stratifyRows([]);
   function render() {
     const changed = rowChanges(drawnRows, state.rows);
@@ -180,8 +180,9 @@ export async function mountSession(root, source) {
     nodeTable.render(state.rows.values(), ui.selectedId, rowsVersion);
     renderHeader();
     renderProgress(tree.waiting.length);
-    if (changed.measured || state.run.budget !== drawnBudget) {
+    if (changed.measured || state.run.budget !== drawnBudget || (state.run.vendor_ms ?? null) !== drawnVendor) {
       drawnBudget = state.run.budget;
+      drawnVendor = state.run.vendor_ms ?? null; // pushed once the run's GPU is known
       timeline.render(bestSoFar(state.rows.values()), { budget: drawnBudget ?? null,
         vendorMs: state.run.vendor_ms ?? null, floorMs: state.run.floor_ms ?? null });
     }
@@ -199,7 +200,7 @@ export async function mountSession(root, source) {
 
   function renderHeader() {
     const run = state.run;
-    const overVendor = vendorSpeedup(run);
+    const overVendor = vendorComparison(run);
     if (!changedSince(el.header, JSON.stringify([run.id, run.task, run.status, run.judge, run.root_ms, run.best_ms,
       run.speedup, overVendor, run.gpu_seconds, run.created_by, run.message, run.outcome, run.intent,
       run.imported]))) return;
