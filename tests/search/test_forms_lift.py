@@ -382,7 +382,7 @@ def test_a_refusal_says_which_family_it_looked_like():
     ("self_attention", None, "3 launches"),
     ("maxpool3d", WINDOW, None),  # taps of fixed length around the output (forms/windows.py)
     ("topk", None, "not a perfect nest"),
-    ("reduce_sum", None, "__shared__ memory"),
+    ("reduce_sum", FULL_REDUCE, None),  # the textbook tree into an atomic (forms/block_reduce.py)
 ])
 def test_every_suite_tasks_naive_kernel_lifts_to_its_family_or_refuses(task, family, cause):
     spec = tasks.get(task)
