@@ -55,13 +55,18 @@ NOT_STRUCTURAL = ("RESTRICT", "FAST_MATH", "tunable")
 L2_FLUSH_BYTES = 256 * 1024 * 1024
 
 
-def time_vendor(name: str, sizes: dict, runs: int = 30, warmup: int = 3) -> list[float]:
-    """torch's call, timed as bench/vendor.py times the suite's."""
+def time_vendor(name: str, sizes: dict, runs: int = 30, warmup: int = 3,
+                extra: tuple[Path, ...] = ()) -> list[float] | None:
+    """torch's call, timed as bench/vendor.py times the suite's; None for a task of a
+    --task-dir whose vendor.py has no call for it."""
     import torch
 
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
-    make, call = vendor_ops()[name]
+    ops = vendor_ops(extra)
+    if name not in ops:
+        return None
+    make, call = ops[name]
     flush = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.float32, device="cuda")
     samples = []
     for i in range(warmup + runs):
@@ -77,14 +82,16 @@ def time_vendor(name: str, sizes: dict, runs: int = 30, warmup: int = 3) -> list
     return samples
 
 
-def vendor_ops() -> dict:
-    """The torch calls of the transfer and admission tasks (each directory's vendor.py),
-    and of the suite's tasks (bench/vendor.py: a skeleton tried on a suite task, its own
-    lineage left out)."""
+def vendor_ops(extra: tuple[Path, ...] = ()) -> dict:
+    """The torch calls of the transfer and admission tasks (each directory's vendor.py,
+    and that of each directory given with --task-dir), and of the suite's tasks
+    (bench/vendor.py: a skeleton tried on a suite task, its own lineage left out)."""
     from bench import vendor
 
     ops = {name: (lambda s, d, n=name: vendor._inputs(n, s, d), call) for name, call in vendor.OPS.items()}
-    for directory in (TASK_DIR, ADMISSION_DIR):
+    for directory in (TASK_DIR, ADMISSION_DIR, *extra):
+        if not (directory / "vendor.py").exists():
+            continue
         name = f"optiml_vendor_{directory.name}"
         spec = importlib.util.spec_from_file_location(name, directory / "vendor.py")
         module = importlib.util.module_from_spec(spec)
@@ -126,11 +133,13 @@ def run_task(name: str, mode: str, args: argparse.Namespace) -> dict:
         shutil.rmtree(work, ignore_errors=True)
     trajectory = json.loads(trajectory_path.read_text())
     summary, path = trajectory["summary"], best_path(trajectory["rows"])
-    vendor_ms = statistics.median(time_vendor(name, task.sizes))
+    samples = time_vendor(name, task.sizes, extra=tuple(Path(d) for d in args.task_dir))
+    vendor_ms = statistics.median(samples) if samples else None
     best_ms = summary["best_time_ms"]
     return {"task": name, "mode": mode, "argv": ["python", "-m", "search.engine", *argv],
             "naive_ms": summary["root_time_ms"], "best_ms": best_ms, "vendor_ms": vendor_ms,
-            "vs_vendor": vendor_ms / best_ms if best_ms else None,
+            "vs_vendor": vendor_ms / best_ms if best_ms and vendor_ms else None,
+            "vs_naive": summary["root_time_ms"] / best_ms if best_ms and summary["root_time_ms"] else None,
             "evaluations": summary["evaluations"], "path": path,
             # the issue's cost target: candidates a GPU-minute with skills >= 0.9x without
             "evaluation_seconds": summary.get("evaluation_seconds"), "wall_s": summary.get("wall_s"),
@@ -138,11 +147,16 @@ def run_task(name: str, mode: str, args: argparse.Namespace) -> dict:
             "skeleton_cards_on_path": cards_on(path), "structural_card_on_path": structural(path)}
 
 
+def _geomean(values: list[float]) -> float | None:
+    return math.exp(sum(map(math.log, values)) / len(values)) if values else None
+
+
 def summary(rows: list[dict]) -> dict:
     speeds = [r["vs_vendor"] for r in rows if r.get("vs_vendor")]
     return {"tasks": len(rows), "measured": len(speeds),
             "geomean_vs_vendor": math.exp(sum(map(math.log, speeds)) / len(speeds)) if speeds else None,
             "at_0.8_of_vendor": sum(1 for s in speeds if s >= 0.8),
+            "geomean_vs_naive": _geomean([r["vs_naive"] for r in rows if r.get("vs_naive")]),
             "structural_card_on_best_path": sum(1 for r in rows if r.get("structural_card_on_path")),
             "evaluations": sum(r.get("evaluations") or 0 for r in rows)}
 
@@ -154,6 +168,8 @@ def main() -> int:
     parser.add_argument("--budget", type=int, default=100)
     parser.add_argument("--time-limit", type=float, help="minutes per task's search")
     parser.add_argument("--no-profile", action="store_true")
+    parser.add_argument("--task-dir", action="append", default=[],
+                        help="another directory of task modules (and its vendor.py), as OPTIML_TASK_PATH")
     parser.add_argument("--leave-own-out", action="store_true",
                         help="a task's own lineage is not counted (cards induced from other tasks only)")
     parser.add_argument("--workdir", default=tempfile.mkdtemp(prefix="optiml-transfer-suite-"))
@@ -166,6 +182,8 @@ def main() -> int:
         os.environ["OPTIML_SKILLS_LEAVE_OUT_OWN"] = "1"
     tasks.add_directory(TASK_DIR)
     tasks.add_directory(ADMISSION_DIR)  # tasks of layouts no transfer task has (column_stats)
+    for directory in args.task_dir:
+        tasks.add_directory(directory)
     os.environ["OPTIML_SKILL_CARDS"] = "skeletons"  # skeleton cards alone, no token induction
     Path(args.record_dir).mkdir(parents=True, exist_ok=True)
     from bench.suite import gpu_facts
