@@ -10,15 +10,20 @@ with the host's at every L0 shape (gpuref.GpuReferences.trusts_draws):
    changed them (as worker.Session.generate_on_gpu does for a cached seed);
 2. the candidate runs, on poisoned outputs, under the launch bound, as in every check;
 3. canaries and inputs are checked in the worker (the canary bytes and the keyed sums:
-   nothing else is read back); the outputs are copied once from the GPU into a
-   memory-backed file, and the child draws the same inputs on its own GPU, checks that
-   their sums are the worker's, computes its reference and allowance there and compares.
+   nothing else is read back); the child draws the same inputs on its own GPU, the
+   worker checks that their sums are its own, and the child computes its reference and
+   allowance there; then the worker copies the outputs, on the GPU, into plain
+   allocations the child opens by CUDA IPC (else reads them into memory-backed files),
+   and the child compares (gpuref.GpuReferences.judge_drawn).
 
-The candidate never sees the child's inputs or outputs: they live in another process's
-CUDA context, made after the launch. Whatever fails (a canary, a changed input, an output
-out of its allowance, the child, a checksum) is diagnosed on the host exactly as a check
-drawn on the GPU always was: inputs and outputs read back, the child's reference (or the
-host's), and checks.check_run names the guard and the element.
+The timed runs' verified runs and the check after them go the same way
+(verify_timed_runs, check_after_timing). The candidate never sees the child's inputs,
+reference or allowance: they live in another process's CUDA context, made after the
+launch, and what the child reads of the worker's is copied after the launch too.
+Whatever fails (a canary, a changed input, an output out of its allowance, the child, a
+checksum) is diagnosed on the host exactly as a check drawn on the GPU always was:
+inputs and outputs read back, the child's reference (or the host's), and
+checks.check_run names the guard and the element.
 """
 
 from __future__ import annotations
@@ -28,14 +33,21 @@ import time
 from contextlib import contextmanager, nullcontext
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from .checks import GuardFailure, check_canaries
 from .draws import check_draws, launch, run_draws
+from .gpu_inputs import Drawn
 from .inputs import Check, gpu_seed_reference
 
 if TYPE_CHECKING:
     from .worker import Session
 
 Result = tuple[GuardFailure | None, float, float]
+# The GPU memory the reference child's work takes, in multiples of the task's tensors at
+# its sizes: a float64 copy of the inputs and of the outputs, and the float32 run and
+# float64 magnitudes of the allowance (build.py's GPU memory budget counts ~4 in all).
+CHILD_FOOTPRINTS = 4
 POISON = 0xFFFFFFFF  # a float32 output word the gate's poison left (buffers.POISON_BYTE four times)
 
 
@@ -60,8 +72,6 @@ def check_in_child(session: Session, check: Check, buffers: dict, launches_for, 
                    ) -> Result:
     """Draw, launch and judge one check (the module's docstring); `launches_for(buffers)`
     resolves the candidate's plan on them. `counted`: told in the verdict's inputs line."""
-    from .worker import Drawn
-
     s = session
     started = time.monotonic()
     s.draw(check, buffers)
@@ -74,7 +84,7 @@ def check_in_child(session: Session, check: Check, buffers: dict, launches_for, 
     return judge(s, check, buffers, drawn, public, counted=counted)
 
 
-def judge(session: Session, check: Check, buffers: dict, drawn, public: str, *,
+def judge(session: Session, check: Check, buffers: dict, drawn: Drawn, public: str, *,
           counted: bool = True) -> Result:
     """After the launch: the worker's guards on the GPU, the values in the child; the host
     diagnoses anything either finds (or anything the child could not judge)."""
@@ -98,7 +108,7 @@ def judge(session: Session, check: Check, buffers: dict, drawn, public: str, *,
     return diagnose(s, check, buffers, drawn, public, expected, counted=counted)
 
 
-def diagnose(session: Session, check: Check, buffers: dict, drawn, public: str, expected, *,
+def diagnose(session: Session, check: Check, buffers: dict, drawn: Drawn, public: str, expected, *,
              counted: bool = True) -> Result:
     """The host's checks on a drawn check, as for any check drawn on the GPU: the inputs
     read back (drawn again when the launch changed them), the child's reference when it
@@ -170,20 +180,93 @@ def staged_outputs(task, buffers: dict):
             allocation.free()
 
 
-def verify_timed_run(session: Session, buffers: dict, snapshot: dict, seed: int) -> bool:
-    """One verified timed run judged in the child (a session whose L1 checks were): its
-    inputs drawn again from its refresh seed, here into the input buffers for their sum
-    and there for the reference, its outputs from their snapshot. True when within its
-    allowance; False when the host must judge it (timing.TimedRuns.check_run)."""
+def verify_timed_runs(session: Session, buffers: dict, slots: list[dict], sink: dict,
+                      chosen: list[tuple[int, int]]) -> tuple[list[tuple[int, int]], dict[int, dict]]:
+    """The verified timed runs of a session whose L1 checks were judged in the child,
+    judged there too; returns the (slot, run) it did not pass, for the host, and the
+    snapshots as read back (by slot).
+
+    The child opens the snapshots where they are when the GPU has room for its work
+    beside them (CHILD_FOOTPRINTS). Else they are read back to the host first and their
+    GPU copies freed: the standard gate keeps nine output snapshots, and at KernelBench's
+    sizes (6.4 GB an output) they and the child's float64 forward do not fit one GPU
+    together (`slots` and `sink` are emptied); each then goes back to the GPU, one at a
+    time, in a plain allocation the child opens."""
+    from . import device
+    from .timing import run_seed
+
+    s = session
+    if s.gpu.free_bytes() >= CHILD_FOOTPRINTS * s.task.footprint_bytes(s.l1_sizes):
+        left = [(slot, index) for slot, index in chosen
+                if not verify_timed_run(s, buffers, slots[slot], run_seed(s.base_seed, index), on_gpu=True)]
+        return left, dict(enumerate(slots))
+    on_host = {slot: {name: device.download(allocation, buffers[name].dtype, buffers[name].shape)
+                      for name, allocation in slots[slot].items()} for slot, _ in chosen}
+    for target in (*slots, sink):
+        for allocation in target.values():
+            allocation.free()
+        target.clear()
+    left = [(slot, index) for slot, index in chosen
+            if not verify_timed_run(s, buffers, on_host[slot], run_seed(s.base_seed, index))]
+    return left, on_host
+
+
+def verify_timed_run(session: Session, buffers: dict, outputs: dict, seed: int, *,
+                     on_gpu: bool = False) -> bool:
+    """One verified timed run judged in the child: its inputs drawn again from its
+    refresh seed, here into the input buffers for their sum and there for the reference,
+    its `outputs` (its snapshot `on_gpu`, else on the host, put back on the GPU for the
+    child). True when within its allowance; False when the host must judge it
+    (timing.TimedRuns.check_run)."""
     s = session
     draws = run_draws(s.task, s.l1_sizes, seed)
     for d in draws:
         launch(s.harness_module, d, buffers[d.name].ptr, s.gpu.stream)
     s.gpu.synchronize()
-    snapshot_outputs = DeviceOutputs(dict(snapshot), shareable=True)
-    judged = s.gpu_refs.judge_drawn(draws, s.l1_sizes, s.public_checksum(buffers),
-                                    lambda: nullcontext(snapshot_outputs), what="a timed run")
+
+    def stage():
+        if on_gpu:
+            return nullcontext(DeviceOutputs(dict(outputs), shareable=True))
+        return uploaded_outputs(outputs)
+
+    judged = s.gpu_refs.judge_drawn(draws, s.l1_sizes, s.public_checksum(buffers), stage, what="a timed run")
     return judged is not None and judged.within
+
+
+@contextmanager
+def uploaded_outputs(arrays: dict):
+    """Outputs kept on the host, in plain GPU allocations the child may open; read into
+    its files from the host when the GPU has no room for them. Freed on leaving."""
+    from . import device
+
+    copies = {}
+    try:
+        for name, array in arrays.items():
+            copies[name] = device.cuda.mem_alloc(max(1, array.nbytes))
+            if array.nbytes:
+                device.cuda.memcpy_htod(copies[name], np.ascontiguousarray(array))
+        outputs = DeviceOutputs(copies, shareable=True)
+    except device.cuda.MemoryError:
+        outputs = HostArrays(arrays)
+    try:
+        yield outputs
+    finally:
+        for allocation in copies.values():
+            allocation.free()
+
+
+class HostArrays:
+    """Outputs on the host, for the child's files only (gpuref.OutputsOnGpu)."""
+
+    def __init__(self, arrays: dict) -> None:
+        self.arrays = arrays
+
+    def ipc_handles(self) -> None:
+        return None
+
+    def read_into(self, arrays: dict) -> None:
+        for name, array in arrays.items():
+            array[...] = self.arrays[name]
 
 
 def check_after_timing(session: Session, check: Check, buffers: dict, launches) -> GuardFailure | None:

@@ -13,7 +13,7 @@ import secrets
 import sys
 import time
 import traceback
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -25,17 +25,14 @@ from .ceilings import Ceilings, ceilings_for, physics_floor_ms, summarize
 from .checks import GUARD_BYTES, GuardFailure, RunBuffers, check_canaries, check_run
 from .drawn import check_after_timing as check_after_timing_in_child
 from .drawn import check_in_child, judged_in_child
-from .draws import INPUT_CHECKSUM_KEY, check_draws, checksum_text, launch
 from .faults import classify_exception
+from .gpu_inputs import Drawn, GpuInputs  # noqa: F401  (Drawn: named here as before)
 from .guard_layout import describe_canaries_only, footprint
 from .inputs import (
     Check,
     Expected,
     allowance_of,
-    cached_gpu_seed_reference,
     check_plan,
-    generated_on_gpu,
-    gpu_seed_reference,
     inputs_and_reference,
     reference_outputs,
     run_reference,
@@ -62,15 +59,6 @@ SANITIZER_SLOWDOWN = 100
 
 RESIDENT_CHANGED = ("a seed kept on the GPU for the screen's comparisons changed while this "
                     "candidate ran: it wrote outside its own buffers")
-
-
-@dataclass(frozen=True)
-class Drawn:
-    """Inputs drawn on the GPU and not read back before the launch: their checksums
-    under a key of this check's (device.keyed_checksum)."""
-
-    key: int
-    sums: dict[str, int]
 
 
 class Rejection(Exception):
@@ -146,7 +134,7 @@ def serve(channel: Channel) -> int:
     return 0
 
 
-class Session:
+class Session(GpuInputs):
     def __init__(self, request: dict, channel: Channel, gpu=None, resident=None):
         self.request, self.channel = request, channel
         # A serving process's L1 inputs and references kept on the GPU (device.ResidentSeeds):
@@ -349,9 +337,12 @@ class Session:
 
     # -- references on the GPU (gpuref.py) --------------------------------------------
     def start_gpu_references(self) -> None:
-        verifies = (self.options.get("timing_runs", 0) > 0 and self.options.get("spot_checks", 8) > 0
-                    and "L1" in self.options["levels"])
-        if not (self.task.reference_on_gpu and self.options.get("gpu_references") and verifies
+        """The reference child, where timed runs will be verified, or (a torchtask) where
+        its L1 checks will be judged there (drawn.py), timed or not."""
+        l1 = "L1" in self.options["levels"]
+        verifies = self.options.get("timing_runs", 0) > 0 and self.options.get("spot_checks", 8) > 0 and l1
+        judges = self.task.l1_in_reference_child and bool(self.options.get("gpu_inputs")) and l1
+        if not (self.task.reference_on_gpu and self.options.get("gpu_references") and (verifies or judges)
                 and not self.sanitizing and self.resident is None):
             return
         from .gpuref import GpuReferences
@@ -383,145 +374,6 @@ class Session:
         for held in self.held_cross_checks:
             self.gpu_refs.submit_cross_check(*held)
         self.held_cross_checks.clear()
-
-    # -- L1 inputs on the GPU (inputs.generated_on_gpu) -------------------------------
-    def generates_on_gpu(self, check: Check) -> bool:
-        """An L1 check of a task with default float inputs, when the request asks for it:
-        in a full gate, drawn for every candidate (generate_on_gpu); in the screen, once
-        per serving process and kept there (resident_seed_drawn)."""
-        return bool(self.options.get("gpu_inputs")) and generated_on_gpu(self.task, check)
-
-    def generate_on_gpu(self, check: Check, buffers: dict) -> tuple[dict | None, Expected, Drawn | None]:
-        """Draw the check's inputs into the candidate's buffers with the harness's kernel
-        (each input its own stream of the check's seed, as the timed runs' refresh).
-
-        Their reference comes from the input cache when an entry was computed from draws
-        with the same checksum (inputs.gpu_seed_reference). Then nothing is read back
-        before the launch: returns (None, reference, Drawn), and after the launch
-        `inputs_after_launch` tells by a secret-keyed checksum whether the candidate
-        changed them. Otherwise (the first candidate of a search, a seed to cross-check
-        with the GPU references) the draws are read back now, for the host's reference
-        and the guards: returns (inputs, reference, None).
-        """
-        started = time.monotonic()
-        self.draw(check, buffers)
-        public = self.public_checksum(buffers)
-        cache = self.options.get("input_cache")
-        reference = cached_gpu_seed_reference(self.task, check, public, cache)
-        if reference is not None and not self.will_cross_check(check):
-            key = secrets.randbits(64)
-            drawn = Drawn(key, {t.name: self.input_checksum(buffers[t.name], key) for t in self.task.inputs})
-            self.add_seconds("generate_inputs", started)
-            self.tell_where_inputs_came_from("cache")
-            return None, reference, drawn
-        inputs = {t.name: buffers[t.name].download() for t in self.task.inputs}
-        self.add_seconds("generate_inputs", started)
-        if reference is None:
-            started = time.monotonic()
-            # After the first L1 seed was cross-checked, the reference child computes the
-            # others' (what the timed runs' spot checks would use it for, too)
-            asks_child = self.gpu_refs is not None and not self.will_cross_check(check)
-            elsewhere = self.gpu_refs.expected if asks_child else None
-            reference = gpu_seed_reference(self.task, check, inputs, public, cache, elsewhere=elsewhere)
-            self.add_seconds("seed_references", started)
-        self.tell_where_inputs_came_from(
-            "cache" if reference.cached else "gpu" if reference.computed_elsewhere else "host")
-        return inputs, reference, None
-
-    def resident_seed_drawn(self, check: Check, buffers: dict) -> tuple[SeedOnGpu, Expected]:
-        """The screen's L1 seed, drawn on the GPU (generates_on_gpu) and kept there by this
-        serving process (device.ResidentSeeds) with its reference.
-
-        The first candidate to need it draws it into its own buffers and reads it back once,
-        for the reference: from the input cache when one was computed from draws with the
-        same checksum (the full gate's first L1 seed is the screen's, so either may have
-        computed it), else on the host and published there. Later candidates copy it on
-        the GPU and read nothing back unless a comparison needs the inputs on the host
-        (check_resident)."""
-        key = ("gpu", self.task.name, tuple(sorted(check.sizes.items())), check.seed, check.distribution)
-        seed = self.resident.find(key)
-        if seed is not None:
-            self.tell_where_inputs_came_from("resident")
-            return seed, seed.host_reference
-        started = time.monotonic()
-        self.draw(check, buffers)
-        public = self.public_checksum(buffers)
-        inputs = {t.name: buffers[t.name].download() for t in self.task.inputs}
-        self.add_seconds("generate_inputs", started)
-        started = time.monotonic()
-        cache = self.options.get("input_cache")
-        reference = gpu_seed_reference(self.task, check, inputs, public, cache)
-        self.add_seconds("seed_references", started)
-        self.tell_where_inputs_came_from("cache" if reference.cached else "host")
-        # Kept memory-mapped from the entry (just published, if it was computed), not in RAM
-        kept = reference if reference.cached else \
-            cached_gpu_seed_reference(self.task, check, public, cache) or reference
-        seed = self.resident.get(key, inputs, kept, self.harness_module, self.gpu, keep_host_reference=True)
-        return seed, kept
-
-    def resident_inputs(self, seed: SeedOnGpu, sizes: dict) -> dict[str, np.ndarray]:
-        """A seed drawn on the GPU, read back for a comparison on the host, once its
-        bytes are checked to be the draw's (a candidate shares the context with it)."""
-        from . import device
-
-        if not self.resident.intact(seed, self.harness_module, self.gpu):
-            raise Rejection("out_of_bounds_write", RESIDENT_CHANGED)
-        return {t.name: device.download(seed.inputs[t.name], t.numpy_dtype(), t.resolve_shape(sizes))
-                for t in self.task.inputs}
-
-    def public_checksum(self, buffers: dict) -> str:
-        """What an entry of inputs drawn on the GPU is cached under (INPUT_CHECKSUM_KEY)."""
-        return checksum_text({t.name: self.input_checksum(buffers[t.name], INPUT_CHECKSUM_KEY)
-                              for t in self.task.inputs})
-
-    def tell_where_inputs_came_from(self, reference: str) -> None:
-        """environment.inputs: how many L1 seeds were drawn on the GPU, and where their
-        references came from (the input cache, the reference child, the host, or with
-        the inputs, the seed the screen's process keeps on the GPU)."""
-        self.generated.append(reference)
-        counts = ", ".join(f"{self.generated.count(where)} from {label}" for where, label in (
-            ("cache", "the input cache"), ("gpu", "the reference child"), ("host", "the host"),
-            ("child", "the reference child, which drew them again itself and judged the outputs there"),
-            ("resident", "the seed this screening process keeps on the GPU"))
-            if where in self.generated)
-        self.environment["inputs"] = (f"gpu: {len(self.generated)} L1 seed(s) drawn on the GPU by the "
-                                      f"harness's generator; their references: {counts}; L0 on the host")
-
-    def draw(self, check: Check, buffers: dict) -> None:
-        """The check's inputs drawn into `buffers` by the harness's kernels (draws.py)."""
-        for d in check_draws(self.task, check):
-            if d.count:
-                launch(self.harness_module, d, buffers[d.name].ptr, self.gpu.stream)
-        self.gpu.synchronize()
-
-    def input_checksum(self, buffer, key: int) -> int:
-        from . import device
-
-        return device.keyed_checksum(self.harness_module, self.gpu, buffer.ptr, buffer.nbytes, key)
-
-    def inputs_after_launch(self, check: Check, buffers: dict, drawn: Drawn) -> tuple[dict, dict]:
-        """(inputs before, inputs after) of a launch on inputs drawn on the GPU and not
-        read back before it. The after is read back now; when every input's keyed
-        checksum is still the draw's, it is the draw (a change the key cannot see would
-        need the key, drawn by the OS after the candidate's module was loaded and never
-        on the GPU but as a launch argument of the harness's kernel). When one changed,
-        the draw is made again in a buffer of its own and read back as the before, so the
-        guards name the changed element as they do for an upload."""
-        from . import device
-
-        after = {t.name: buffers[t.name].download() for t in self.task.inputs}
-        changed = [t for t in self.task.inputs
-                   if self.input_checksum(buffers[t.name], drawn.key) != drawn.sums[t.name]]
-        if not changed:
-            return after, after
-        again = {t.name: device.Buffer(t.name, buffers[t.name].dtype, buffers[t.name].shape, guard_bytes=0)
-                 for t in self.task.inputs}
-        try:
-            self.draw(check, again)
-            return {name: b.download() for name, b in again.items()}, after
-        finally:
-            for b in again.values():
-                b.free()
 
     def will_cross_check(self, check: Check) -> bool:
         return self.gpu_refs is not None and (check.level, check.shape_index) not in self.cross_checked

@@ -387,6 +387,30 @@ def test_an_l1_check_is_judged_in_the_child_only_where_it_may_be(registered, lev
         assert session.gpu_refs.submitted == [] and session.held_cross_checks
 
 
+@pytest.mark.parametrize(("options", "starts"), [
+    ({}, True),
+    ({"timing_runs": 0}, True),                      # a correctness-only gate judges its L1 there too
+    ({"timing_runs": 0, "gpu_inputs": False}, False),  # then nothing would ask the child
+    ({"gpu_references": False}, False),
+    ({"levels": ["L0"]}, False),
+    ({"mode": "sanitize"}, False),
+])
+def test_a_torchtasks_reference_child_starts_wherever_its_l1_checks_will_be_judged_there(
+        registered, monkeypatch, options, starts):
+    from profiling.harness import gpuref
+
+    started = []
+    monkeypatch.setattr(gpuref.GpuReferences, "warm", lambda refs: started.append(refs))
+    session = worker_session("kb_relu", **options)
+    session.sanitizing = options.get("mode") == "sanitize"
+    session.request["harness_cubin"] = "refresh.cubin"
+    session.start_gpu_references()
+    try:
+        assert (session.gpu_refs is not None) is starts and len(started) == int(starts)
+    finally:
+        session.stop_gpu_references()
+
+
 class FakeBuffer:
     def __init__(self, canary_ok: bool = True) -> None:
         self.canary_ok = canary_ok
@@ -455,3 +479,44 @@ def test_outputs_the_child_rejects_are_named_on_the_host_with_its_reference(stag
     assert failure.message == "named on the host"
     assert session.reference_has_poison  # what the timed runs' unwritten count must know
     assert session.calls == ["read back inputs", ("told", "gpu"), "read back outputs"]
+
+
+class FakeAllocation:
+    def __init__(self, freed: list) -> None:
+        self.freed = freed
+
+    def free(self) -> None:
+        self.freed.append(self)
+
+
+@pytest.mark.parametrize("room", [True, False])
+def test_timed_run_snapshots_leave_the_gpu_only_when_the_childs_work_would_not_fit_beside_them(
+        monkeypatch, room):
+    import sys
+
+    import profiling.harness as harness
+
+    task = to_task(described("kb_relu"))
+    freed, judged = [], []
+
+    def verify(session, buffers, outputs, seed, on_gpu=False) -> bool:  # the child passes the first run only
+        judged.append((on_gpu, type(outputs["out"]).__name__))
+        return len(judged) == 1
+
+    fake_device = SimpleNamespace(download=lambda allocation, dtype, shape: np.zeros(shape, dtype))
+    monkeypatch.setitem(sys.modules, "profiling.harness.device", fake_device)
+    monkeypatch.setattr(harness, "device", fake_device, raising=False)  # once imported, the package's
+    monkeypatch.setattr(drawn, "verify_timed_run", verify)
+    needed = drawn.CHILD_FOOTPRINTS * task.footprint_bytes(task.sizes)
+    session = SimpleNamespace(task=task, l1_sizes=task.sizes, base_seed=5,
+                              gpu=SimpleNamespace(free_bytes=lambda: needed + (1 if room else -1)))
+    buffers = {"out": SimpleNamespace(dtype=np.dtype(np.float32), shape=(64, 96))}
+    slots = [{"out": FakeAllocation(freed)} for _ in range(3)]
+    sink = {"out": FakeAllocation(freed)}
+    left, snapshots = drawn.verify_timed_runs(session, buffers, slots, sink, [(0, 3), (2, 7)])
+    assert left == [(2, 7)]  # what the child did not pass goes to the host, from its snapshot
+    if room:  # opened where they are, by CUDA IPC
+        assert freed == [] and judged == [(True, "FakeAllocation")] * 2 and snapshots[2] is slots[2]
+    else:  # read back, every GPU copy freed (the sink's too), then put back one at a time
+        assert len(freed) == 4 and judged == [(False, "ndarray")] * 2
+        assert not any(slots) and not sink and isinstance(snapshots[2]["out"], np.ndarray)
