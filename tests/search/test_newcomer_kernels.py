@@ -1,0 +1,99 @@
+"""The newcomer tasks (bench/newcomer_tasks/): 34 operators, each with a first kernel
+written the ways people write one (a thread per output, per row or per element with
+atomics; 1-D, 2-D and 3-D grids; grid-stride and `while` loops; a row done by thread 0;
+the tutorial's shared-memory trees; helper functions; double accumulators), none of them
+shaped to a card. On the CPU: each naive kernel computes its reference on the emulator;
+each lifts to the family written here, or is refused for the reason written here; and
+every skeleton the skills source offers for it (the admitted cards) computes the
+reference on the emulator too.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from cuda_on_cpu import CpuKernels, inputs_for, mismatch
+
+from lineage.engine.skills import SkillSource
+from profiling.harness import tasks
+from profiling.harness.candidate import Candidate
+from search.engine.forms import Refusal, cached
+from search.engine.types import NodeContext
+
+DIRECTORY = Path(__file__).resolve().parents[2] / "bench" / "newcomer_tasks"
+ROWS, MAP, FULL, PRODUCT = "row_map_reduce", "elementwise_map", "full_reduction", "batched_contraction"
+# name -> each launch's family (one entry: the whole plan's), or the words of its refusal
+EXPECTED = {
+    "argmin": [ROWS], "avgpool2d": [MAP], "batchnorm": [MAP], "bias_relu": [MAP], "bmm": [PRODUCT],
+    "btranspose": ["permutation"], "chan_scale": [MAP], "col_mean": [ROWS], "conv1d": [PRODUCT],
+    "cosine": [ROWS],  # thread 0 of each block does the row (forms/lone_thread.py)
+    "embedding": [MAP], "gelu_helper": [MAP], "huber": [FULL],
+    "frob": ["expected the bounds check", FULL, MAP],  # zero, sum of squares, divide
+    "l1sum": [FULL],  # the tutorial's tree into an atomic (forms/block_reduce.py)
+    "l2norm": [ROWS], "layernorm_w": [ROWS], "leaky_scale": [MAP], "logsumexp": [ROWS],
+    "matmul_nt": [PRODUCT], "maxpool1d": [ROWS], "maxpool2d": ["window_reduction"], "mean_all": [FULL],
+    "mid_mean": [ROWS], "outer": ["permutation"], "powsqrt": [MAP],
+    "rowmax": [ROWS],  # a row per block, thread 0 combining the shared array
+    "rowsum_double": [ROWS],
+    "softmax_shared": [ROWS],  # two reductions through one shared array
+    "softplus": [MAP], "tril": [MAP],
+    # refused: the lift says why, and no card is offered
+    "one_thread": ["early return's condition"],  # one thread for the whole tensor
+    "online_softmax": ["carries a value from one iteration to the next"],  # the online pair
+    "tiled_matmul": ["__shared__ memory"],  # already tiled by hand
+}
+needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="the CPU emulator needs g++")
+
+
+@pytest.fixture(scope="module")
+def newcomer():
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(tasks.TASK_PATH_VARIABLE, str(DIRECTORY))
+        patch.setenv("OPTIML_SKILL_CARDS", "skeletons")  # the skeleton cards alone: no token induction
+        tasks._reset_for_tests()
+        try:
+            yield {name: tasks.get(name) for name in EXPECTED}
+        finally:
+            tasks._reset_for_tests()
+
+
+def naive(task) -> Candidate:
+    return Candidate.from_source_and_plan(task.naive_source, task.naive_plan)
+
+
+def test_the_directory_holds_the_tasks_listed_here():
+    files = {path.stem for path in DIRECTORY.glob("*.py")} - {"vendor", "_make"}
+    assert files == set(EXPECTED)
+    from bench.newcomer_tasks import vendor
+
+    assert set(vendor.OPS) == set(EXPECTED)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_each_naive_kernel_lifts_to_its_family_or_says_why_not(newcomer, name):
+    candidate = naive(newcomer[name])
+    found = cached.lifted_launches(candidate.source, json.dumps(candidate.plan_dict(), sort_keys=True))
+    read = [form.reason if isinstance(form, Refusal) else form.family for _, form in found]
+    assert len(read) == len(EXPECTED[name]), read
+    for got, expected in zip(read, EXPECTED[name], strict=True):
+        assert expected == got or (expected not in (ROWS, MAP, FULL, PRODUCT) and expected in got), read
+
+
+@needs_gxx
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_the_naive_kernel_and_every_skeleton_offered_compute_the_reference(newcomer, name, tmp_path):
+    task = newcomer[name]
+    candidate = naive(task)
+    context = NodeContext(task=name, candidate=candidate, measurement=None, diagnosis=None)
+    offered = [p for p in SkillSource().propose(context) if p.source.startswith("skill:skeleton:")]
+    refused = not any(f in (ROWS, MAP, FULL, PRODUCT, "permutation") for f in EXPECTED[name])
+    if refused:
+        assert offered == []
+    for label, kernel in [("naive", candidate), *((p.source.split(":")[-1], p.candidate) for p in offered)]:
+        emulated = CpuKernels(kernel, tmp_path / label)
+        for sizes in task.l0_sizes:
+            inputs = inputs_for(task, sizes)
+            assert mismatch(task, sizes, inputs, emulated.run(task, sizes, inputs)) is None, (label, sizes)
