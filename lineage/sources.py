@@ -24,7 +24,9 @@ class StoredSkillSource(SkillSource):
     verified, as `lineage bootstrap` admits the recorded cards)."""
 
     def __init__(self) -> None:
-        super().__init__(cards=None, skeletons=False)  # a team's library holds token cards
+        # a library holds token cards; the admitted skeleton cards come from the recorded
+        # lineages, as in the CLI (settings.OPTIML_SKILL_SKELETONS)
+        super().__init__(cards=None, skeletons=settings.OPTIML_SKILL_SKELETONS)
         self._versions: dict[str, dict] = {}
         self._team_id: int | None = None
 
@@ -47,9 +49,13 @@ class StoredSkillSource(SkillSource):
         """What the New session form says beside the source (GET /api/sources/): how many
         cards the library lends a search, or that it lends none and the source proposes
         nothing (a search still runs on its other sources)."""
-        count = len(self.cards)
+        count, skeletons = len(self.cards), len(self.skeleton_cards)
+        also = f" and {skeletons} admitted skeleton card{'s' if skeletons != 1 else ''}" if skeletons else ""
         if count:
-            return f"{count} card{'s' if count != 1 else ''} in the library"
+            return f"{count} card{'s' if count != 1 else ''} in the library{also}"
+        if skeletons:
+            return (f"{skeletons} admitted skeleton card{'s' if skeletons != 1 else ''}; no card in the "
+                    "library yet (make start fills the default library with manage.py lineage bootstrap)")
         return ("no card in the library yet, so it proposes nothing; make start fills the default "
                 "library with manage.py lineage bootstrap")
 
