@@ -25,8 +25,8 @@ class StoredSkillSource(SkillSource):
 
     def __init__(self) -> None:
         # a library holds token cards; the admitted skeleton cards come from the recorded
-        # lineages, as in the CLI (settings.OPTIML_SKILL_SKELETONS)
-        super().__init__(cards=None, skeletons=settings.OPTIML_SKILL_SKELETONS)
+        # lineages, as in the CLI (settings.OPTIML_SKELETON_CARDS)
+        super().__init__(cards=None, skeletons=settings.OPTIML_SKELETON_CARDS)
         self._versions: dict[str, dict] = {}
         self._team_id: int | None = None
 

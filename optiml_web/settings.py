@@ -307,9 +307,9 @@ OPTIML_DEFAULT_LIBRARY_SKILL_STATUSES = [
 # The skeleton cards (a family's schedule for any kernel that lifts to it, docs/forms.md)
 # join the stored token cards in the app's searches, as in the CLI: those induced from the
 # recorded lineages and admitted by transfer (lineage/engine/skeleton_cards.py). They are
-# not rows of a library yet, so a team cannot review them; OPTIML_SKILL_SKELETONS=false
-# leaves them out.
-OPTIML_SKILL_SKELETONS = env_bool("OPTIML_SKILL_SKELETONS", True)
+# not rows of a library yet, so a team cannot review them; OPTIML_SKELETON_CARDS=false
+# leaves them out (the engine's own OPTIML_SKILL_SKELETONS=0 does the same in the CLI).
+OPTIML_SKELETON_CARDS = env_bool("OPTIML_SKELETON_CARDS", True)
 # A "running" evaluation whose worker went quiet for the gate's time limit plus this many
 # seconds is taken to be abandoned (worker killed) and may be claimed again. 300 s covers
 # nvcc on a large kernel and storing the verdict.

@@ -43,7 +43,7 @@ def skill_card_url(node: RunNode) -> str | None:
     run used (params.card_version.library: "default" or "team:<id>"); search knows the
     convention, not the lineage app."""
     if not node.source.startswith("skill:") or node.source.startswith("skill:skeleton:"):
-        return None  # a skeleton card is no row of a library (settings.OPTIML_SKILL_SKELETONS)
+        return None  # a skeleton card is no row of a library (settings.OPTIML_SKELETON_CARDS)
     url = f"/api/skills/{node.source.removeprefix('skill:')}/"
     library = (((node.detail or {}).get("params") or {}).get("card_version") or {}).get("library", "")
     team = library.removeprefix("team:") if library.startswith("team:") else ""

@@ -13,9 +13,9 @@ import secrets
 
 os.environ["OPTIML_SECRET_KEY"] = f"optiml-tests-{secrets.token_urlsafe(32)}"
 os.environ.pop("OPTIML_SECRET_KEY_FILE", None)
+# The web tests' searches and skill sources see the library's stored cards alone, as they
+# were written to, here and in the app's processes they start (which inherit this);
+# tests/web/test_skeletons_in_app.py turns the skeleton cards on.
+os.environ["OPTIML_SKELETON_CARDS"] = "false"
 
 from optiml_web.settings import *  # noqa: E402, F403
-
-# The web tests' searches and skill sources see the library's stored cards alone, as they
-# were written to; tests/web/test_skeletons_in_app.py turns the skeleton cards on.
-OPTIML_SKILL_SKELETONS = False

@@ -1,6 +1,6 @@
 """The app's skills source (lineage.sources.StoredSkillSource) offers the admitted
 skeleton cards beside the library's stored cards, as the CLI does, unless
-OPTIML_SKILL_SKELETONS is off (the suite's settings turn it off for the tests written
+OPTIML_SKELETON_CARDS is off (the suite's settings turn it off for the tests written
 before it); a node a skeleton card made links to no library card."""
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ def context_for(name: str) -> NodeContext:
     return NodeContext(task=name, candidate=candidate, measurement=None, diagnosis=None)
 
 
-@override_settings(OPTIML_SKILL_SKELETONS=True)
+@override_settings(OPTIML_SKELETON_CARDS=True)
 def test_an_empty_library_still_offers_the_admitted_skeleton_cards():
     source = StoredSkillSource()
     assert source.cards == []  # nothing stored: no token card
