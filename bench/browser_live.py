@@ -70,7 +70,7 @@ def big_setup(nodes: int, seed: int) -> None:
     from django.core.management import call_command
 
     from profiling.harness import tasks as task_registry
-    from search import services
+    from search import services, sharing_services
     from search.models import RunNode
 
     call_command("migrate", verbosity=0)
@@ -85,7 +85,7 @@ def big_setup(nodes: int, seed: int) -> None:
     best = min((row for row in rows if row["status"] == "passed"), key=lambda row: row["time_ms"])
     run.best_ms, run.best_node = best["time_ms"], best["node_id"]
     run.save()
-    _, token = services.share_create(run=run)
+    _, token = sharing_services.share_create(run=run)
     print(json.dumps({"run_id": run.pk, "token": token, "nodes": len(rows),
                       "failed": sum(1 for row in rows if row["status"] not in ("", "passed")),
                       "pending": sum(1 for row in rows if row["state"] == "pending")}))

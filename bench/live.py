@@ -81,13 +81,13 @@ def setup(budget: int) -> None:
     from django.core.management import call_command
 
     from profiling.harness import tasks as task_registry
-    from search import services
+    from search import services, sharing_services
 
     call_command("migrate", verbosity=0)
     relu = task_registry.get("relu")
     run = services.run_create(task_name="relu", source=relu.naive_source, plan=relu.naive_plan,
                               budget=budget)
-    _, token = services.share_create(run=run)
+    _, token = sharing_services.share_create(run=run)
     print(json.dumps({"run_id": run.pk, "token": token}))
 
 

@@ -125,7 +125,7 @@ def main() -> int:
     from django.core.management import call_command
 
     from profiling.harness import tasks as task_registry
-    from search import services, state
+    from search import node_services, services, state
     from search.models import Run, RunNode
 
     settings.OPTIML_SCREEN = False  # every candidate the full gate: one look each
@@ -149,8 +149,8 @@ def main() -> int:
         services.run_dispatch(run_id=run.pk, evaluator=evaluator)
         dispatched = time.perf_counter()
         for row in RunNode.objects.filter(run=run, state="pending", result__isnull=True):
-            services.node_evaluate(run_id=run.pk, node_id=row.node_id, best_full_ms=None,
-                                   evaluator=evaluator)
+            node_services.node_evaluate(run_id=run.pk, node_id=row.node_id, best_full_ms=None,
+                                        evaluator=evaluator)
         return (dispatched - began) * 1000, (time.perf_counter() - dispatched) * 1000
 
     results = []

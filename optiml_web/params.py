@@ -159,7 +159,7 @@ class IdConverter:
 
 
 class TokenConverter:
-    """`<token:token>`: a share token as search.services.share_create makes them
+    """`<token:token>`: a share token as search.sharing_services.share_create makes them
     (secrets.token_urlsafe: letters, digits, '-' and '_'). Anything else cannot be one, and
     is a 404 before a lookup."""
 

@@ -1,7 +1,7 @@
 """Leases on work a worker has claimed: how a dead worker's evaluation is taken over.
 
 A worker that claims an evaluation (an Evaluation row, profiling.services.evaluation_claim;
-a run's node, search.services.node_evaluate) writes when its lease runs out, and while it
+a run's node, search.node_services.node_evaluate) writes when its lease runs out, and while it
 works a heartbeat thread moves that on every OPTIML_EVALUATION_HEARTBEAT_S. Its renewal is
 a conditional update on the claim's token (the row's `claimed_at`, the node's `started_at`):
 once another worker took the claim over, the old one's renewals and its result change

@@ -29,7 +29,7 @@ from profiling.harness import declared
 from profiling.harness import tasks as task_registry
 from profiling.harness.candidate import CandidateError
 from profiling.harness.expr import ExpressionError
-from search import inspector, selectors, services, writing_jobs
+from search import inspector, selectors, services, sharing_services, writing_jobs
 from search.importing import TrajectoryError, parse_trajectory
 from search.models import Run
 from search.serializers import (
@@ -332,7 +332,7 @@ class RunSharesApi(APIView):
     @extend_schema(request=None, responses={201: ShareCreatedSerializer})
     def post(self, request: Request, run_id: int) -> Response:
         run = _shareable_run(request, run_id)
-        link, token = services.share_create(run=run, user=request.user)
+        link, token = sharing_services.share_create(run=run, user=request.user)
         return Response({"id": link.pk, "token": token, "url": f"/share/{token}/"},
                         status=status.HTTP_201_CREATED)
 
@@ -341,7 +341,7 @@ class RunShareApi(APIView):
     @extend_schema(responses={204: None})
     def delete(self, request: Request, run_id: int, share_id: int) -> Response:
         run = _shareable_run(request, run_id)
-        if not services.share_revoke(run=run, share_id=share_id):
+        if not sharing_services.share_revoke(run=run, share_id=share_id):
             raise Http404("no such open link for this run")
         return Response(status=status.HTTP_204_NO_CONTENT)
 
@@ -378,7 +378,7 @@ class RunImportApi(APIView):
                 trajectory = parse_trajectory(request.data, tasks=usable)
             except TrajectoryError as error:
                 raise ValidationError({error.field: [error.message]}) from None
-            run = services.run_import(trajectory=trajectory, user=request.user, team=team)
+            run = sharing_services.run_import(trajectory=trajectory, user=request.user, team=team)
         run = selectors.run_visible(user=request.user, run_id=run.pk)
         return Response(RunDetailSerializer(run, context={"request": request}).data,
                         status=status.HTTP_201_CREATED)

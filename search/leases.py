@@ -1,7 +1,7 @@
 """A GPU worker's lease on the run node it measures, and the sweep that hands a dead
 worker's node out again (profiling/leases.py says how leases work).
 
-node_evaluate takes the node with a conditional update that stamps `started_at` (the
+search.node_services.node_evaluate takes the node with a conditional update that stamps `started_at` (the
 lease's token) and `lease_expires_at`, and renews the lease from a heartbeat thread while
 it measures. A run's step hands out again every pending node whose lease ran out
 (search.services._search_for); the beat wakes such runs every EXPIRED_LEASE_SWEEP_S

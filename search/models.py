@@ -136,7 +136,7 @@ class RunNode(models.Model):
     issued_at = models.DateTimeField(null=True, blank=True)
     result = models.JSONField(null=True, blank=True)
     # When a GPU worker took its last issued evaluation, and which worker (Celery's
-    # hostname): None and "" while it waits in the queue (services.node_evaluate).
+    # hostname): None and "" while it waits in the queue (node_services.node_evaluate).
     started_at = models.DateTimeField(null=True, blank=True)
     worker = models.CharField(max_length=200, blank=True)
     # While a worker measures it: when that worker's lease runs out unless renewed

@@ -1,4 +1,4 @@
-"""Writes for optimisation runs: create, step, drive, pause/resume/stop, share, import.
+"""Writes for an optimisation run's life: create, step, drive, pause/resume/stop, fail.
 
 A run's truth is its rows: `Run.state` is the engine's serialised Search; each step
 loads it under a row lock, asks for candidates, measures them (search.measuring: once
@@ -10,18 +10,16 @@ the gate's seed is the run's secret one (search.measuring.run_gate_seed), and wh
 run's rows keep of a verdict has no seeds in it (verdict_for_users).
 A worker that dies mid-step loses only that step's uncommitted work. On the worker a
 run is driven one step per Celery message, each queuing the next (run_advance).
+A node's compile and evaluation on the workers are search.node_services; share links and
+imports search.sharing_services; the input caches' sweep search.input_caches.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import importlib
-import re
-import secrets
-import shutil
 from collections.abc import Callable
 from datetime import timedelta
-from pathlib import Path
 
 from django.conf import settings
 from django.db import transaction
@@ -41,18 +39,10 @@ from search.engine.explain import why_it_ended
 from search.engine.search import Search, SearchConfig
 from search.engine.sources import fast_math_allowed
 from search.engine.types import Measurement
-from search.importing import ParsedTrajectory
-from search.leases import node_heartbeat, node_lease_drop, node_lease_take
-from search.measuring import Measured, candidate_binary, candidate_measure, run_gate_options, screening_for
-from search.models import Run, RunEvent, RunNode, ShareLink
-from search.state import (
-    in_batches,
-    json_size,
-    node_rows_create,
-    search_load,
-    search_save,
-    search_state_header,
-)
+from search.measuring import candidate_measure, run_gate_options, screening_for
+from search.models import Run, RunEvent, RunNode
+from search.node_services import node_binary_ensure, node_result_store
+from search.state import search_load, search_save
 
 EventSink = Callable[[RunEvent], None]
 
@@ -289,7 +279,7 @@ def _step_ask(run: Run, parallel: int, evaluator: Evaluator) -> tuple[list, floa
 
 
 def _step_tell(run: Run, search: Search, pending: list[PendingRow] | None = None) -> list[RunEvent]:
-    """Tell the search every result that arrived for its pending nodes (node_result_store),
+    """Tell the search every result that arrived for its pending nodes (node_services.node_result_store),
     then the binaries compiled ahead (a duplicate whose twin is measured is done now);
     returns the events. The caller saves. `pending`: as _pending_rows read them."""
     rows = _pending_rows(run) if pending is None else pending
@@ -311,20 +301,6 @@ def _finish(run: Run, search: Search, *, exhausted: bool = False) -> RunEvent:
                                exhausted=exhausted)
     return _append(run, "run_finished", {**search.summary(), "exhausted": exhausted, "message": run.message},
                    announce=False)
-
-
-def node_result_store(*, run_id: int, node_id: int, measured: Measured, lease: object = None) -> bool:
-    """Keep what an evaluation measured on the node's row until the run's next step tells
-    the search. A repeated result (a message delivered twice) changes nothing: the first
-    one stays. `lease`: the token of the worker's lease (the `started_at` it took the node
-    with), when it measured under one: a worker whose lease ran out and whose node was
-    handed out again (presumed dead) stores nothing. Returns whether this one was stored."""
-    _hash, measurement, evaluation = measured
-    rows = RunNode.objects.filter(run_id=run_id, node_id=node_id, state="pending", result__isnull=True)
-    if lease is not None:
-        rows = rows.filter(started_at=lease)
-    return bool(rows.update(result=json_safe(measurement.to_dict()), evaluation=evaluation,
-                            lease_expires_at=None))
 
 
 def _events(run: Run, search: Search) -> list[RunEvent]:
@@ -358,7 +334,7 @@ def run_drive(*, run_id: int, evaluator: Evaluator | None = None, parallel: int 
 
 
 # How long a run's driver chain waits before looking again while its evaluations are out
-# on the GPU workers. Each evaluation's result wakes the run at once (node_evaluate), so
+# on the GPU workers. Each evaluation's result wakes the run at once (node_services.node_evaluate), so
 # this is only the bound on how long a lost wake-up can delay the run; an H200 candidate
 # takes about 18 s (docs/benchmarks.md, 2026-11-29 suite).
 IDLE_STEP_DELAY_S = 5.0
@@ -401,88 +377,6 @@ def run_dispatch(*, run_id: int, evaluator: Evaluator | None = None) -> Run:
         else:
             evaluate_node_enqueue(run=run, node_id=node_id, best_full_ms=best_full_ms)
     return run
-
-
-def node_compile(*, run_id: int, node_id: int, best_full_ms: float | None) -> str:
-    """Compile one asked node of a run (the Celery task `search.compile_node`, on a CPU
-    worker) and keep its binary on its row; then queue its evaluation, unless a node with
-    a smaller id runs the same binary: then it is that node's duplicate, which the run's
-    next step (woken now) completes from that node's measurement without an evaluation.
-    Returns "evaluate", "duplicate", or "known" (nothing to do: a repeated message)."""
-    from search.tasks import drive_run_enqueue, evaluate_node_enqueue
-
-    binary = node_binary_ensure(run_id=run_id, node_id=node_id)
-    if binary is None:
-        return "known"
-    if binary and RunNode.objects.filter(run_id=run_id, binary=binary, node_id__lt=node_id).exists():
-        token = Run.objects.filter(pk=run_id).values_list("drive_token", flat=True).first()
-        if token is not None:
-            drive_run_enqueue(run_id=run_id, token=token)
-        return "duplicate"
-    run = Run.objects.get(pk=run_id)
-    evaluate_node_enqueue(run=run, node_id=node_id, best_full_ms=best_full_ms)
-    return "evaluate"
-
-
-def node_binary_ensure(*, run_id: int, node_id: int) -> str | None:
-    """The binary of a pending node without a result, compiled now if it was not yet
-    (measuring.candidate_binary; "" when it cannot be told); None when the node is done or
-    measured already, or its run is not running."""
-    row = (RunNode.objects.select_related("run__task", "candidate")
-           .filter(run_id=run_id, node_id=node_id, state="pending", result__isnull=True).first())
-    if row is None or row.run.status != Run.Status.RUNNING:
-        return None
-    if row.binary is None:
-        binary = candidate_binary(run=row.run, candidate=row.candidate.to_harness())
-        RunNode.objects.filter(pk=row.pk, binary__isnull=True).update(binary=binary)
-        row.binary = RunNode.objects.filter(pk=row.pk).values_list("binary", flat=True).first()
-    return row.binary
-
-
-def node_evaluate(*, run_id: int, node_id: int, best_full_ms: float | None,
-                  evaluator: Evaluator | None = None, worker: str = "") -> str:
-    """Measure one asked node of a run (the Celery task `search.evaluate_node`, on a GPU
-    worker) and keep the result on its row for the run's next step, which it then wakes.
-    Returns what happened: "stored", "known" (a result or the node's measurement was there
-    already: a repeated message), "idle" (the run is not running: a resume hands the node
-    out again), "held" (another worker holds this kernel's full gate, or measures this node
-    under a live lease: look again later). While it measures, the worker renews its lease
-    on the node (search/leases.py): one whose lease ran out is taken to be dead, the node
-    is handed out again, and what it measures late is not stored.
-    `worker` (Celery's hostname) is kept on the row while it measures, for the operator;
-    the run's viewers see only how many are being measured (selectors.run_pace)."""
-    from search.tasks import drive_run_enqueue
-
-    row = (RunNode.objects.select_related("run__task", "candidate")
-           .filter(run_id=run_id, node_id=node_id).first())
-    if row is None or row.state != "pending" or row.result is not None:
-        return "known"
-    run = row.run
-    if run.status != Run.Status.RUNNING:
-        return "idle"
-    started = node_lease_take(node=row, worker=worker)
-    if started is None:  # another delivery measures it under a live lease: look again later
-        return "held"
-    broadcast.progress_after_commit(run_id=run_id)  # one more of its evaluations is being measured
-    evaluator = evaluator or get_evaluator()
-    screens = screening_for(run=run, evaluator=evaluator)
-    screening = best_full_ms is not None and screens
-    options = run_gate_options(run=run, screening=screens)
-    with node_heartbeat(node=row, lease=started):
-        measured = candidate_measure(run=run, candidate=row.candidate.to_harness(), options=options,
-                                     evaluator=evaluator, best_full_ms=best_full_ms if screening else None)
-    if measured is None:
-        node_lease_drop(node=row, lease=started)  # back to waiting: its message comes again
-        return "held"
-    if not node_result_store(run_id=run_id, node_id=node_id, measured=measured, lease=started):
-        return "known"  # stored already, or our lease was taken over: the other worker's stands
-    broadcast.progress_after_commit(run_id=run_id)  # measured: no longer being measured
-    # Wake the run: a twin of the chain's waiting message (same token), so whichever
-    # comes first steps and the other does nothing.
-    token = Run.objects.filter(pk=run_id).values_list("drive_token", flat=True).first()
-    if token is not None:
-        drive_run_enqueue(run_id=run_id, token=token)
-    return "stored"
 
 
 @transaction.atomic
@@ -602,85 +496,3 @@ def run_fail(*, run_id: int, message: str) -> Run | None:
     _append(run, "run_status", {"status": Run.Status.FAILED, "message": message})
     run.save()
     return run
-
-
-# -- share links ------------------------------------------------------------------------
-
-
-@transaction.atomic
-def share_create(*, run: Run, user=None) -> tuple[ShareLink, str]:
-    """A new read-only link; returns it and its raw token, which is not stored anywhere."""
-    token = secrets.token_urlsafe(32)  # 256 random bits
-    link = ShareLink.objects.create(run=run, token_hash=ShareLink.digest(token), created_by=user)
-    return link, token
-
-
-def share_revoke(*, run: Run, share_id: int) -> bool:
-    """Revoke a link of `run`; False when it has no such open link."""
-    # Conditional update: revoking twice, or from two tabs at once, changes one row once.
-    revoked = bool(ShareLink.objects.filter(pk=share_id, run=run, revoked_at__isnull=True)
-                   .update(revoked_at=timezone.now()))
-    if revoked:
-        broadcast.share_revoked_after_commit(run_id=run.pk, share_id=share_id)
-    return revoked
-
-
-# -- import -----------------------------------------------------------------------------
-
-
-@transaction.atomic
-def run_import(*, trajectory: ParsedTrajectory, user=None, team=None) -> Run:
-    """A read-only run rebuilt from an exported trajectory (checked by
-    search.importing.parse_trajectory): its nodes from the search state, its events from
-    the file. One transaction: a failure leaves nothing behind. No Evaluation rows are
-    made, so an imported file can never pose as a measurement for later searches."""
-    search = trajectory.search
-    root = search.tree.root.proposal.candidate
-    run = Run.objects.create(
-        task=gate_services.task_get_or_sync(name=search.task),
-        root_candidate=gate_services.candidate_get_or_create(source=root.source, plan=root.plan_dict()),
-        judge=trajectory.judge, sources=trajectory.sources, budget=search.config.budget,
-        seed=search.config.seed, gate_options={}, status=Run.Status.FINISHED,
-        message=f"imported from run {trajectory.original_id}" if trajectory.original_id else "imported",
-        state=search_state_header(trajectory.state), gpu_seconds=trajectory.gpu_seconds,
-        created_by=user, team=team, imported=True, intent=trajectory.intent)
-    # The state is kept as given (search_save would re-serialise it, with this server's judge).
-    given = {node["id"]: node for node in trajectory.state["tree"]["nodes"]}
-    node_rows_create(run, [(search.tree[node_id], given[node_id]) for node_id in sorted(search.tree.nodes)])
-    # In batches (search.state.in_batches): one INSERT encodes all its JSON before sending it.
-    numbered = enumerate(trajectory.events, start=1)
-    for batch in in_batches(numbered, lambda event: json_size(event[1][1])):
-        RunEvent.objects.bulk_create(RunEvent(run=run, seq=seq, kind=kind, data=data)
-                                     for seq, (kind, data) in batch)
-    run.next_seq = len(trajectory.events) + 1
-    _append(run, "run_imported", {"from_run": trajectory.original_id})
-    summary = search.summary()
-    run.evaluated = search.evaluations
-    run.root_ms, run.best_ms = summary["root_time_ms"], summary["best_time_ms"]
-    run.best_node, run.best_found_at = summary["best_id"], summary["best_found_at_evaluation"]
-    run.save()
-    return run
-
-
-# -- inputs kept for a run's candidates -----------------------------------------------------
-_RUN_FOLDER = re.compile(r"run-(\d+)")
-
-
-def run_input_caches_sweep(*, root: Path) -> list[Path]:
-    """Delete the input caches (measuring.run_gate_options: `<root>/<task>/run-<id>/`,
-    several GB for a 1 GB task) of runs that can no longer ask for them: finished,
-    stopped, failed or deleted. A running or paused run keeps its own. Runs where the
-    files are (a GPU worker); returns the folders deleted."""
-    if not root.is_dir():
-        return []
-    folders = [(f, int(m.group(1))) for task in root.iterdir() if task.is_dir()
-               for f in task.iterdir() if f.is_dir() and (m := _RUN_FOLDER.fullmatch(f.name))]
-    live = set(Run.objects.filter(pk__in=[pk for _, pk in folders],
-                                  status__in=[Run.Status.RUNNING, Run.Status.PAUSED])
-               .values_list("pk", flat=True))
-    deleted = []
-    for folder, pk in folders:
-        if pk not in live:
-            shutil.rmtree(folder, ignore_errors=True)
-            deleted.append(folder)
-    return deleted

@@ -162,7 +162,7 @@ def run_deleted(sender, instance: Run, **kwargs) -> None:
 
 
 def share_link_saved(sender, instance: ShareLink, created: bool, **kwargs) -> None:
-    # The API revokes by a conditional update and says so itself (services.share_revoke);
+    # The API revokes by a conditional update and says so itself (sharing_services.share_revoke);
     # the admin revokes by setting revoked_at and saving.
     if instance.revoked_at is not None:
         broadcast.share_revoked_after_commit(run_id=instance.run_id, share_id=instance.pk)

@@ -10,7 +10,7 @@ from django.conf import settings
 from django.db import transaction
 
 from profiling.evaluators import EvaluatorError
-from search import leases, services, writing_jobs
+from search import input_caches, leases, node_services, services, writing_jobs
 from search.models import Run
 
 logger = logging.getLogger(__name__)
@@ -54,11 +54,11 @@ HELD_RETRIES = 200
 
 @shared_task(name="search.evaluate_node", bind=True, max_retries=HELD_RETRIES)
 def evaluate_node(self, run_id: int, node_id: int, best_full_ms: float | None) -> str:
-    """Measure one asked node of a run on this GPU worker (services.node_evaluate), keep
+    """Measure one asked node of a run on this GPU worker (node_services.node_evaluate), keep
     the result on the node's row and wake the run. A repeated or late message does nothing."""
     try:
-        outcome = services.node_evaluate(run_id=run_id, node_id=node_id, best_full_ms=best_full_ms,
-                                         worker=self.request.hostname or "")
+        outcome = node_services.node_evaluate(run_id=run_id, node_id=node_id, best_full_ms=best_full_ms,
+                                              worker=self.request.hostname or "")
     except Exception as error:
         logger.exception("evaluating node %s of run %s failed", node_id, run_id)
         services.run_fail(run_id=run_id, message=failure_for_users(f"evaluating node {node_id}", error))
@@ -71,9 +71,9 @@ def evaluate_node(self, run_id: int, node_id: int, best_full_ms: float | None) -
 @shared_task(name="search.compile_node")
 def compile_node(run_id: int, node_id: int, best_full_ms: float | None) -> str:
     """Compile one asked node on this CPU worker ahead of its evaluation, and queue that
-    evaluation unless the node turns out to run another node's binary (services.node_compile)."""
+    evaluation unless the node turns out to run another node's binary (node_services.node_compile)."""
     try:
-        return services.node_compile(run_id=run_id, node_id=node_id, best_full_ms=best_full_ms)
+        return node_services.node_compile(run_id=run_id, node_id=node_id, best_full_ms=best_full_ms)
     except Exception as error:
         logger.exception("compiling node %s of run %s failed", node_id, run_id)
         services.run_fail(run_id=run_id, message=failure_for_users(f"compiling node {node_id}", error))
@@ -117,8 +117,8 @@ def wake_runs_with_expired_leases() -> list[int]:
 @shared_task(name="search.sweep_input_caches")
 def sweep_input_caches() -> int:
     """Every ten minutes, on the GPU queue where the files are (optiml_web/celery.py):
-    the input caches of runs that ended are deleted (services.run_input_caches_sweep)."""
-    deleted = services.run_input_caches_sweep(root=Path(settings.OPTIML_WORKDIR) / "inputs")
+    the input caches of runs that ended are deleted (input_caches.run_input_caches_sweep)."""
+    deleted = input_caches.run_input_caches_sweep(root=Path(settings.OPTIML_WORKDIR) / "inputs")
     if deleted:
         logger.info("deleted the input caches of ended runs: %s", [str(f) for f in deleted])
     return len(deleted)

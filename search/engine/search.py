@@ -197,7 +197,7 @@ class Search:
         `duplicate_of` naming it; until then it waits (evaluating it would measure the same
         program twice). None: no smaller node runs it, and the node is evaluated as any
         other. The smallest id is the rule, not the first told, so that workers that
-        compile in any order agree without asking the search (search.services)."""
+        compile in any order agree without asking the search (search.node_services)."""
         node_id = self.tree.find(candidate_hash)
         if node_id is None or self.tree[node_id].done:
             return None
@@ -421,7 +421,7 @@ def run_search(search: Search, evaluator: Evaluator, *, budget: int | None = Non
 
     `binary_of` (binaries.compiled_binary at the task's sizes, say) gives what each asked
     candidate compiles to before it is submitted, as the web path's CPU workers do
-    (search.services.node_compile): one whose binary a node with a smaller id runs is not
+    (search.node_services.node_compile): one whose binary a node with a smaller id runs is not
     submitted but done from that node's measurement (Search.tell_binary), no evaluation
     spent. None: every asked candidate is submitted."""
     target = search.config.budget if budget is None else budget

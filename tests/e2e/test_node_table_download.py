@@ -25,7 +25,7 @@ MAKE_RUNS = f"""
 import json
 from django.contrib.auth.models import User
 from profiling.harness import tasks
-from search import services
+from search import services, sharing_services
 from search.models import RunNode
 
 ada = User.objects.get(username={USER!r})
@@ -33,7 +33,7 @@ relu = tasks.get("relu")
 runs = [services.run_drive(run_id=services.run_create(task_name="relu", source=relu.naive_source,
                                                        plan=relu.naive_plan, budget=budget, user=ada).pk)
         for budget in (4, 2)]
-_link, token = services.share_create(run=runs[0], user=ada)
+_link, token = sharing_services.share_create(run=runs[0], user=ada)
 print(json.dumps({{"ids": [run.pk for run in runs], "token": token,
                   "nodes": [RunNode.objects.filter(run=run).count() for run in runs]}}))
 """

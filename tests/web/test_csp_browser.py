@@ -40,13 +40,13 @@ SETUP = f"""
 from django.contrib.auth.models import User
 from profiling.evaluators import RecordedEvaluator
 from profiling.harness import tasks
-from search import services
+from search import services, sharing_services
 relu = tasks.get("relu")
 user = User.objects.create_user("ada", password="analytical-engine-1843")
 run = services.run_create(task_name="relu", source=relu.naive_source, plan=relu.naive_plan, budget=5,
                           user=user)
 services.run_drive(run_id=run.pk, evaluator=RecordedEvaluator({RECORDING!r}))
-link, token = services.share_create(run=run, user=user)
+link, token = sharing_services.share_create(run=run, user=user)
 print(run.pk, token)
 """
 

@@ -32,7 +32,7 @@ from profiling.evaluators import RecordedEvaluator, options_from_dict
 from profiling.harness import tasks as task_registry
 from profiling.harness.gate import GateOptions
 from profiling.models import Evaluation
-from search import services, tasks
+from search import node_services, services, tasks
 from search.engine.types import Measurement
 from search.models import Run, RunNode
 from tests.web.conftest import RUN_RECORDING
@@ -116,8 +116,8 @@ def _die_measuring(broker: Broker, run: Run) -> tuple[object, Evaluation]:
     Returns its node lease's token and its Evaluation claim, as they were."""
     args = broker.queue.pop(broker.queue.index(("evaluate", [run.pk, 0, None])))[1]
     with pytest.raises(WorkerKilled):
-        services.node_evaluate(run_id=args[0], node_id=args[1], best_full_ms=args[2], worker="gpu0@dead",
-                               evaluator=DyingEvaluator(RUN_RECORDING))
+        node_services.node_evaluate(run_id=args[0], node_id=args[1], best_full_ms=args[2], worker="gpu0@dead",
+                                    evaluator=DyingEvaluator(RUN_RECORDING))
     node = RunNode.objects.get(run=run, node_id=0)
     claim = Evaluation.objects.get(status=Evaluation.Status.RUNNING)
     assert node.worker == "gpu0@dead"
@@ -176,7 +176,7 @@ def test_a_dead_workers_node_is_handed_out_again_once_its_lease_runs_out_and_mea
     assert len(evaluated) == len(set(evaluated)) == 3
     # The presumed-dead worker's late result is refused: its node lease is not the row's.
     late = ("hash", Measurement(status="passed", time_ms=1.0), None)
-    assert services.node_result_store(run_id=run.pk, node_id=0, measured=late, lease=dead_lease) is False
+    assert node_services.node_result_store(run_id=run.pk, node_id=0, measured=late, lease=dead_lease) is False
 
 
 def test_a_presumed_dead_workers_late_verdict_is_dropped_and_the_takers_stands(broker, run):

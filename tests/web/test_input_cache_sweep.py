@@ -2,7 +2,7 @@
 
 import pytest
 
-from search import services
+from search import input_caches
 from search.models import Run
 
 pytestmark = pytest.mark.django_db
@@ -27,7 +27,7 @@ def test_ended_runs_lose_their_input_caches_and_live_ones_keep_them(tmp_path, re
     other = tmp_path / "relu" / "not-a-run-folder"
     other.mkdir()
 
-    deleted = services.run_input_caches_sweep(root=tmp_path)
+    deleted = input_caches.run_input_caches_sweep(root=tmp_path)
 
     assert sorted(deleted) == sorted([folders["finished"], folders["deleted run"]])
     assert folders["running"].is_dir() and folders["paused"].is_dir() and other.is_dir()
@@ -35,4 +35,4 @@ def test_ended_runs_lose_their_input_caches_and_live_ones_keep_them(tmp_path, re
 
 
 def test_a_missing_root_is_nothing_to_sweep(tmp_path):
-    assert services.run_input_caches_sweep(root=tmp_path / "absent") == []
+    assert input_caches.run_input_caches_sweep(root=tmp_path / "absent") == []

@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from optiml_web.env import channel_layers
 from profiling.evaluators import RecordedEvaluator
-from search import broadcast, selectors, services
+from search import broadcast, selectors, services, sharing_services
 from search.models import Run, RunNode
 from search.serializers import QueueSerializer
 from tests.web.conftest import RUN_RECORDING
@@ -193,7 +193,7 @@ def test_a_bad_progress_closes_with_4400_and_a_reason_naming_it(redis_live, peop
 
 def test_a_share_link_viewer_hears_progress_too(redis_live, people, relu_run):
     run = relu_run(budget=2, user=people["alice"])
-    _link, token = services.share_create(run=run, user=people["alice"])
+    _link, token = sharing_services.share_create(run=run, user=people["alice"])
 
     async def scenario():
         ws = socket(f"/ws/runs/{run.pk}/?after=0&progress=1&share={token}")

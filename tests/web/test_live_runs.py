@@ -18,7 +18,7 @@ from channels.testing import WebsocketCommunicator
 from django.test import Client
 
 from profiling.evaluators import RecordedEvaluator
-from search import broadcast, services
+from search import broadcast, services, sharing_services
 from search import live as search_live
 from search.models import Run, RunEvent
 from tests.web.conftest import RUN_RECORDING
@@ -268,7 +268,7 @@ def test_a_burst_of_events_is_coalesced_into_few_frames(live, people, sessions, 
 
 def test_a_share_token_connects_signed_out_until_the_link_is_revoked(live, people, relu_run):
     run = relu_run(budget=2, user=people["alice"])
-    link, token = services.share_create(run=run, user=people["alice"])
+    link, token = sharing_services.share_create(run=run, user=people["alice"])
     everything = last_seq(run)
 
     async def connect(path):
@@ -283,7 +283,7 @@ def test_a_share_token_connects_signed_out_until_the_link_is_revoked(live, peopl
 
     other = relu_run(budget=1, user=people["alice"])
     assert async_to_sync(connect)(f"/ws/runs/{other.pk}/?share={token}")[:2] == (False, 4404)
-    services.share_revoke(run=run, share_id=link.pk)
+    sharing_services.share_revoke(run=run, share_id=link.pk)
     assert async_to_sync(connect)(f"/ws/runs/{run.pk}/?share={token}")[:2] == (False, 4404)
 
 
@@ -291,8 +291,8 @@ def test_a_viewer_who_came_by_a_link_is_closed_when_it_is_revoked_and_a_member_i
     live, people, sessions, relu_run
 ):
     run = relu_run(budget=1, user=people["alice"], team=people["team"])
-    link, token = services.share_create(run=run, user=people["alice"])
-    revoke = database_sync_to_async(services.share_revoke)
+    link, token = sharing_services.share_create(run=run, user=people["alice"])
+    revoke = database_sync_to_async(sharing_services.share_revoke)
 
     async def scenario():
         visitor = socket(f"/ws/runs/{run.pk}/?share={token}")

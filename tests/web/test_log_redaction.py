@@ -56,12 +56,12 @@ def test_djangos_not_found_line_for_a_share_url_is_written_without_the_token(cli
 SETUP = """
 from django.contrib.auth.models import User
 from profiling.harness import tasks
-from search import services
+from search import services, sharing_services
 relu = tasks.get("relu")
 user = User.objects.create_user("ada", password="analytical-engine-1843")
 run = services.run_create(task_name="relu", source=relu.naive_source, plan=relu.naive_plan, budget=1,
                           user=user)
-link, token = services.share_create(run=run, user=user)
+link, token = sharing_services.share_create(run=run, user=user)
 print(run.pk, token)
 """
 

@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from accounts.models import Team
 from profiling.evaluators import RecordedEvaluator
-from search import services, tasks
+from search import node_services, services, tasks
 from search.models import Run, RunEvent, RunNode
 from tests.web.conftest import RUN_RECORDING
 
@@ -211,7 +211,7 @@ def test_any_other_error_of_a_run_says_its_kind_and_leaves_its_text_to_the_log(
     def broken(**_):
         raise PermissionError(13, "Permission denied", "/srv/optiml-private/work/inputs/relu")
 
-    monkeypatch.setattr(services, "node_evaluate", broken)
+    monkeypatch.setattr(node_services, "node_evaluate", broken)
     run = relu_run(budget=3, user=people["alice"], drive=False)
 
     assert tasks.evaluate_node.apply(args=[run.pk, 0, None]).get() == "failed"

@@ -15,7 +15,7 @@ import pytest
 
 from profiling.evaluators import RecordedEvaluator
 from profiling.harness import tasks as task_registry
-from search import services, tasks
+from search import node_services, services, tasks
 from search.models import Run, RunEvent, RunNode
 from tests.web.conftest import RUN_RECORDING
 
@@ -266,7 +266,7 @@ def test_an_evaluation_whose_kernel_another_worker_holds_looks_again_later(broke
                                            evaluator=evaluator.identity())
     assert claim is not None  # the root is being measured elsewhere
 
-    assert services.node_evaluate(run_id=run.pk, node_id=0, best_full_ms=None) == "held"
+    assert node_services.node_evaluate(run_id=run.pk, node_id=0, best_full_ms=None) == "held"
 
     run.refresh_from_db()
     assert run.evaluated == 0 and RunNode.objects.get(run=run, node_id=0).result is None
@@ -289,7 +289,8 @@ def test_the_queue_counts_what_waits_for_a_gpu_worker_what_is_ahead_and_what_is_
     assert {"queued": 1, "queued_ahead": 0, "measuring": 0}.items() <= selectors.run_pace(run=first).items()
     assert {"queued": 1, "queued_ahead": 1}.items() <= selectors.run_pace(run=second).items()
 
-    assert services.node_evaluate(run_id=first.pk, node_id=0, best_full_ms=None, worker="gpu0@h1") == "stored"
+    stored = node_services.node_evaluate(run_id=first.pk, node_id=0, best_full_ms=None, worker="gpu0@h1")
+    assert stored == "stored"
 
     measured = RunNode.objects.get(run=first, node_id=0)
     assert measured.worker == "gpu0@h1" and measured.started_at is not None  # who measured it

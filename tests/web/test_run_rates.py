@@ -182,7 +182,7 @@ def test_writing_an_import_holds_a_batch_of_its_json_not_another_copy_of_the_fil
     """An import of 20 events of 1 MB each: before batching, its one INSERT encoded all
     20 MB at once (and sent them), 2.25 times the file in memory on top of the parsed
     file itself; in batches of at most WRITE_BATCH_BYTES, a few MB."""
-    from search import services
+    from search import sharing_services
     from search.state import WRITE_BATCH_BYTES
 
     data = copy.deepcopy(exported)
@@ -191,7 +191,7 @@ def test_writing_an_import_holds_a_batch_of_its_json_not_another_copy_of_the_fil
     body = json.dumps(data).encode()
     del data
     write_peak = []
-    run_import = services.run_import
+    run_import = sharing_services.run_import
 
     def measured(**kwargs):
         tracemalloc.start()
@@ -202,7 +202,7 @@ def test_writing_an_import_holds_a_batch_of_its_json_not_another_copy_of_the_fil
             tracemalloc.stop()
         return run
 
-    monkeypatch.setattr(services, "run_import", measured)
+    monkeypatch.setattr(sharing_services, "run_import", measured)
 
     response = api(people["bob"]).post("/api/runs/import/", body, content_type="application/json")
 

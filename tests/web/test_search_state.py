@@ -12,7 +12,7 @@ import pytest
 from bench.step_cost import ScaledVerdicts
 from profiling.evaluators import RecordedEvaluator
 from profiling.harness import tasks as task_registry
-from search import services, state
+from search import node_services, services, state
 from search.models import Run, RunNode
 from tests.web.conftest import RUN_RECORDING
 
@@ -55,7 +55,8 @@ def test_after_every_step_the_rows_hold_exactly_the_search_in_memory(parallel, w
         in_memory = _kept(run).to_dict()
         assert _same(state.state_of(run), in_memory), f"the rows differ from the search after step {steps}"
         for row in RunNode.objects.filter(run=run, state="pending", result__isnull=True):
-            services.node_evaluate(run_id=run.pk, node_id=row.node_id, best_full_ms=None, evaluator=evaluator)
+            node_services.node_evaluate(run_id=run.pk, node_id=row.node_id, best_full_ms=None,
+                                        evaluator=evaluator)
         steps += 1
     run.refresh_from_db()
     assert (run.status, run.evaluated) == (Run.Status.FINISHED, 30)

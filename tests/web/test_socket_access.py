@@ -23,7 +23,7 @@ from django.utils import timezone
 from accounts import services as accounts
 from accounts.models import Team
 from lineage.models import SkillCard
-from search import services, socket_access
+from search import sharing_services, socket_access
 from search.models import Run, ShareLink
 from tests.web.test_live_runs import MEMORY, socket
 from tests.web.test_skills_api import card_data
@@ -93,7 +93,7 @@ async def still_open(ws: WebsocketCommunicator) -> bool:
 @pytest.mark.parametrize("actor", ["dana", "bob"], ids=["removed by an admin", "leaving"])
 def test_a_member_watching_a_team_run_is_closed_when_their_membership_ends_and_nobody_else_is(
         live, people, team_run, actor):
-    link, token = services.share_create(run=team_run, user=people["alice"])
+    link, token = sharing_services.share_create(run=team_run, user=people["alice"])
     bob, dana = session_of(people["bob"]), session_of(people["dana"])
 
     async def scenario():
@@ -112,9 +112,9 @@ def test_a_member_watching_a_team_run_is_closed_when_their_membership_ends_and_n
 
 def test_a_member_who_came_with_a_link_keeps_watching_by_the_link_until_it_is_revoked(
         live, people, team_run):
-    link, token = services.share_create(run=team_run, user=people["alice"])
+    link, token = sharing_services.share_create(run=team_run, user=people["alice"])
     bob = session_of(people["bob"])
-    revoke = database_sync_to_async(services.share_revoke)
+    revoke = database_sync_to_async(sharing_services.share_revoke)
 
     async def scenario():
         member = await watching_run(team_run.pk, bob, share=token)
@@ -179,7 +179,7 @@ def test_deleting_a_team_closes_its_members_sockets_on_its_runs_and_cards(live, 
 
 
 def test_signing_out_closes_the_sockets_that_session_opened_and_no_others(live, people, team_run):
-    link, token = services.share_create(run=team_run, user=people["alice"])
+    link, token = sharing_services.share_create(run=team_run, user=people["alice"])
     laptop, phone = session_of(people["bob"]), session_of(people["bob"])
     SkillCard.objects.create(card_id="exp-v1", intent="EXP", status="induced",
                              data=card_data("exp-v1", "EXP", 1.3, 2, ["relu"]))
@@ -291,8 +291,8 @@ def test_signing_in_again_leaves_the_users_other_sockets_open(live, people, team
 
 @pytest.mark.parametrize("change", ["revoked in the admin", "deleted"])
 def test_a_link_revoked_or_deleted_outside_the_api_closes_its_visitors(live, people, team_run, change):
-    link, token = services.share_create(run=team_run, user=people["alice"])
-    other, other_token = services.share_create(run=team_run, user=people["alice"])
+    link, token = sharing_services.share_create(run=team_run, user=people["alice"])
+    other, other_token = sharing_services.share_create(run=team_run, user=people["alice"])
 
     @database_sync_to_async
     def end_link():
@@ -317,7 +317,7 @@ def test_a_link_revoked_or_deleted_outside_the_api_closes_its_visitors(live, peo
 
 def test_a_run_moved_out_of_a_team_closes_the_teams_members_and_keeps_its_creator_and_link(
         live, people, team_run):
-    link, token = services.share_create(run=team_run, user=people["alice"])
+    link, token = sharing_services.share_create(run=team_run, user=people["alice"])
     bob, alice = session_of(people["bob"]), session_of(people["alice"])
 
     @database_sync_to_async
@@ -351,7 +351,7 @@ def test_a_saved_run_whose_team_and_creator_are_unchanged_leaves_its_viewers_alo
 
 
 def test_deleting_a_run_closes_every_socket_on_it(live, people, team_run):
-    link, token = services.share_create(run=team_run, user=people["alice"])
+    link, token = sharing_services.share_create(run=team_run, user=people["alice"])
     alice = session_of(people["alice"])
 
     async def scenario():
@@ -394,7 +394,7 @@ def test_a_session_that_expires_while_its_sockets_are_open_closes_them(recheckin
 
 def test_a_link_revoked_with_no_message_sent_closes_its_visitors_all_the_same(rechecking, people, team_run):
     """A queryset update sends no signal, as a message lost with the channel layer."""
-    link, token = services.share_create(run=team_run, user=people["alice"])
+    link, token = sharing_services.share_create(run=team_run, user=people["alice"])
     revoke_quietly = database_sync_to_async(lambda: ShareLink.objects.filter(pk=link.pk).update(
         revoked_at=timezone.now()))
 
@@ -407,7 +407,7 @@ def test_a_link_revoked_with_no_message_sent_closes_its_visitors_all_the_same(re
 
 
 def test_asking_again_and_again_leaves_a_viewer_who_may_see_watching(rechecking, people, team_run, team_card):
-    link, token = services.share_create(run=team_run, user=people["alice"])
+    link, token = sharing_services.share_create(run=team_run, user=people["alice"])
     bob = session_of(people["bob"])
 
     async def scenario():
