@@ -9,6 +9,7 @@ from lineage.engine import skeleton_cards
 from lineage.engine.skills import SkillSource
 from profiling.harness import tasks
 from profiling.harness.candidate import Candidate
+from search.engine import forms
 from search.engine.types import NodeContext
 
 
@@ -31,10 +32,19 @@ def test_the_row_card_is_induced_from_every_row_lineage_whose_plain_state_lifts(
     assert card["expected_by_task"]["softmax"] > 10  # the recorded BLOCK_PER_ROW step: 28.6x on the H200
 
 
-def test_a_lineage_whose_plain_state_does_not_lift_is_placed_by_its_tensor_shapes(cards):
+def test_a_lineage_whose_plain_state_does_not_lift_is_placed_by_its_tasks_naive_kernel(cards):
+    # reduce_sum's plain state computes its sum before the bounds check; its naive kernel,
+    # the textbook tree into an atomic, lifts (forms/block_reduce.py)
     card = cards["skeleton:full.grid_stride_accumulate"]
     assert card["tasks"] == ["reduce_sum"]
-    assert card["evidence"][0]["family_found"].startswith("by its task's tensor shapes")
+    assert card["evidence"][0]["family_found"].startswith("its task's naive kernel lifts")
+
+
+def test_a_task_whose_kernels_do_not_lift_is_placed_by_its_tensor_shapes():
+    reduce_sum, relu, softmax = (tasks.get(name) for name in ("reduce_sum", "relu", "softmax"))
+    assert skeleton_cards.family_from_shapes(reduce_sum) == forms.FULL_REDUCE  # 1-D in, one value out
+    assert skeleton_cards.family_from_shapes(relu) == forms.MAP  # 1-D in and out, the same shape
+    assert skeleton_cards.family_from_shapes(softmax) is None  # rows: the shapes alone do not say
 
 
 def test_a_card_expects_nothing_once_its_only_lineage_is_left_out(cards):
@@ -62,7 +72,10 @@ def test_with_its_own_lineage_left_out_a_single_lineage_card_is_not_proposed(car
 
 def test_a_kernel_that_does_not_lift_gets_no_skeleton(cards):
     source = SkillSource(cards=[], skeleton_cards=list(cards.values()))
-    assert source.propose(naive("reduce_sum")) == []  # a block tree in shared memory: no form reads it
+    assert source.propose(naive("topk")) == []  # a selection loop that is no perfect nest: no form reads it
+    # the textbook tree in shared memory now lifts (forms/block_reduce.py): its card is offered
+    offered = {p.source for p in source.propose(naive("reduce_sum"))}
+    assert offered == {"skill:skeleton:full.grid_stride_accumulate"}
 
 
 def test_the_window_card_comes_from_maxpool3ds_lineage_placed_by_its_naive_kernel(cards):
