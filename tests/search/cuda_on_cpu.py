@@ -256,6 +256,36 @@ def mismatch(task: Task, sizes: dict[str, int], inputs: dict[str, np.ndarray],
     return None
 
 
+def mismatch_at_l0(task: Task, candidate: Candidate, workdir: Path) -> str | None:
+    """Why the candidate, run on the emulator at each of the task's L0 sizes, differs from
+    the task's reference (the first size where it does, named), or None."""
+    kernels = CpuKernels(candidate, workdir)
+    for sizes in task.l0_sizes:
+        inputs = inputs_for(task, sizes)
+        found = mismatch(task, sizes, inputs, kernels.run(task, sizes, inputs))
+        if found is not None:
+            return f"at {sizes}: {found}"
+    return None
+
+
+def skeleton_mismatch(source: str, plan: dict, task: Task, skeleton: str, workdir: Path) -> str | None:
+    """Lift the kernel, emit `skeleton` from its form, and run both the kernel as written
+    and the skeleton's on the emulator at the task's L0 sizes: why one of them differs from
+    the reference (or the skeleton refused), or None."""
+    from search.engine import forms
+    from search.engine.forms.skeletons import by_name
+
+    emitted = by_name(skeleton).emit(forms.lift(source, plan), plan, task)
+    if isinstance(emitted, str):
+        return f"{skeleton} refused: {emitted}"
+    for name, candidate in (("naive", Candidate.from_source_and_plan(source, plan)),
+                            ("skeleton", Candidate.from_source_and_plan(emitted.source, emitted.plan))):
+        found = mismatch_at_l0(task, candidate, workdir / name)
+        if found is not None:
+            return f"{name} {found}"
+    return None
+
+
 def inputs_for(task: Task, sizes: dict[str, int], seed: int = 0) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(seed)
     return {spec.name: spec.make(rng, sizes, "heavy_tailed") for spec in task.inputs}

@@ -8,13 +8,11 @@ import shutil
 
 import numpy as np
 import pytest
-from cuda_on_cpu import CpuKernels, inputs_for, mismatch
+from cuda_on_cpu import skeleton_mismatch
 from forms_kernels import SUM_TOLERANCE, plan, task
 
-from profiling.harness.candidate import Candidate
 from search.engine import forms
 from search.engine.forms.accumulated import outputs_accumulated_in_locals
-from search.engine.forms.skeletons import by_name
 
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not installed")
 
@@ -94,12 +92,4 @@ def test_what_is_not_provably_one_element_stays_as_written(loop):
 ], ids=["matmul", "matvec"])
 def test_the_familys_skeleton_computes_the_reference_from_the_kernel_as_written(source, the_plan, the_task,
                                                                                 skeleton, tmp_path):
-    emitted = by_name(skeleton).emit(forms.lift(source, the_plan), the_plan, the_task)
-    assert not isinstance(emitted, str), emitted
-    for name, candidate in (("naive", Candidate.from_source_and_plan(source, the_plan)),
-                            ("skeleton", Candidate.from_source_and_plan(emitted.source, emitted.plan))):
-        kernels = CpuKernels(candidate, tmp_path / name)
-        for sizes in the_task.l0_sizes:
-            inputs = inputs_for(the_task, sizes)
-            outputs = kernels.run(the_task, sizes, inputs)
-            assert mismatch(the_task, sizes, inputs, outputs) is None, (name, sizes)
+    assert skeleton_mismatch(source, the_plan, the_task, skeleton, tmp_path) is None

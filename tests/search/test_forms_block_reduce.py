@@ -6,11 +6,11 @@ emulator; a combine that could compute something else is left as written."""
 
 import shutil
 
-import numpy as np
 import pytest
-from cuda_on_cpu import CpuKernels, inputs_for, mismatch
-from forms_kernels import SUM_TOLERANCE, plan, task
+from cuda_on_cpu import mismatch_at_l0, skeleton_mismatch
+from forms_kernels import plan
 
+from bench.newcomer_tasks import l1sum, rowmax, softmax_shared
 from profiling.harness.candidate import Candidate
 from search.engine import forms
 from search.engine.forms.block_reduce import block_reduced
@@ -18,38 +18,10 @@ from search.engine.forms.skeletons import by_name
 
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not installed")
 
-ABS_SUM = """extern "C" __global__ void zero(float* out) { out[0] = 0.0f; }
-extern "C" __global__ void abs_sum(const float* x, float* out, int n) {
-    __shared__ float buf[256];
-    int tid = threadIdx.x;
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    buf[tid] = (i < n) ? fabsf(x[i]) : 0.0f;
-    __syncthreads();
-    for (int s = blockDim.x / 2; s > 0; s >>= 1) {
-        if (tid < s) buf[tid] += buf[tid + s];
-        __syncthreads();
-    }
-    if (tid == 0) atomicAdd(out, buf[0]);
-}
-"""
-ABS_SUM_PLAN = plan("abs_sum", ["x", "out", "n"], block=[256], zero=("zero", "out"))
-# A row per block, each thread's partial strided over the row, thread 0 combining in a loop.
-ROW_MAX = """extern "C" __global__ void row_max(const float* x, float* out, int R, int C) {
-    int row = blockIdx.x;
-    int t = threadIdx.x;
-    __shared__ float sm[128];
-    float m = -INFINITY;
-    for (int c = t; c < C; c += blockDim.x) m = fmaxf(m, x[row * C + c]);
-    sm[t] = m;
-    __syncthreads();
-    if (t == 0) {
-        float best = sm[0];
-        for (int k = 1; k < blockDim.x; k++) best = fmaxf(best, sm[k]);
-        out[row] = best * 2.0f;
-    }
-}
-"""
-ROW_MAX_PLAN = plan("row_max", ["x", "out", "R", "C"], grid=["R"], block=["BLOCK"])
+# The newcomer tasks' kernels (bench/newcomer_tasks/): the tutorial's tree into an atomic,
+# and a row per block whose thread 0 combines the shared array in a loop.
+ABS_SUM, ABS_SUM_PLAN, ABS_SUM_TASK = l1sum.SRC, l1sum.TASK.naive_plan, l1sum.TASK
+ROW_MAX, ROW_MAX_PLAN, ROW_MAX_TASK = rowmax.SRC, rowmax.TASK.naive_plan, rowmax.TASK
 # The same row, summed by a halving tree, with an if/else store and an epilogue.
 ROW_MEAN = """extern "C" __global__ void row_mean(const float* x, float* out, int R, int C) {
     __shared__ float part[128];
@@ -66,14 +38,6 @@ ROW_MEAN = """extern "C" __global__ void row_mean(const float* x, float* out, in
 }
 """
 ROW_MEAN_PLAN = plan("row_mean", ["x", "out", "R", "C"], grid=["R"], block=[128])
-
-ABS_SUM_TASK = task("abs_sum", ABS_SUM, ABS_SUM_PLAN, {"x": ("n",)}, {"out": (1,)},
-                    lambda i, s: {"out": np.array([np.abs(i["x"].astype(np.float64)).sum()], np.float32)},
-                    [{"n": 1}, {"n": 1000}, {"n": 70001}], SUM_TOLERANCE)
-ROW_MAX_TASK = task("row_max", ROW_MAX, ROW_MAX_PLAN, {"x": ("R", "C")}, {"out": ("R",)},
-                    lambda i, s: {"out": (i["x"].max(1) * 2).astype(np.float32)},
-                    [{"R": 1, "C": 1}, {"R": 33, "C": 3}, {"R": 5, "C": 1000}])
-
 
 def test_the_tree_into_an_atomic_is_each_threads_own_atomic_add():
     source, launch = block_reduced(ABS_SUM, ABS_SUM_PLAN["launches"][1], ABS_SUM_PLAN["tunables"])
@@ -97,7 +61,7 @@ def test_other_stores_into_the_tree_are_read_the_same_way(store, written):
 
 def test_a_row_combined_in_shared_memory_is_one_thread_walking_the_row():
     source, launch = block_reduced(ROW_MAX, ROW_MAX_PLAN["launches"][0], ROW_MAX_PLAN["tunables"])
-    assert "for (int c = 0; c < C; c += 1)" in source and "out[row] = m * 2.0f;" in source
+    assert "for (int c = 0; c < C; c += 1)" in source and "out[row] = m;" in source
     assert launch["block"] == ["1"] and "threadIdx" not in source and "blockDim" not in source
     assert forms.lift(ROW_MAX, ROW_MAX_PLAN).family == forms.ROWS
 
@@ -113,11 +77,11 @@ NOT_A_BLOCK_REDUCTION = {
     # the out-of-range threads store 1, not the sum's identity
     "an identity that is not the operator's": (ABS_SUM.replace(": 0.0f;", ": 1.0f;"), ABS_SUM_PLAN),
     # thread 0 writes the block's value and the others write theirs too
-    "work after thread 0's": (ROW_MAX.replace("out[row] = best * 2.0f;\n    }\n",
-                                              "out[row] = best * 2.0f;\n    }\n    out[row] += sm[t];\n"),
+    "work after thread 0's": (ROW_MAX.replace("out[row] = best;\n    }\n",
+                                              "out[row] = best;\n    }\n    out[row] += sm[t];\n"),
                               ROW_MAX_PLAN),
     # the epilogue reads another thread's slot
-    "another slot read after the combine": (ROW_MAX.replace("out[row] = best * 2.0f;", "out[row] = sm[1];"),
+    "another slot read after the combine": (ROW_MAX.replace("out[row] = best;", "out[row] = sm[1];"),
                                             ROW_MAX_PLAN),
     # the strided loop starts elsewhere than the thread's index
     "a partial that does not stride from the thread": (ROW_MAX.replace("int c = t;", "int c = 2 * t;"),
@@ -143,55 +107,12 @@ def test_the_halving_tree_over_a_power_of_two_lifts():
 ], ids=["abs_sum", "row_max"])
 def test_the_familys_skeleton_computes_the_reference_from_the_kernel_as_written(source, the_plan, the_task,
                                                                                 skeleton, tmp_path):
-    emitted = by_name(skeleton).emit(forms.lift(source, the_plan), the_plan, the_task)
-    assert not isinstance(emitted, str), emitted
-    for name, candidate in (("naive", Candidate.from_source_and_plan(source, the_plan)),
-                            ("skeleton", Candidate.from_source_and_plan(emitted.source, emitted.plan))):
-        kernels = CpuKernels(candidate, tmp_path / name)
-        for sizes in the_task.l0_sizes:
-            inputs = inputs_for(the_task, sizes)
-            outputs = kernels.run(the_task, sizes, inputs)
-            assert mismatch(the_task, sizes, inputs, outputs) is None, (name, sizes)
+    assert skeleton_mismatch(source, the_plan, the_task, skeleton, tmp_path) is None
 
 
 # A softmax whose block reduces twice through one shared array (the max, then the sum of
 # exponentials), every thread reading the block's value back, then writing its share.
-SOFTMAX = """extern "C" __global__ void softmax_rows(const float* x, float* y, int R, int C) {
-    __shared__ float red[128];
-    int row = blockIdx.x;
-    int tid = threadIdx.x;
-    float m = -INFINITY;
-    for (int c = tid; c < C; c += blockDim.x) m = fmaxf(m, x[row * C + c]);
-    red[tid] = m;
-    __syncthreads();
-    for (int s = blockDim.x / 2; s > 0; s >>= 1) {
-        if (tid < s) red[tid] = fmaxf(red[tid], red[tid + s]);
-        __syncthreads();
-    }
-    float rowmax = red[0];
-    __syncthreads();
-    float sum = 0.0f;
-    for (int c = tid; c < C; c += blockDim.x) sum += expf(x[row * C + c] - rowmax);
-    red[tid] = sum;
-    __syncthreads();
-    for (int s = blockDim.x / 2; s > 0; s >>= 1) {
-        if (tid < s) red[tid] += red[tid + s];
-        __syncthreads();
-    }
-    float total = red[0];
-    for (int c = tid; c < C; c += blockDim.x) y[row * C + c] = expf(x[row * C + c] - rowmax) / total;
-}
-"""
-SOFTMAX_PLAN = plan("softmax_rows", ["x", "y", "R", "C"], grid=["R"], block=[128])
-
-
-def _softmax(i, s):
-    e = np.exp(i["x"].astype(np.float64) - i["x"].max(1, keepdims=True))
-    return {"y": (e / e.sum(1, keepdims=True)).astype(np.float32)}
-
-
-SOFTMAX_TASK = task("softmax_rows", SOFTMAX, SOFTMAX_PLAN, {"x": ("R", "C")}, {"y": ("R", "C")}, _softmax,
-                    [{"R": 1, "C": 1}, {"R": 33, "C": 3}, {"R": 7, "C": 1000}])
+SOFTMAX, SOFTMAX_PLAN, SOFTMAX_TASK = softmax_shared.SRC, softmax_shared.TASK.naive_plan, softmax_shared.TASK
 
 
 def test_two_reductions_through_one_shared_array_are_two_walks_of_the_row():
@@ -210,7 +131,5 @@ def test_the_rows_skeleton_computes_the_softmax_from_the_kernel_as_written(tmp_p
     form = forms.lift(SOFTMAX, SOFTMAX_PLAN)
     emitted = by_name("rows.block_per_row").emit(form, SOFTMAX_PLAN, SOFTMAX_TASK)
     assert not isinstance(emitted, str), emitted
-    kernels = CpuKernels(Candidate.from_source_and_plan(emitted.source, emitted.plan), tmp_path)
-    for sizes in SOFTMAX_TASK.l0_sizes:
-        inputs = inputs_for(SOFTMAX_TASK, sizes)
-        assert mismatch(SOFTMAX_TASK, sizes, inputs, kernels.run(SOFTMAX_TASK, sizes, inputs)) is None, sizes
+    candidate = Candidate.from_source_and_plan(emitted.source, emitted.plan)
+    assert mismatch_at_l0(SOFTMAX_TASK, candidate, tmp_path) is None

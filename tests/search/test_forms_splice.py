@@ -8,8 +8,9 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from cuda_on_cpu import CpuKernels, inputs_for, mismatch
+from cuda_on_cpu import CpuKernels, inputs_for, mismatch, mismatch_at_l0
 
+from bench.newcomer_tasks import frob
 from profiling.harness import tasks
 from profiling.harness.candidate import Candidate
 from search.engine.forms import CONTRACTION, ROWS, Form, splice
@@ -74,35 +75,9 @@ def test_the_spliced_attention_computes_the_reference_on_the_cpu(tmp_path):
         assert mismatch(task, sizes, inputs, kernels.run(task, sizes, inputs)) is None, sizes
 
 
-# A norm's two passes: a sum of squares into a scratch value (zeroed by its own launch
-# first), then every element divided by the root of it.
-NORMALIZE = """extern "C" __global__ void zero_sum(float* s) { s[0] = 0.0f; }
-extern "C" __global__ void sum_squares(const float* x, float* s, int n) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) atomicAdd(s, x[i] * x[i]);
-}
-extern "C" __global__ void divide_by_norm(const float* x, const float* s, float* y, int n) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) y[i] = x[i] / sqrtf(s[0]);
-}
-"""
-ONE = {"grid": ["cdiv(n, 256)"], "block": [256], "shared_bytes": 0}
-NORMALIZE_PLAN = {
-    "launches": [{"kernel": "zero_sum", "grid": [1], "block": [1], "shared_bytes": 0, "args": ["ss"]},
-                 {"kernel": "sum_squares", **ONE, "args": ["x", "ss", "n"]},
-                 {"kernel": "divide_by_norm", **ONE, "args": ["x", "ss", "y", "n"]}],
-    "scratch": [{"name": "ss", "dtype": "float32", "count": "1"}], "tunables": {}}
-
-
-def _normalize_task():
-    import numpy as np
-    from forms_kernels import SUM_TOLERANCE, task
-
-    def reference(i, s):
-        return {"y": (i["x"] / np.sqrt((i["x"].astype(np.float64) ** 2).sum())).astype(np.float32)}
-
-    return task("normalize", NORMALIZE, NORMALIZE_PLAN, {"x": ("n",)}, {"y": ("n",)}, reference,
-                [{"n": 1}, {"n": 1000}, {"n": 70001}], SUM_TOLERANCE)
+# A norm's two passes (bench/newcomer_tasks/frob.py): a sum of squares into a scratch
+# value (zeroed by its own launch first), then every element divided by the root of it.
+NORMALIZE, NORMALIZE_PLAN = frob.SRC, frob.TASK.naive_plan
 
 
 def _normalize_spliced(task):
@@ -116,7 +91,7 @@ def test_a_launch_after_its_zeroing_launch_lifts_with_it_and_the_skeleton_replac
     assert splice.first_launch(NORMALIZE, NORMALIZE_PLAN, 1) == 0
     assert splice.first_launch(NORMALIZE, NORMALIZE_PLAN, 2) == 2  # after a launch of many threads
     assert splice.sub_plan(NORMALIZE_PLAN, 1)["launches"] == NORMALIZE_PLAN["launches"][1:2]
-    form, (_, new_plan) = _normalize_spliced(_normalize_task())
+    form, (_, new_plan) = _normalize_spliced(frob.TASK)
     assert form.family == "full_reduction"
     kernels = [launch["kernel"] for launch in new_plan["launches"]]
     assert len(kernels) == 3 and kernels[-1] == "divide_by_norm" and "zero_sum" not in kernels
@@ -124,9 +99,6 @@ def test_a_launch_after_its_zeroing_launch_lifts_with_it_and_the_skeleton_replac
 
 @needs_gxx
 def test_the_spliced_norm_computes_the_reference_on_the_cpu(tmp_path):
-    task = _normalize_task()
+    task = frob.TASK
     _, (new_source, new_plan) = _normalize_spliced(task)
-    kernels = CpuKernels(Candidate.from_source_and_plan(new_source, new_plan), tmp_path)
-    for sizes in task.l0_sizes:
-        inputs = inputs_for(task, sizes)
-        assert mismatch(task, sizes, inputs, kernels.run(task, sizes, inputs)) is None, sizes
+    assert mismatch_at_l0(task, Candidate.from_source_and_plan(new_source, new_plan), tmp_path) is None
