@@ -133,3 +133,20 @@ def test_the_rows_skeleton_computes_the_softmax_from_the_kernel_as_written(tmp_p
     assert not isinstance(emitted, str), emitted
     candidate = Candidate.from_source_and_plan(emitted.source, emitted.plan)
     assert mismatch_at_l0(SOFTMAX_TASK, candidate, tmp_path) is None
+
+
+@pytest.mark.parametrize("variant, change", [
+    # every thread's partial starts from 1: the block adds blockDim.x ones, one walk adds one
+    ("a sum's partial that does not start from 0", ("float sum = 0.0f;", "float sum = 1.0f;")),
+    # every thread adds 1 to its partial after its loop: blockDim.x times in the block
+    ("a partial changed outside its loop",
+     ("    red[tid] = sum;\n", "    sum += 1.0f;\n    red[tid] = sum;\n")),
+])
+def test_a_partial_the_threads_would_each_change_is_not_one_walk(variant, change):
+    source = SOFTMAX.replace(*change)
+    assert source != SOFTMAX, variant
+    assert block_reduced(source, SOFTMAX_PLAN["launches"][0], SOFTMAX_PLAN["tunables"]) is None
+    # a max may start anywhere: max over the block of the same start is that start
+    started = SOFTMAX.replace("float m = -INFINITY;", "float m = -1.0e30f;")
+    assert started != SOFTMAX
+    assert block_reduced(started, SOFTMAX_PLAN["launches"][0], SOFTMAX_PLAN["tunables"]) is not None

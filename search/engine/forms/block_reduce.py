@@ -103,7 +103,9 @@ def _walk_rows(statements: list[Node], skipped: set[int], array: str, tids: set[
     thread's partial stored, combined, `array[0]` read) the partial itself; thread 0's
     work done by the one thread. None where a step is none of these."""
     lines: list[str] = []
-    loops: dict[str, Node] = {}  # a partial's name -> the strided loop that accumulates it
+    loops: dict[str, list[Node]] = {}  # a partial's name -> the strided loops that accumulate it
+    starts: dict[str, str] = {}  # a local's name -> its initial value, as declared
+    touched: set[str] = set()  # locals assigned outside the strided loops
     own = re.compile(rf"\b{re.escape(array)}\s*\[\s*0\s*\]")
     k = 0
     while k < len(statements):
@@ -114,20 +116,28 @@ def _walk_rows(statements: list[Node], skipped: set[int], array: str, tids: set[
         walked = _from_zero(statement, tids)
         if walked is not None:
             lines.append(walked)
-            loops.update({name: statement for name in _assigned(statement)})
+            for name in _assigned(statement):
+                loops.setdefault(name, []).append(statement)
             k += 1
             continue
         value = _stored_value(statement, array, tids)
         if value is not None:
             combine = _combine(statements[k + 1:], array, tids, threads)
-            if combine is None or not isinstance(value, str) or value not in loops \
-                    or not _accumulates(loops[value], value, combine[0]):
+            if combine is None or not isinstance(value, str) or value not in loops or value in touched \
+                    or not all(_accumulates(loop, value, combine[0]) for loop in loops[value]):
                 return None
+            if combine[0] == "+" and starts.get(value) not in _IDENTITY["+"]:
+                return None  # every thread's own start would be added once per thread
             lines += [own.sub(value, _source(s)) for s in combine[1]]
             k += 1 + combine[2]
             continue
         first = _thread_zero(statement, tids)
-        lines += [_source(s) for s in first] if first is not None else [text(statement)]
+        for done in first if first is not None else [statement]:
+            declared = _declaration(done)
+            if declared is not None:
+                starts[declared[0]] = _compact(declared[2])
+            touched.update(_assigned(done))
+            lines.append(text(done))
         k += 1
     return None if any(array in line for line in lines) else lines
 
