@@ -261,25 +261,46 @@ def _ordered(axes: dict[str, tuple[str, str]], bounds: dict[str, str],
 def _guarded(statement: Node, rest: list[Node], axes: dict[str, tuple[str, str]],
              prelude: tuple[Node, ...], thread_names: frozenset[str], planes: dict[str, str],
              early: tuple[Node, ...] = ()) -> Space:
+    named = {**axes, **{d[0]: ("int", "") for d in map(_declaration, early) if d}}
+    bounds, body, returned = _one_guard(statement, rest, named)
+    # successive or nested checks, one index each: `if (row >= R) return; if (col >= C)
+    # return;` or `if (row < R) { if (col < C) { ... } }`. The next check must be the
+    # first statement the outer one lets through (and, inside a wrapping check, the only
+    # one): any other statement would run for threads the next check leaves out.
+    while body and body[0].type == "if_statement" and (returned or len(body) == 1) \
+            and set(named) - set(bounds) - set(planes):
+        try:
+            more, inner, inner_returned = _one_guard(body[0], list(body[1:]), named)
+        except NotRead:
+            break
+        if set(more) & set(bounds):
+            break
+        bounds, body, returned = {**bounds, **more}, inner, inner_returned
+    bounds = _through_digits(bounds, axes, early, statement)
+    return Space(prelude, _ordered(axes, bounds, planes), early + tuple(body), thread_names)
+
+
+def _one_guard(statement: Node, rest: list[Node],
+               named: dict[str, tuple[str, str]]) -> tuple[dict[str, str], list[Node], bool]:
+    """({index: bound}, the statements it lets through, whether it is an early return) of
+    one bounds check: `if (i >= n) return;` before `rest`, or `if (i < n) { ... }` with
+    nothing after it."""
     condition = condition_of(statement)
     consequence = statement.child_by_field_name("consequence")
     if statement.child_by_field_name("alternative") is not None or condition is None or consequence is None:
         raise NotRead("the bounds check has an else branch")
-    named = {**axes, **{d[0]: ("int", "") for d in map(_declaration, early) if d}}
     if _is_return(consequence):
         bounds = _bounds(condition, named, upper=False)
         if bounds is None:
             raise NotRead(f"line {statement.start_point.row + 1}: the early return's condition "
                           "is not `index >= bound` for the thread indices")
-        bounds = _through_digits(bounds, axes, early, statement)
-        return Space(prelude, _ordered(axes, bounds, planes), early + tuple(rest), thread_names)
+        return bounds, list(rest), True
     bounds = _bounds(condition, named, upper=True)
     if bounds is None or rest:
         raise NotRead(f"line {statement.start_point.row + 1}: the guard is not `index < bound` "
                       "around the rest of the kernel")
-    bounds = _through_digits(bounds, axes, early, statement)
     body = named_statements(consequence) if consequence.type == "compound_statement" else [consequence]
-    return Space(prelude, _ordered(axes, bounds, planes), early + tuple(body), thread_names)
+    return bounds, body, False
 
 
 def _is_digit(statement: Node, axes: dict[str, tuple[str, str]], early: list[Node]) -> bool:

@@ -108,9 +108,44 @@ def _head(loop: Node) -> tuple[str, str, str, str]:
     name = declared[0]
     if name in {text(n) for n in walk(declared[2]) if n.type == "identifier"}:
         raise NotRows(f"{_line(loop)}: the loop's start reads its own counter")
+    if _counts_down(loop):
+        start, bound = _ascending(condition, name, declared[1], loop)
+        return name, declared[1], f"({text(declared[2])}) + 1", start
     if text(update).replace(" ", "") not in (f"++{name}", f"{name}++", f"{name}+=1", f"{name}={name}+1"):
         raise NotRows(f"{_line(loop)}: the loop steps by {text(update)}, not by one")
     return name, declared[1], _bound(condition, name, loop), start
+
+
+def _counts_down(loop: Node) -> bool:
+    """Whether a for loop steps its declared counter down by one (`--j`, `j--`, `j -= 1`)."""
+    init, update = loop.child_by_field_name("initializer"), loop.child_by_field_name("update")
+    declared = _declaration(init) if init is not None else None
+    if declared is None or update is None:
+        return False
+    name = declared[0]
+    return text(update).replace(" ", "") in (f"--{name}", f"{name}--", f"{name}-=1", f"{name}={name}-1")
+
+
+def _ascending(condition: Node, name: str, kind: str, loop: Node) -> tuple[str, str]:
+    """(first, last) of the counter's values, for `j >= lo` (lo) or `j > lo` (lo + 1):
+    a loop from hi down to them visits what a loop from them up to hi visits, and a row's
+    reductions do not depend on the order (an arg-reduction's tie rule does: _loop flips
+    it). An unsigned counter tested `>=` may never end (`i >= 0`): refused."""
+    condition = strip_parens(condition)
+    if condition.type != "binary_expression":
+        raise NotRows(f"{_line(loop)}: the loop counts down, but its condition is not `{name} >= bound`")
+    operator = text(condition.child_by_field_name("operator"))
+    left, right = (strip_parens(condition.child_by_field_name(side)) for side in ("left", "right"))
+    if text(right) == name and operator in ("<=", "<"):
+        operator, left, right = {"<=": ">=", "<": ">"}[operator], right, left
+    if operator not in (">=", ">") or text(left) != name or _start(right) is None:
+        raise NotRows(f"{_line(loop)}: the loop counts down, but its condition is not `{name} >= bound`")
+    if any(n.type == "identifier" and text(n) == name for n in walk(right)):
+        raise NotRows(f"{_line(loop)}: the loop's bound depends on its counter")
+    if operator == ">=" and kind.replace("const ", "").startswith(("unsigned", "size_t", "uint")):
+        raise NotRows(f"{_line(loop)}: an unsigned counter counting down while {text(condition)}")
+    low = text(right)
+    return (_start(right) or low, low) if operator == ">=" else (f"({low}) + 1", low)
 
 
 def _bound(condition: Node, name: str, loop: Node) -> str:
@@ -135,7 +170,10 @@ def _loop_for(loop: Node, declared: dict[str, str]) -> LoopHole:
         body = _body(body[0].child_by_field_name("body"))
     if len(starts) > 1 and any(s != "0" for s in starts):
         raise NotRows(f"{_line(loop)}: a nest of loops that do not all count from 0")
-    return _loop(variables, body, declared, loop, starts[0])
+    return _loop(variables, body, declared, loop, starts[0], down=len(variables) == 1 and _counts_down(loop))
+
+
+_TIES_FLIPPED = {">": ">=", ">=": ">", "<": "<=", "<=": "<"}
 
 
 def _loop_while(counter: tuple[str, str, Node], loop: Node, declared: dict[str, str],
@@ -154,7 +192,10 @@ def _loop_while(counter: tuple[str, str, Node], loop: Node, declared: dict[str, 
 
 
 def _loop(variables: list[tuple[str, str, str]], body: list[Node], declared: dict[str, str],
-          loop: Node, start: str = "0") -> LoopHole:
+          loop: Node, start: str = "0", down: bool = False) -> LoopHole:
+    """The loop's hole; `down`: it counts down, so an arg-reduction's test keeps its tie
+    rule counted up with the strictness flipped (`>=` counted down keeps the first of
+    equal values, as `>` counted up does), in the body and in its Reduction alike."""
     from .types import Axis
 
     names = {name for name, _, _ in variables}
@@ -164,7 +205,7 @@ def _loop(variables: list[tuple[str, str, str]], body: list[Node], declared: dic
     if any(n.type in ("for_statement", "while_statement", "do_statement") for s in body for n in walk(s)):
         raise NotRows(f"{_line(loop)}: a loop inside the row loop that is not a perfect nest")
     inner = set().union(*(declared_names(s) for s in body)) if body else set()
-    reductions, updates, owned = [], set(), {}
+    reductions, updates, owned, flipped = [], set(), {}, set()
     for statement in body:
         found = _accumulation(statement)
         arg = _arg_accumulation(statement, names) if len(variables) == 1 else None
@@ -174,7 +215,9 @@ def _loop(variables: list[tuple[str, str, str]], body: list[Node], declared: dic
             if kinds[0] != "float" or kinds[1] not in ("int", "long", "long long"):
                 raise NotRows(f"{_line(statement)}: an arg-reduction of {kinds[0]} into a {kinds[1]} index "
                               "is not read here")
+            compare = _TIES_FLIPPED[compare] if down else compare
             reductions.append(Reduction(value, ARG_OPS[compare][0], "float", index, kinds[1], compare))
+            flipped.add(statement.id)
             updates.add(statement.id)
             owned[statement.id] = {value, index}
         elif found is not None and found[0] in declared and found[0] not in inner:
@@ -211,8 +254,18 @@ def _loop(variables: list[tuple[str, str, str]], body: list[Node], declared: dic
                 raise NotRows(f"{_line(node)}: every iteration writes the same element")
     if start != "0" and any(n in start.replace("(", " ").replace(")", " ").split() for n in names):
         raise NotRows(f"{_line(loop)}: the loop's start depends on a counter")
-    return LoopHole(tuple(Axis(n, k, b) for n, k, b in variables), "\n".join(text(s) for s in body),
+    written = "\n".join(_tie_flipped(s) if s.id in flipped else text(s) for s in body)
+    return LoopHole(tuple(Axis(n, k, b) for n, k, b in variables), written,
                     tuple(reductions), any(_memory_write(n) for s in body for n in walk(s)), start)
+
+
+def _tie_flipped(statement: Node) -> str:
+    """`if (v >= best) {...}` as `if (v > best) {...}` (and the other three tests so)."""
+    operator = strip_parens(condition_of(statement)).child_by_field_name("operator")
+    source = statement.text
+    start, end = operator.start_byte - statement.start_byte, operator.end_byte - statement.start_byte
+    flipped = _TIES_FLIPPED[source[start:end].decode()]
+    return (source[:start] + flipped.encode() + source[end:]).decode()
 
 
 def _reduction(name: str, op: str, declared: dict[str, str], statement: Node) -> Reduction:
