@@ -181,9 +181,12 @@ class TaskNameConverter(TokenConverter):
 
 class CardIdConverter(TokenConverter):
     """`<card:card_id>`: a skill card's id as lineage/engine/cards.py makes them (the
-    intent in lower case and its version: `restrict-v1`), at most 100 characters."""
+    intent in lower case and its version: `restrict-v1`), at most 100 characters. The
+    version is a whole number written as every whole number is (`restrict-v01` names nothing).
+    Or a skeleton card's, as lineage/engine/skeleton_cards.py makes them
+    (`skeleton:rows.block_per_row`)."""
 
-    regex = "[a-z0-9_]{1,90}-v[0-9]{1,6}"
+    regex = r"[a-z0-9_]{1,90}-v(?:0|[1-9][0-9]{0,5})|skeleton:[a-z0-9_]{1,40}\.[a-z0-9_]{1,40}"
 
 
 class UsernameConverter(TokenConverter):

@@ -65,9 +65,6 @@ class RunConsumer(AccessRechecked, AsyncJsonWebsocketConsumer):
         except params.ParameterError as error:
             await params.close_bad_request(self, error)
             return
-        if self.run_id > params.MAX_DB_INT:  # no run has such an id: do not ask the database
-            await self.close(code=REFUSED)
-            return
         self.share_token = query.get("share", [""])[-1]
         await self.follow_user()
         allowed, self.share_id = await _access(self.run_id, self.scope.get("user"), self.share_token)

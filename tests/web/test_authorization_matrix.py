@@ -533,7 +533,7 @@ def test_the_login_form_posts_as_a_form_and_signs_in(world, client):
     assert response.status_code == 302
 
 
-WEBSOCKET_ACCESS = {"ws/runs/<int:run_id>/": {"team": [*TEAM, "share_holder"], "private": ["owner"]},
+WEBSOCKET_ACCESS = {"ws/runs/<id:run_id>/": {"team": [*TEAM, "share_holder"], "private": ["owner"]},
                     "ws/skills/<card:card_id>/": {"default": SIGNED_IN, "team": TEAM},
                     "": {}}  # the catch-all (optiml_web/sockets.py): nobody, 4404
 
@@ -569,7 +569,7 @@ def test_the_live_view_websocket_lets_in_exactly_who_may_see_the_run(world, sett
         await ws.disconnect()
         return connected, code if not connected else first["type"]
 
-    access = WEBSOCKET_ACCESS["ws/runs/<int:run_id>/"]
+    access = WEBSOCKET_ACCESS["ws/runs/<id:run_id>/"]
     for which, run in (("team", world.team_run), ("private", world.private_run)):
         for role in ROLES:
             seen = async_to_sync(connect)(role, run)

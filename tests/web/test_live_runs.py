@@ -330,7 +330,9 @@ def test_strangers_and_visitors_are_refused_and_team_members_let_in(live, people
     assert async_to_sync(connect)("carol", "/ws/runs/99999999999999999999/") == (False, 4404)
 
 
-@pytest.mark.parametrize("path", ["/ws/nowhere/", "/ws/runs/abc/", "/ws/runs/", "/", "/ws/skills/x/y/z/"])
+@pytest.mark.parametrize("path", ["/ws/nowhere/", "/ws/runs/abc/", "/ws/runs/", "/", "/ws/skills/x/y/z/",
+                                  "/ws/runs/007/", "/ws/runs/-7/", "/ws/runs/+7/", "/ws/runs/7.0/",
+                                  "/ws/runs/\u0667/", "/ws/skills/vec4-v01/"])
 def test_a_socket_to_a_path_no_app_routes_is_refused_like_one_it_may_not_see(live, sessions, path, caplog):
     async def connect():
         ws = socket(path, sessions["alice"])
@@ -341,6 +343,44 @@ def test_a_socket_to_a_path_no_app_routes_is_refused_like_one_it_may_not_see(liv
     with caplog.at_level("INFO", logger="optiml_web.sockets"):
         assert async_to_sync(connect)() == (False, 4404)
     assert any("no route" in r.getMessage() for r in caplog.records)
+
+
+def test_a_run_id_with_a_leading_zero_names_no_run_over_websockets_as_over_http(
+    live, api, people, sessions, relu_run, caplog
+):
+    """One integer rule for every path: /api/runs/007/ is a 404, so /ws/runs/007/ is no
+    route, even for a member who may see run 7 (issue 34)."""
+    run = relu_run(budget=1, user=people["alice"], team=people["team"])
+
+    async def connect(path):
+        ws = socket(path, sessions["bob"])
+        connected, code = await ws.connect()
+        await ws.disconnect()
+        return connected, code
+
+    assert api(people["bob"]).get(f"/api/runs/0{run.pk}/").status_code == 404
+    assert async_to_sync(connect)(f"/ws/runs/{run.pk}/")[0] is True
+    with caplog.at_level("INFO", logger="optiml_web.sockets"):
+        assert async_to_sync(connect)(f"/ws/runs/0{run.pk}/") == (False, 4404)
+        assert async_to_sync(connect)(f"/ws/runs/00{run.pk}/") == (False, 4404)
+    assert [r.getMessage() for r in caplog.records if r.name == "optiml_web.sockets"] == [
+        f"websocket refused: no route for /ws/runs/0{run.pk}/",
+        f"websocket refused: no route for /ws/runs/00{run.pk}/"]
+
+
+def test_every_websocket_route_takes_path_parameters_by_the_apis_converters():
+    """A route written with Django's own `<int:...>` or `<str:...>` would read 007 as 7
+    (or take anything): every websocket parameter goes through optiml_web.params."""
+    from django.urls.converters import get_converters
+
+    from optiml_web import params
+    from optiml_web.asgi import websocket_urlpatterns
+
+    ours = (params.IdConverter, params.TokenConverter)
+    for route in websocket_urlpatterns:
+        converters = getattr(route.pattern, "converters", {})
+        assert all(isinstance(c, ours) for c in converters.values()), (str(route.pattern), converters)
+    assert isinstance(get_converters()["id"], params.IdConverter)
 
 
 @pytest.mark.parametrize("after", ["x", "-1", "²", "9" * 30, "1.5", ""])
