@@ -163,7 +163,7 @@ class RunListApi(APIView):
                 judge=data["judge"], seed=data["seed"], user=request.user, team=team,
                 intent=data.get("intent", "") or (job.intent if job else ""),
                 source_names=data.get("sources"), screen=data["screen"], parallel=data["parallel"],
-                writing_job=job)
+                writing_job=job, evaluator=data["evaluator"])
         except task_registry.UnknownTask:
             raise _unknown_task(request, data["task"]) from None
         except CandidateError as error:

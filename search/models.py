@@ -36,6 +36,9 @@ class Run(models.Model):
     # Screen candidates before the full gate (search.services, docs/gate.md "The screen"), when
     # settings.OPTIML_SCREEN allows it too.
     screen = models.BooleanField(default=True)
+    # Who measures the run's kernels: "" the server's evaluator (OPTIML_EVALUATOR), or
+    # "demo:<gpu>/<task>.json", a recording shipped with the app (search.demo_runs).
+    evaluator = models.CharField(max_length=200, blank=True, default="")
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.RUNNING)
     message = models.TextField(blank=True)
     state = models.JSONField()  # search.engine Search.header(): the nodes are in RunNode.engine

@@ -12,9 +12,9 @@ in one process (services.run_step) uses node_binary_ensure and node_result_store
 
 from __future__ import annotations
 
-from profiling.evaluators import Evaluator, get_evaluator
+from profiling.evaluators import Evaluator
 from profiling.serialization import json_safe
-from search import broadcast
+from search import broadcast, demo_runs
 from search.leases import node_heartbeat, node_lease_drop, node_lease_take
 from search.measuring import Measured, candidate_binary, candidate_measure, run_gate_options, screening_for
 from search.models import Run, RunNode
@@ -81,7 +81,7 @@ def node_evaluate(*, run_id: int, node_id: int, best_full_ms: float | None,
     if started is None:  # another delivery measures it under a live lease: look again later
         return "held"
     broadcast.progress_after_commit(run_id=run_id)  # one more of its evaluations is being measured
-    evaluator = evaluator or get_evaluator()
+    evaluator = evaluator or demo_runs.evaluator_for_run(run)
     screens = screening_for(run=run, evaluator=evaluator)
     screening = best_full_ms is not None and screens
     options = run_gate_options(run=run, screening=screens)

@@ -22,8 +22,14 @@ from optiml_web.limits import (
     source_error,
 )
 from optiml_web.params import MAX_DB_INT, TextChoiceField, TextField, WholeNumberField
-from search import node_table, selectors
+from search import demo_runs, node_table, selectors
 from search.models import Run, ShareLink, WritingJob
+
+
+class DemoSerializer(serializers.Serializer):
+    gpu = serializers.CharField(allow_null=True, help_text="the GPU the recording was measured on")
+    recorded_at = serializers.CharField(allow_null=True, help_text="when it was measured (a date)")
+    banner = serializers.CharField(help_text="what the run's pages say above everything else")
 
 
 class RunSerializer(serializers.ModelSerializer):
@@ -51,8 +57,16 @@ class RunSerializer(serializers.ModelSerializer):
                   "speedup", "gpu_seconds", "created", "created_by", "team", "sources", "seed",
                   "intent", "imported", "message", "best_node", "best_found_at", "vendor_ms", "updated",
                   "screen", "parallel", "outcome", "vendor_gpu", "speedup_vs_vendor", "vendor_source",
-                  "measured_gpu"]
+                  "measured_gpu", "demo"]
         read_only_fields = fields
+
+    demo = serializers.SerializerMethodField(
+        help_text="a demo run (its times recorded on a GPU and replayed: search.demo_runs): which GPU, "
+        "when, and the banner its pages show; null for a run measured by the server's evaluator")
+
+    @extend_schema_field(DemoSerializer(allow_null=True))
+    def get_demo(self, run: Run) -> dict | None:
+        return demo_runs.demo_view(run)
 
     outcome = serializers.SerializerMethodField(
         help_text="how a finished run came out: improved, no_gain (nothing beat the starting kernel) "
@@ -218,6 +232,11 @@ class RunCreateSerializer(serializers.Serializer):
         min_value=1, max_value=MAX_PARALLEL, default=1,
         help_text="candidates evaluated at once, each on a GPU worker of its own (at most one "
         "per GPU worker serves the run; more only wait in the queue)")
+    evaluator = TextChoiceField(
+        choices=["gate", "demo"], default="gate",
+        help_text="gate: the server's evaluator measures the kernels; demo: the task's recording, "
+        "measured on a GPU and shipped with the app, replays its search (its judge, seed, sources and "
+        "at most its budget); GET /api/demo/ lists the tasks that have one")
     screen = serializers.BooleanField(
         default=True, help_text="screen candidates first; only those faster than the best get the "
         "full gate (docs/gate.md, 'The screen'); the server's OPTIML_SCREEN can turn it off for all runs")
@@ -388,6 +407,20 @@ class ShareCreatedSerializer(serializers.Serializer):
 class SharedRunSerializer(serializers.Serializer):
     run = RunDetailSerializer()
     nodes = NodeRowSerializer(many=True)
+
+
+class DemoTaskSerializer(serializers.Serializer):
+    gpu = serializers.CharField()
+    recorded_at = serializers.CharField()
+    budget = serializers.IntegerField(help_text="evaluations recorded: a demo run's budget at most")
+
+
+class DemoChoicesSerializer(serializers.Serializer):
+    default = serializers.CharField(help_text="the evaluator New session picks: demo while no GPU worker "
+                                    "has measured a kernel here, else gate")
+    gpu_worker_seen = serializers.BooleanField()
+    tasks = serializers.DictField(child=DemoTaskSerializer(), help_text="task name: its demo recording")
+    note = serializers.CharField(allow_blank=True)
 
 
 class SourceSerializer(serializers.Serializer):

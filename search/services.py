@@ -28,12 +28,13 @@ from django.utils import timezone
 
 from optiml_web.limits import MAX_PARALLEL
 from profiling import services as gate_services
-from profiling.evaluators import Evaluator, get_evaluator, options_from_dict, options_to_dict
+from profiling.evaluators import Evaluator, options_from_dict, options_to_dict
 from profiling.harness import preflight
 from profiling.harness.candidate import Candidate as HarnessCandidate
 from profiling.harness.gate import GateOptions
 from profiling.serialization import json_safe
-from search import broadcast
+from search import broadcast, demo_runs
+from search.demo import DemoRecordingError
 from search.engine.binaries import gate_sizes
 from search.engine.explain import why_it_ended
 from search.engine.search import Search, SearchConfig
@@ -112,8 +113,11 @@ def configured_sources(names: list[str] | None = None, *, team_id: int | None = 
 
 def _parts_for(run: Run):
     """(judge, fallback, sources) for rebuilding the run's search: the sources the run was
-    made with, as long as they are still configured."""
+    made with, as long as they are still configured (a demo run's: its recording's)."""
     judge, fallback = judges_for(run.judge.split(":")[0])
+    demo = demo_runs.demo_of(run)
+    if demo is not None:
+        return judge, fallback, demo_runs.demo_sources(demo)
     return judge, fallback, [source for source in configured_sources(team_id=run.team_id)
                              if source.name in run.sources]
 
@@ -170,13 +174,22 @@ def evaluation_time_limit_s(run: Run) -> float:
 def run_create(*, task_name: str, source: str, plan: dict, budget: int, judge: str = "rules",
                seed: int = 0, gate_options: GateOptions | None = None, user=None,
                team=None, intent: str = "", source_names: list[str] | None = None,
-               screen: bool = True, written=None, parallel: int = 1, writing_job=None) -> Run:
+               screen: bool = True, written=None, parallel: int = 1, writing_job=None,
+               evaluator: str = demo_runs.SERVER) -> Run:
     """`written`: the Proposal kernel_write returned, when the run starts from it (its
     candidate is `source` and `plan`): the root node then names the model that wrote it.
+    `evaluator`: "gate" (the server's) or "demo", a replay of the task's demo recording
+    (search.demo_runs), which then sets the judge, seed, sources and at most the budget.
     `writing_job`: the WritingJob the kernel came from, kept with the run even when its
     creator edited the kernel first (then `written` is None).
     `parallel`: how many candidates may be evaluated at once (one per GPU worker)."""
     spec = gate_services.task_spec(name=task_name)  # UnknownTask names the known ones
+    try:  # a demo run: the recorded search, as it was run; anything else asks for unrecorded kernels
+        demo = demo_runs.demo_for_new_run(spec=spec, evaluator=evaluator, source=source, plan=plan)
+    except DemoRecordingError as error:
+        raise RunError(str(error), field=error.field) from None
+    if demo is not None:
+        judge, seed, screen, parallel, budget = demo.judge, demo.seed, False, 1, min(budget, demo.budget)
     if budget < 1:
         raise RunError("the budget must be at least one evaluation", field="budget")
     if not 1 <= parallel <= MAX_PARALLEL:
@@ -188,7 +201,8 @@ def run_create(*, task_name: str, source: str, plan: dict, budget: int, judge: s
     judge_obj, fallback = judges_for(judge)
     if written is not None and written.candidate != root:
         raise RunError("the written kernel is not the run's starting kernel", field="source")
-    sources = configured_sources(source_names, team_id=getattr(team, "pk", team))
+    sources = demo_runs.demo_sources(demo) if demo is not None else \
+        configured_sources(source_names, team_id=getattr(team, "pk", team))
     search = Search(task_name, root, judge=judge_obj, sources=sources,
                     fallback_judge=fallback, config=SearchConfig(budget=budget, seed=seed),
                     tolerance_allows_fast_math=fast_math_allowed(spec), root_proposal=written,
@@ -202,9 +216,10 @@ def run_create(*, task_name: str, source: str, plan: dict, budget: int, judge: s
         root_candidate=gate_services.candidate_get_or_create(source=source, plan=plan),
         judge=judge_obj.name, sources=[s.name for s in search.sources], budget=budget, seed=seed,
         gate_options=options_to_dict(options), state=json_safe(search.header()), created_by=user,
-        team=team, intent=intent, screen=screen, parallel=parallel, writing_job=writing_job)
+        team=team, intent=intent, screen=screen, parallel=parallel, writing_job=writing_job,
+        evaluator=f"{demo_runs.DEMO_PREFIX}{demo.key}" if demo is not None else "")
     _append(run, "run_created", {"task": task_name, "budget": budget, "judge": judge_obj.name,
-                                 "parallel": parallel})
+                                 "parallel": parallel, "demo": demo is not None})
     search_save(run, search)  # the root's row
     return run
 
@@ -215,7 +230,7 @@ def run_step(*, run_id: int, evaluator: Evaluator | None = None, parallel: int |
     benchmarks): up to `parallel` candidates (default: the run's), measured one after
     another here. Returns the run as it stands after it. A worker steps a run through
     run_advance instead, which hands each evaluation to the `gpu` queue."""
-    evaluator = evaluator or get_evaluator()
+    evaluator = evaluator or demo_runs.evaluator_for_run_id(run_id)
     with transaction.atomic():
         run = Run.objects.select_for_update().get(pk=run_id)
         if run.status != Run.Status.RUNNING:
@@ -369,7 +384,7 @@ def run_dispatch(*, run_id: int, evaluator: Evaluator | None = None) -> Run:
     run = Run.objects.select_for_update().get(pk=run_id)
     if run.status != Run.Status.RUNNING:
         return run
-    asked, best_full_ms, events = _step_ask(run, run.parallel, evaluator or get_evaluator())
+    asked, best_full_ms, events = _step_ask(run, run.parallel, evaluator or demo_runs.evaluator_for_run(run))
     _announce(run, events)
     for node_id, _candidate in asked:
         if settings.OPTIML_COMPILE_AHEAD:
@@ -427,7 +442,7 @@ def _status_message(run: Run, status: str, by) -> str:
 def run_launch(*, task_name: str, source: str, plan: dict, budget: int, judge: str = "rules",
                seed: int = 0, user=None, team=None, intent: str = "",
                source_names: list[str] | None = None, screen: bool = True, parallel: int = 1,
-               writing_job=None) -> Run:
+               writing_job=None, evaluator: str = demo_runs.SERVER) -> Run:
     """Create a run and queue its first step once the run is committed. `writing_job`:
     the done WritingJob the starting kernel was written by; its kernel, when the run starts
     from it unchanged, is the root's proposal (the root names its writer)."""
@@ -441,7 +456,8 @@ def run_launch(*, task_name: str, source: str, plan: dict, budget: int, judge: s
             written = proposal
     run = run_create(task_name=task_name, source=source, plan=plan, budget=budget, judge=judge,
                      seed=seed, user=user, team=team, intent=intent, source_names=source_names,
-                     screen=screen, parallel=parallel, written=written, writing_job=writing_job)
+                     screen=screen, parallel=parallel, written=written, writing_job=writing_job,
+                     evaluator=evaluator)
     drive_run_enqueue(run_id=run.pk, token=run.drive_token)
     return run
 

@@ -10,7 +10,7 @@ from django.conf import settings
 from django.db import transaction
 
 from profiling.evaluators import EvaluatorError
-from search import input_caches, leases, node_services, services, writing_jobs
+from search import demo_runs, input_caches, leases, node_services, services, writing_jobs
 from search.models import Run
 
 logger = logging.getLogger(__name__)
@@ -86,11 +86,14 @@ def compile_node_enqueue(*, run, node_id: int, best_full_ms: float | None) -> No
 
 
 def evaluate_node_enqueue(*, run, node_id: int, best_full_ms: float | None) -> None:
-    """Queue a node's evaluation on the `gpu` queue once the current transaction commits.
+    """Queue a node's evaluation on the `gpu` queue once the current transaction commits;
+    a demo run's on the default queue, since its recording needs no GPU (a CPU worker
+    compiles, for a compile error's verdict, and looks the rest up).
     The worker's hard limit: the gate's own, the screen's and a claim's grace."""
     limit = services.evaluation_time_limit_s(run)
+    queue = {"queue": evaluate_node.app.conf.task_default_queue} if demo_runs.is_demo(run) else {}
     transaction.on_commit(lambda: evaluate_node.apply_async(
-        args=[run.pk, node_id, best_full_ms], time_limit=limit))
+        args=[run.pk, node_id, best_full_ms], time_limit=limit, **queue))
 
 
 @shared_task(name="search.restart_stalled_runs")

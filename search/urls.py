@@ -5,12 +5,13 @@ anything else is a 404 before a view runs."""
 from django.urls import path
 
 from optiml_web import params
-from search import apis, node_table_apis, preflight_apis
+from search import apis, demo_apis, node_table_apis, preflight_apis
 
 params.register_converters()
 
 urlpatterns = [
     path("sources/", apis.SourceListApi.as_view(), name="api-sources"),
+    path("demo/", demo_apis.DemoChoicesApi.as_view(), name="api-demo"),
     path("kernels/write/", apis.KernelWriteApi.as_view(), name="api-kernel-write"),
     path("kernels/write/<id:job_id>/", apis.KernelWriteJobApi.as_view(), name="api-kernel-write-job"),
     path("runs/", apis.RunListApi.as_view(), name="api-runs"),

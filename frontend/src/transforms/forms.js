@@ -7,7 +7,7 @@ export const MAX_PARALLEL = 64;
 /**
  * @typedef {{task: string, source: string, plan: string, budget: string, judge: string,
  *   seed: string, team?: string, intent?: string, sources?: string[]|null, screen?: boolean,
- *   parallel?: string, writingJob?: number|null}} RunFormValues
+ *   parallel?: string, writingJob?: number|null, evaluator?: string}} RunFormValues
  */
 
 /**
@@ -47,6 +47,8 @@ export function runPayload(values) {
   if (values.sources != null) payload.sources = values.sources; // null: every configured source
   if (values.screen === false) payload.screen = false; // the server screens by default
   if (parallel !== 1) payload.parallel = parallel;
+  // A demo run replays the task's recorded search (its judge, seed, sources, budget at most).
+  if (values.evaluator === "demo") payload.evaluator = "demo";
   // The writing job the kernel came from: its attempts become the tree's first nodes,
   // whether or not the kernel was edited after it was written.
   if (values.writingJob != null) payload.writing_job = values.writingJob;

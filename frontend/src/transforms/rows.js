@@ -26,7 +26,11 @@ export function normalizeRow(raw) {
   return row;
 }
 
-/** @param {NodeRow} row */
+/**
+ * A node that did not pass: refused by the gate, or not measured at all (status "error":
+ * no verdict could be had); both fold into a parent's stub, which counts them apart.
+ * @param {NodeRow} row
+ */
 export function isFailed(row) {
   return row.state === "done" && row.status !== "passed";
 }
@@ -36,9 +40,10 @@ export function isPassed(row) {
   return row.state === "done" && row.status === "passed";
 }
 
-/** @param {NodeRow} row @returns {"pending"|"passed"|"failed"} */
+/** @param {NodeRow} row @returns {"pending"|"passed"|"failed"|"unmeasured"} */
 export function statusClass(row) {
   if (row.state !== "done") return "pending";
+  if (row.status === "error") return "unmeasured"; // the evaluator's failure, not the kernel's
   return row.status === "passed" ? "passed" : "failed";
 }
 

@@ -9,6 +9,7 @@ export const COLOURS = Object.freeze({
   neutral: "#d9d9d9",
   better: "#1f9e6e", // passed, positive reward
   stub: "#f3c4c4",
+  unmeasured: "#f4f1ea", // no verdict could be had (no recording, no GPU): drawn hollow-ish, never red
 });
 
 /**

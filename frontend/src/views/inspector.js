@@ -58,7 +58,7 @@ function header(m, onSelect) {
   const time = m.timeMs == null ? "—" : `${format.ms(m.timeMs)} ± ${format.ms(m.spreadMs)}`;
   return h("header", { class: "inspector-header" },
     h("h2", null, `#${m.id} `, h("span", { class: "node-title" }, m.title || "(untitled)")),
-    h("p", null, h("span", { class: `badge status-${m.status ?? m.state}` }, m.status ?? m.state ?? "pending"),
+    h("p", null, h("span", { class: `badge status-${m.status ?? m.state}` }, m.status === "error" ? "not measured" : m.status ?? m.state ?? "pending"),
       m.guard ? h("span", { class: "badge guard" }, `guard: ${m.guard}`) : null,
       m.replayed ? h("span", { class: "badge replayed", title: "a recorded measurement, not measured now" }, "replayed") : null,
       m.level === "screen" ? h("span", { class: "badge screened", title: "measured by the screen only (fewer seeds and timed runs, no profile): never a run's best" }, "screened (not profiled)") : null,

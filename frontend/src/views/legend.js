@@ -6,7 +6,7 @@ import { h } from "./dom.js";
  * intent, so the tree begins with the intent and the attempts (views/treeChain.js).
  */
 export function legend({ generation = false } = {}) {
-  const items = [["passed, faster", "better"], ["passed, slower", "worse"], ["failed", "failed"], ["pending", "pending"]];
+  const items = [["passed, faster", "better"], ["passed, slower", "worse"], ["failed", "failed"], ["not measured", "unmeasured"], ["pending", "pending"]];
   return h("span", { class: "legend" }, items.map(([label, cls]) => h("span", { class: `legend-item ${cls}` }, h("i"), label)),
     h("span", { class: "legend-item screened", title: "measured by the screen only (fewer seeds and timed runs, no profile): never a run's best" },
       h("i"), "hollow: screened only"),

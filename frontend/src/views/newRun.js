@@ -13,12 +13,12 @@ import { codeEditor } from "./code.js";
 import { defineTaskSection } from "./defineTask.js";
 import { fill, h } from "./dom.js";
 
-const FIELDS = /** @type {const} */ (["task", "intent", "source", "plan", "budget", "parallel", "judge", "seed", "sources", "team"]);
+const FIELDS = /** @type {const} */ (["task", "evaluator", "intent", "source", "plan", "budget", "parallel", "judge", "seed", "sources", "team"]);
 
 /** @param {HTMLElement} root */
 export async function mountNewRun(root) {
-  const [tasks, me, sourceList] = await Promise.all([api("/api/tasks/"), api("/api/me/").catch(() => ({ teams: [] })),
-    api("/api/sources/").catch(() => [])]);
+  const [tasks, me, sourceList, demo] = await Promise.all([api("/api/tasks/"), api("/api/me/").catch(() => ({ teams: [] })),
+    api("/api/sources/").catch(() => []), api("/api/demo/").catch(() => ({ default: "gate", tasks: {}, note: "" }))]);
   const byName = new Map(tasks.map((t) => [t.name, t]));
   const wanted = new URLSearchParams(window.location.search).get("task");
   const errors = Object.fromEntries(FIELDS.map((f) => [f, h("ul", { class: "field-errors", id: `errors-${f}`, "data-errors-for": f })]));
@@ -27,6 +27,25 @@ export async function mountNewRun(root) {
   const task = /** @type {HTMLSelectElement} */ (h("select", { name: "task", id: "id_task", required: true },
     tasks.map((t) => h("option", { value: t.name, selected: t.name === wanted }, t.name))));
   const taskInfo = h("div", { class: "task-info" });
+  // Demo or the server's evaluator, per run: demo is the default while no GPU worker has
+  // measured a kernel here (GET /api/demo/ says so), for a task that has a recording.
+  const evaluator = /** @type {HTMLSelectElement} */ (h("select", { name: "evaluator", id: "id_evaluator" },
+    h("option", { value: "gate" }, "GPU worker (the gate measures every kernel)"),
+    h("option", { value: "demo" }, "Demo (times recorded on a GPU, replayed)")));
+  const evaluatorHint = h("p", { class: "hint", id: "evaluator-hint" });
+  let evaluatorTouched = false;
+  evaluator.addEventListener("change", () => { evaluatorTouched = true; evaluatorChanged(); });
+  function evaluatorChanged() {
+    const recorded = demo.tasks?.[task.value];
+    if (!evaluatorTouched) evaluator.value = demo.default === "demo" && recorded ? "demo" : "gate";
+    const demoRun = evaluator.value === "demo";
+    for (const control of [budget, judge, seed, parallel]) control.disabled = demoRun;
+    fill(evaluatorHint, demoRun
+      ? (recorded ? `Replays the search recorded on the ${recorded.gpu} on ${recorded.recorded_at} from the task's naive kernel `
+        + `(${recorded.budget} evaluations, its own judge, seed and sources); nothing runs on a GPU, and the run's page says so.`
+        : `The task ${task.value} has no demo recording; tasks with one: ${Object.keys(demo.tasks ?? {}).join(", ") || "none"}.`)
+      : demo.note || "Every kernel goes through the gate on a GPU worker.");
+  }
   const editor = codeEditor({ name: "source", id: "id_source" });
   const upload = /** @type {HTMLInputElement} */ (h("input", { type: "file", id: "id_upload", accept: ".cu,.cuh,.h,.cpp,.txt,text/plain" }));
   const plan = /** @type {HTMLTextAreaElement} */ (h("textarea", { name: "plan", id: "id_plan", rows: 12, spellcheck: "false", class: "mono" }));
@@ -64,6 +83,7 @@ export async function mountNewRun(root) {
     plan.value = prefillFor(plan.value, lastPlan, naivePlan);
     lastSource = t.naive_source ?? "";
     lastPlan = naivePlan;
+    evaluatorChanged();
     const args = t.naive_plan?.launches?.[0]?.args ?? [];
     fill(taskInfo, h("p", null, t.description ?? ""), h("p", { class: "muted" },
       `sizes: ${Object.entries(t.sizes ?? {}).map(([k, v]) => `${k}=${v}`).join(", ") || "—"} · vendor library: ${format.ms(t.vendor_ms)}`),
@@ -88,7 +108,7 @@ export async function mountNewRun(root) {
     h("label", { for: `id_${name}` }, label), control, hint ? h("p", { class: "hint" }, hint) : null, errors[name]);
   const form = h("form", { class: "new-run", novalidate: true, onsubmit: send },
     general,
-    field("task", "Task", task), taskInfo, defineTask,
+    field("task", "Task", task), taskInfo, field("evaluator", "Measured by", evaluator), evaluatorHint, defineTask,
     field("intent", "Intent (optional)", h("div", null, intent, h("p", { class: "upload" }, draft), drafted, attemptList),
       "What the kernel should do, in words: kept with the run, and read by an LLM judge. The button asks the "
       + "configured experts (or the LLM judge's model) to write a first kernel and plan into the editor below; "
@@ -213,7 +233,7 @@ export async function mountNewRun(root) {
     const { payload, errors: local } = runPayload({ task: task.value, source: editor.textarea.value, plan: plan.value,
       budget: budget.value, parallel: parallel.value, judge: judge.value, seed: seed.value, team: team.value, intent: intent.value,
       sources: sourceBoxes.every((b) => b.checked) ? null : sourceBoxes.filter((b) => b.checked).map((b) => b.value),
-      screen: screen.checked, writingJob: writtenJob?.task === task.value ? writtenJob.id : null });
+      screen: screen.checked, writingJob: writtenJob?.task === task.value ? writtenJob.id : null, evaluator: evaluator.value });
     if (!payload) return showErrors(local, ["Please fix the fields marked below."]);
     submit.disabled = true;
     submit.textContent = "Checking…";

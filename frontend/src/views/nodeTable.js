@@ -30,7 +30,7 @@ export class NodeTable {
       oninput: (/** @type {any} */ e) => this.update({ text: e.target.value }) }));
     const status = h("select", { "aria-label": "status", class: "node-status",
       onchange: (/** @type {any} */ e) => this.update({ status: e.target.value }) },
-    ...[["", "any status"], ["passed", "passed"], ["failed", "failed"], ["pending", "pending"]]
+    ...[["", "any status"], ["passed", "passed"], ["failed", "failed"], ["unmeasured", "not measured"], ["pending", "pending"]]
       .map(([v, t]) => h("option", { value: v }, t)));
     const level = h("select", { "aria-label": "level", class: "node-level",
       onchange: (/** @type {any} */ e) => this.update({ level: e.target.value }) },

@@ -106,6 +106,7 @@ export async function mountSession(root, source) {
     scheduleRender();
   } }));
   fill(root,
+    snapshot.run.demo ? h("p", { class: "notice demo-banner", role: "note", "data-demo": "" }, snapshot.run.demo.banner) : null,
     el.header,
     source.readOnly ? h("p", { class: "notice" }, "A shared, read-only view of this run.")
       : snapshot.run.imported ? [h("p", { class: "notice imported-notice" },
