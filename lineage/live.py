@@ -3,7 +3,7 @@ admission, a review, an edit, a comment) and read it again from the API.
 
 As for runs (search.broadcast, search.consumers), the database is the truth and a message
 only says "card N has news": each change bumps the card's `revision` in the transaction
-that makes it (lineage.services._changed), and the group `skill.<pk>` hears of it after
+that makes it (lineage.services.card_changed), and the group `skill.<pk>` hears of it after
 the commit. A viewer (lineage.consumers.SkillCardConsumer) sends the revision it last
 saw to its browser, which reloads the card when it grows. In the embedded default the
 channel layer lives in the web process's memory, where an admission from

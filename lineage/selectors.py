@@ -232,7 +232,8 @@ def skill_card_effects(*, card: SkillCard, user) -> dict:
       kernel with that one optimization turned on, over the state before it);
     - each run `user` may see where the card made a node: that node over its parent;
     - its roundtrip's failed trials, where it kept them (the measured speed-up, or none
-      when the trial failed the gate).
+      when the trial failed the gate);
+    - a skeleton card's admission trials (each over the trial kernel it started from).
     And `metrics`: per lineage and per run, the median over its steps (nodes) of each
     Nsight Compute metric's ratio after / before, from the states' (nodes') profiles;
     those without profiles have none."""
@@ -268,6 +269,11 @@ def skill_card_effects(*, card: SkillCard, user) -> dict:
                        "points": [{"speedup": u["speedup_vs_parent"],
                                    "what": f"node #{u['node']}: {u['status'] or 'pending'}",
                                    "link": f"{u['page']}#node-{u['node']}"} for u in uses]})
+    trials = (card.data.get("admission") or {}).get("trials") or []  # a skeleton card's
+    if trials:
+        groups.append({"kind": "admission", "label": "admission by transfer", "link": None,
+                       "points": [{"speedup": t.get("speedup"), "what": _trial_text(t), "link": None}
+                                  for t in trials]})
     failed = (card.data.get("roundtrip") or {}).get("failed_trials") or []
     if failed:
         groups.append({"kind": "roundtrip", "label": "roundtrip, failed trials", "link": None,
@@ -275,6 +281,13 @@ def skill_card_effects(*, card: SkillCard, user) -> dict:
                                    f"{' (' + t['guard'] + ')' if t.get('guard') else ''}", "link": None}
                                   for t in failed]})
     return {"groups": groups, "metrics": metrics}
+
+
+def _trial_text(trial: dict) -> str:
+    """A skeleton card's transfer trial in a few words: where, and what came of it."""
+    from lineage.engine.skeleton_cards import shortfall
+
+    return f"{trial.get('task')}: {'reproduced' if trial.get('reproduced') else shortfall(trial)}"
 
 
 def skill_card_anchor_code(*, card: SkillCard, most: int = 4) -> list[dict]:

@@ -24,11 +24,15 @@ class SkillLibraryQuerySerializer(serializers.Serializer):
 
 class SkillCardRowSerializer(serializers.Serializer):
     """A row of the library: the intent, the measured effect range, how many lineages and
-    steps are behind it, its status."""
+    steps are behind it, its status; a skeleton card (lineage/engine/skeleton_cards.py)
+    also names its skeleton and family."""
 
     card_id = serializers.CharField()
     intent = serializers.CharField()
     status = serializers.CharField()
+    kind = serializers.SerializerMethodField(help_text="token (a card's patterns and steps) or skeleton")
+    skeleton = serializers.SerializerMethodField(help_text="the schedule a skeleton card emits, else null")
+    family = serializers.SerializerMethodField(help_text="the family a skeleton card's schedule is for")
     sentence = serializers.SerializerMethodField()
     effect = serializers.SerializerMethodField()
     lineages = serializers.SerializerMethodField()
@@ -43,6 +47,15 @@ class SkillCardRowSerializer(serializers.Serializer):
 
     def get_sentence(self, card: SkillCard) -> str:
         return card.data.get("sentence", "")
+
+    def get_kind(self, card: SkillCard) -> str:
+        return "skeleton" if card.data.get("kind") == "skeleton" else "token"
+
+    def get_skeleton(self, card: SkillCard) -> str | None:
+        return card.data.get("skeleton") if card.data.get("kind") == "skeleton" else None
+
+    def get_family(self, card: SkillCard) -> str | None:
+        return card.data.get("family") if card.data.get("kind") == "skeleton" else None
 
     def get_effect(self, card: SkillCard) -> dict[str, Any]:
         """The measured speed-ups: how many, the lowest, the median, the highest."""

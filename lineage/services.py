@@ -183,14 +183,14 @@ def cards_store(induced: list[dict], parsed: list[tuple[Lineage, LineageData]]) 
             data["sentence"], data["notes"] = old["sentence"], old.get("notes", "")  # the team's text stays
         row, _ = SkillCard.objects.update_or_create(
             team=None, card_id=card["id"], defaults={"intent": card["intent"], "data": data})
-        _changed(row)
+        card_changed(row)
         row.lineages.set([r for r, lineage in parsed
                           if any(t.intent == card["intent"] for t in lineage.transitions)])
         stored.append(row)
     return stored
 
 
-_DECIDED = (SkillCard.Status.APPROVED, SkillCard.Status.REJECTED, SkillCard.Status.RETIRED)
+DECIDED = (SkillCard.Status.APPROVED, SkillCard.Status.REJECTED, SkillCard.Status.RETIRED)
 
 
 class AdmissionError(ValueError):
@@ -217,15 +217,15 @@ def cards_admit(*, admission: Any, team: Any = None) -> list[SkillCard]:
         if not isinstance(result, dict) or result.get("status") not in allowed:
             raise AdmissionError(f"{card_id}: status must be one of {sorted(allowed)}")
         row = rows[card_id]
-        if row.status not in _DECIDED:  # a reviewer's decision stays; the trials update
+        if row.status not in DECIDED:  # a reviewer's decision stays; the trials update
             row.status = result["status"]
         row.data = {**row.data, "roundtrip": json_safe({**result, "source": admission.get("source", "")})}
         row.save(update_fields=["status", "data", "updated_at"])
-        _changed(row, "roundtrip")
+        card_changed(row, "roundtrip")
     return list(rows.values())
 
 
-def _changed(card: SkillCard, what: str = "card") -> None:
+def card_changed(card: SkillCard, what: str = "card") -> None:
     """One more revision of the card (in this transaction), announced to the viewers of
     its page once it commits (lineage.live)."""
     from django.db.models import F
@@ -312,7 +312,7 @@ def skill_card_review(*, card_id: str, reviewer: Any, decision: str, comment: An
         after = SkillCard.Status.REJECTED
     card.status = after
     card.save(update_fields=["status", "updated_at"])
-    _changed(card, "review")
+    card_changed(card, "review")
     return SkillReview.objects.create(card=card, reviewer=reviewer, decision=decision, comment=text,
                                       status_before=before, status_after=after)
 
@@ -321,7 +321,7 @@ def skill_card_review(*, card_id: str, reviewer: Any, decision: str, comment: An
 def skill_comment_create(*, card_id: str, author: Any, text: Any, team: Any = None) -> SkillComment:
     body = _comment_text(text)
     card = _card_locked(card_id, team)
-    _changed(card, "comment")
+    card_changed(card, "comment")
     return SkillComment.objects.create(card=card, author=author, text=body)
 
 
@@ -354,7 +354,7 @@ def skill_card_edit(*, card_id: str, author: Any, sentence: str | None = None,
     version = SkillCardVersion.objects.create(card=card, number=last.number + 1, author=author, **new)
     card.data = {**card.data, **new}
     card.save(update_fields=["data", "updated_at"])
-    _changed(card, "edit")
+    card_changed(card, "edit")
     return version
 
 
@@ -376,8 +376,12 @@ def skill_library_import(*, data: Any, importer: Any, team: Any = None) -> dict[
         if card["card_id"] in stored:
             skipped.append(card["card_id"])
             continue
-        body = {key: value for key, value in card["data"].items() if key not in ("roundtrip", "imported")}
+        body = {key: value for key, value in card["data"].items()
+                if key not in ("roundtrip", "admission", "imported")}
+        if body.get("kind") == "skeleton":  # its admission by transfer ran elsewhere too
+            body["admission"] = {"status": "untried"}
         body["imported"] = json_safe({"status": card["status"], "roundtrip": card["data"].get("roundtrip"),
+                                      "admission": card["data"].get("admission"),
                                       "by": getattr(importer, "username", ""),
                                       "at": timezone.now().isoformat(timespec="seconds")})
         SkillCard.objects.create(card_id=card["card_id"], intent=card["intent"], team=team,

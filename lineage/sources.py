@@ -24,8 +24,8 @@ class StoredSkillSource(SkillSource):
     verified, as `lineage bootstrap` admits the recorded cards)."""
 
     def __init__(self) -> None:
-        # a library holds token cards; the admitted skeleton cards come from the recorded
-        # lineages, as in the CLI (settings.OPTIML_SKELETON_CARDS)
+        # A library holds token cards and skeleton cards (lineage.skeleton_services) as rows;
+        # settings.OPTIML_SKELETON_CARDS off leaves its skeleton cards out.
         super().__init__(cards=None, skeletons=settings.OPTIML_SKELETON_CARDS)
         self._versions: dict[str, dict] = {}
         self._team_id: int | None = None
@@ -34,28 +34,41 @@ class StoredSkillSource(SkillSource):
         """The run's team: its searches use the team's library when it has one
         (selectors.skill_library_for_run). search.services calls this for every
         configured source that has it, before the first proposal."""
-        self._team_id, self._cards = team_id, None
+        self._team_id, self._cards, self._skeleton_cards = team_id, None, None
 
     @property
     def cards(self) -> list[dict]:
-        if self._cards is None:
-            self._cards, self._versions = selectors.skill_cards_for_search(
+        """The library's token cards a search may use."""
+        self._read()
+        return self._cards
+
+    @property
+    def skeleton_cards(self) -> list[dict]:
+        """The library's skeleton cards a search may use (their rows' status says it: the
+        system sets it from their admission by transfer, a reviewer may decide otherwise)."""
+        self._read()
+        return self._skeleton_cards
+
+    def _read(self) -> None:
+        if self._cards is None or self._skeleton_cards is None:
+            stored, self._versions = selectors.skill_cards_for_search(
                 statuses=tuple(settings.OPTIML_SKILL_STATUSES),
                 default_library_statuses=tuple(settings.OPTIML_DEFAULT_LIBRARY_SKILL_STATUSES),
                 team_id=self._team_id)
-        return self._cards
+            self._cards = [card for card in stored if card.get("kind") != "skeleton"]
+            self._skeleton_cards = [card for card in stored if card.get("kind") == "skeleton"] \
+                if self.skeletons else []
 
     def note(self) -> str:
         """What the New session form says beside the source (GET /api/sources/): how many
         cards the library lends a search, or that it lends none and the source proposes
         nothing (a search still runs on its other sources)."""
         count, skeletons = len(self.cards), len(self.skeleton_cards)
-        also = f" and {skeletons} admitted skeleton card{'s' if skeletons != 1 else ''}" if skeletons else ""
+        also = f" and {skeletons} skeleton card{'s' if skeletons != 1 else ''}" if skeletons else ""
         if count:
-            return f"{count} card{'s' if count != 1 else ''} in the library{also}"
+            return f"{count} card{'s' if count != 1 else ''}{also} in the library"
         if skeletons:
-            return (f"{skeletons} admitted skeleton card{'s' if skeletons != 1 else ''}; no card in the "
-                    "library yet (make start fills the default library with manage.py lineage bootstrap)")
+            return f"{skeletons} skeleton card{'s' if skeletons != 1 else ''} in the library"
         return ("no card in the library yet, so it proposes nothing; make start fills the default "
                 "library with manage.py lineage bootstrap")
 

@@ -42,8 +42,8 @@ def skill_card_url(node: RunNode) -> str | None:
     """A node a skill card made ("skill:<card id>") links to its card, in the library its
     run used (params.card_version.library: "default" or "team:<id>"); search knows the
     convention, not the lineage app."""
-    if not node.source.startswith("skill:") or node.source.startswith("skill:skeleton:"):
-        return None  # a skeleton card is no row of a library (settings.OPTIML_SKELETON_CARDS)
+    if not node.source.startswith("skill:"):
+        return None
     url = f"/api/skills/{node.source.removeprefix('skill:')}/"
     library = (((node.detail or {}).get("params") or {}).get("card_version") or {}).get("library", "")
     team = library.removeprefix("team:") if library.startswith("team:") else ""

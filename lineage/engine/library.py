@@ -19,6 +19,7 @@ LIBRARY_FORMAT = "optiml-skill-library"
 LIBRARY_VERSION = 1
 MAX_CARDS = 1000
 CARD_ID = re.compile(r"[a-z0-9_]{1,90}-v[0-9]{1,6}")
+SKELETON_CARD_ID = re.compile(r"skeleton:([a-z0-9_]{1,40}\.[a-z0-9_]{1,40})")  # skeleton_cards.py's ids
 
 
 class LibraryError(ValueError):
@@ -51,14 +52,17 @@ def parse_library(data: Any) -> list[dict[str, Any]]:
         if not isinstance(card, dict):
             raise LibraryError(where, "a card is an object")
         card_id = card.get("card_id")
-        if not isinstance(card_id, str) or not CARD_ID.fullmatch(card_id):
-            raise LibraryError(f"{where}.card_id", "an id such as vec4-v1 is required")
+        if not isinstance(card_id, str) or not (CARD_ID.fullmatch(card_id)
+                                                or SKELETON_CARD_ID.fullmatch(card_id)):
+            raise LibraryError(f"{where}.card_id",
+                               "an id such as vec4-v1 or skeleton:rows.block_per_row is required")
         if card_id in seen:
             raise LibraryError(f"{where}.card_id", f"{card_id} appears twice")
         seen.add(card_id)
         parsed.append({"card_id": card_id, "intent": _intent(card, where),
                        "status": card.get("status") if isinstance(card.get("status"), str) else "",
                        "data": _card_data(card.get("data"), f"{where}.data")})
+        _skeleton(card_id, parsed[-1]["data"], f"{where}.data")
     return parsed
 
 
@@ -99,3 +103,43 @@ def _card_data(data: Any, where: str) -> dict[str, Any]:
 
 def _number_or_none(value: Any) -> bool:
     return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))
+
+
+def _skeleton(card_id: str, data: dict[str, Any], where: str) -> None:
+    """A skeleton card (lineage/engine/skeleton_cards.py) names a skeleton of this project
+    (search/engine/forms/skeletons.py; the file brings no code) of the family it says, and
+    the measured steps it expects from; a token card is no skeleton."""
+    from search.engine.forms import skeletons
+
+    match = SKELETON_CARD_ID.fullmatch(card_id)
+    if (data.get("kind") == "skeleton") != bool(match):
+        raise LibraryError(f"{where}.kind",
+                           "a card is a skeleton card exactly when its id is skeleton:<name>")
+    if not match:
+        return
+    try:
+        skeleton = skeletons.by_name(match.group(1))
+    except StopIteration:
+        raise LibraryError(f"{where}.skeleton",
+                           f"{match.group(1)!r} is no skeleton of this project") from None
+    if data.get("skeleton") != skeleton.name or data.get("family") != skeleton.family:
+        raise LibraryError(f"{where}.skeleton",
+                           f"the skeleton and family must be {skeleton.name}, {skeleton.family}")
+    if list(data.get("intents") or []) != list(skeleton.intents) or not isinstance(data.get("tasks"), list) \
+            or not all(isinstance(t, str) for t in data["tasks"]):
+        raise LibraryError(f"{where}.intents",
+                           f"the intents must be {list(skeleton.intents)}, and tasks a list of names")
+    steps = data["evidence"].get("steps")
+    if not isinstance(steps, list) or not all(_step(step, skeleton.intents) for step in steps):
+        raise LibraryError(f"{where}.evidence.steps",
+                           "a list of {task, intent (one of the skeleton's), speedup (a positive number)}")
+
+
+def _step(step: Any, intents: tuple[str, ...]) -> bool:
+    """A measured step a skeleton card expects from (its speed-up's log is taken)."""
+    if not isinstance(step, dict) or not isinstance(step.get("task"), str):
+        return False
+    if step.get("intent") not in intents:
+        return False
+    speedup = step.get("speedup")
+    return isinstance(speedup, int | float) and not isinstance(speedup, bool) and 0 < speedup < float("inf")

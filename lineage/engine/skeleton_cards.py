@@ -34,7 +34,7 @@ from search.engine.forms import skeletons
 from . import experts
 from .walker import Lineage
 
-FORMAT = "optiml-skeleton-cards/1"
+FORMAT = "optiml-skeleton-cards/2"
 # The share of the expected log-speed-up a transfer trial must reach to count as
 # reproduced: the roundtrip's own bar (bench/skills_roundtrip.SHARE is 0.9 of the
 # expert's time; on a log scale a half keeps the sign and most of the size of the effect).
@@ -80,30 +80,54 @@ def induce(lineages: list[Lineage]) -> list[dict[str, Any]]:
     placed = [(lineage, *lineage_family(lineage)) for lineage in lineages]
     cards = []
     for skeleton in skeletons.SKELETONS:
-        evidence = [
+        steps = [
             {"task": lineage.task, "intent": t.intent, "before": t.before, "after": t.after,
              "speedup": t.speedup, "family_found": how}
             for lineage, family, how in placed if family == skeleton.family
             for t in lineage.transitions if t.intent in skeleton.intents and t.speedup]
-        if not any(e["intent"] == skeleton.intents[0] for e in evidence):
+        if not any(e["intent"] == skeleton.intents[0] for e in steps):
             continue
-        cards.append(_card(skeleton, evidence))
+        cards.append(_card(skeleton, steps))
     return cards
 
 
-def _card(skeleton, evidence: list[dict[str, Any]]) -> dict[str, Any]:
-    source_tasks = sorted({e["task"] for e in evidence})
+def _card(skeleton, steps: list[dict[str, Any]]) -> dict[str, Any]:
+    """The card in the library's shape (lineage/engine/library.py: a sentence, effects,
+    evidence counts, scope, anchor), so that a library stores, lists, reviews and exports
+    it as it does a token card; `evidence["steps"]` are the lineages' measured steps it
+    expects from, `anchor["skeleton"]` the schedule it emits."""
+    source_tasks = sorted({e["task"] for e in steps})
+    speedups = [e["speedup"] for e in steps if e["intent"] == skeleton.intents[0]]
     return {
         "id": f"skeleton:{skeleton.name}", "kind": "skeleton", "intent": skeleton.intents[0],
         "intents": list(skeleton.intents), "family": skeleton.family, "skeleton": skeleton.name,
-        "summary": skeleton.summary, "tasks": source_tasks, "evidence": evidence,
-        "expected_speedup": expected_speedup(evidence),
-        "expected_by_task": {task: expected_speedup([e for e in evidence if e["task"] == task])
+        "summary": skeleton.summary, "tasks": source_tasks,
+        "sentence": f"For any kernel that lifts to the {skeleton.family} family: {skeleton.summary}.",
+        "effects": {"speedup": _stats(speedups)},
+        "evidence": {"lineages": len(source_tasks), "transitions": len(steps), "steps": steps},
+        "scope": {"language": "CUDA", "family": skeleton.family, "tasks": source_tasks},
+        "anchor": {"skeleton": skeleton.name, "status": "a skeleton", "rewrites": [], "steps": []},
+        "expected_speedup": expected_speedup(steps),
+        "expected_by_task": {task: expected_speedup([e for e in steps if e["task"] == task])
                              for task in source_tasks},
-        "preconditions": [f"the kernel lifts to a {skeleton.family} form",
-                          "the skeleton's plan is valid at every L0 and L1 size"],
+        "preconditions": {"skeleton": [f"the kernel lifts to a {skeleton.family} form",
+                                       "the skeleton's plan is valid at every L0 and L1 size"]},
         "admission": {"status": "untried"},
     }
+
+
+def _stats(values: list[float]) -> dict[str, Any]:
+    if not values:
+        return {"n": 0, "median": None}
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    median = ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+    return {"n": len(values), "min": ordered[0], "median": median, "max": ordered[-1]}
+
+
+def steps_of(card: dict[str, Any]) -> list[dict[str, Any]]:
+    """The lineages' measured steps a skeleton card expects from."""
+    return card["evidence"]["steps"]
 
 
 def expected_speedup(evidence: list[dict[str, Any]], leave_out: str | None = None) -> float | None:
@@ -128,7 +152,7 @@ def admit(card: dict[str, Any], trials: list[dict[str, Any]]) -> dict[str, Any]:
     ADMISSION_SHARE of the log-speed-up expected on that kernel (`expected_here`)."""
     results = []
     for trial in trials:
-        expected = expected_speedup(card["evidence"], leave_out=trial["task"])
+        expected = expected_speedup(steps_of(card), leave_out=trial["task"])
         here = expected_here(expected, trial)
         measured = trial.get("speedup")
         ok = bool(trial.get("passed")) and here is not None and measured is not None and (
@@ -142,7 +166,7 @@ def admit(card: dict[str, Any], trials: list[dict[str, Any]]) -> dict[str, Any]:
     else:
         status, why = "rejected", "no transfer trial reproduced its effect"
     return {"status": status, "why": why, "trials": results, "rule": ADMISSION_RULE,
-            "risks": [f"{r['task']}: {_shortfall(r)}" for r in results if not r["reproduced"]]}
+            "risks": [f"{r['task']}: {shortfall(r)}" for r in results if not r["reproduced"]]}
 
 
 ADMISSION_RULE = (f"correct, and at least {ADMISSION_SHARE} of the log of the speed-up expected on the "
@@ -161,7 +185,7 @@ def expected_here(expected: float | None, trial: dict[str, Any]) -> float | None
     return min(expected, max(start / floor, 1.0))
 
 
-def _shortfall(trial: dict[str, Any]) -> str:
+def shortfall(trial: dict[str, Any]) -> str:
     if trial.get("why"):  # the skeleton did not apply to that kernel: no measurement
         return f"not applied ({trial['why']})"
     return "failed the gate" if not trial.get("passed") else "too slow"
@@ -186,3 +210,54 @@ def recorded() -> tuple[dict[str, Any], ...]:
     admissions = newest.get("admission", {})
     return tuple({**card, "admission": admissions.get(card["id"], card["admission"])}
                  for card in induce([*recorded_lineages(), *recorded_family_lineages()]))
+
+
+def for_library(card: dict[str, Any]) -> dict[str, Any]:
+    """The card as a library stores it: as induced, its admission's failed trials as its
+    risks (each says what happened), and an example for reviewers: the skeleton
+    instantiated on the first of its source tasks' naive kernels it applies to, as a diff."""
+    admission = card.get("admission", {})
+    risks = [{"kind": "transfer trial", "task": trial["task"], "message": shortfall(trial)}
+             for trial in admission.get("trials", []) if not trial.get("reproduced")]
+    return {**card, "risks": risks, "example": example(card)}
+
+
+def example(card: dict[str, Any]) -> dict[str, Any] | None:
+    """{task, kernel, title, diff}: what the card's skeleton makes of one of its source
+    tasks' kernels (a task's naive kernel, else its expert's plain state), through the
+    skills source's own path; None where it applies to none of them here."""
+    from profiling.harness.candidate import Candidate
+    from search.engine.types import NodeContext
+
+    from . import skeleton_source
+    from .steps import kernel_key
+
+    for name, kernel, source, plan in _plain_kernels(card["tasks"]):
+        parent = Candidate.from_source_and_plan(source, plan)
+        context = NodeContext(task=name, candidate=parent, measurement=None, diagnosis=None)
+        try:
+            made = skeleton_source.proposals([card], context, set(), kernel_key)
+        except tasks.UnknownTask:  # a family expert's task, unknown to this process
+            continue
+        if made:
+            return {"task": name, "kernel": kernel, "title": made[0].title, "diff": made[0].diff}
+    return None
+
+
+def _plain_kernels(names: list[str]):
+    """(task, which kernel, source, plan): each task's naive kernel, then its expert's
+    plain state (all flags off)."""
+    for name in names:
+        try:
+            task = tasks.get(name)
+            if task.naive_source:
+                yield name, "its naive kernel", task.naive_source, task.naive_plan
+        except tasks.UnknownTask:
+            pass
+    for name in names:
+        try:
+            expert = experts.load_any(name)
+            yield name, "its expert's plain state", expert.plain_source(frozenset()), \
+                expert.written_plan(frozenset())
+        except experts.ExpertError:
+            pass

@@ -19,7 +19,7 @@ from search.engine.diffs import candidate_diff
 from search.engine.forms import cached, skeletons, splice
 from search.engine.types import NodeContext, Proposal
 
-from .skeleton_cards import expected_speedup
+from .skeleton_cards import expected_speedup, steps_of
 
 
 def lifted_launches(candidate: Candidate) -> tuple[tuple[int | None, forms.Form | forms.Refusal], ...]:
@@ -85,11 +85,11 @@ def _for_form(cards, context: NodeContext, task, index: int | None, form: forms.
 
 
 def _expected(card: dict[str, Any], leave_out: str | None) -> float | None:
-    return expected_speedup(card["evidence"], leave_out=leave_out)
+    return expected_speedup(steps_of(card), leave_out=leave_out)
 
 
 def _rationale(card: dict[str, Any], form: forms.Form, sources: list[str]) -> str:
-    steps = [e for e in card["evidence"] if e["task"] in sources and e["intent"] == card["intent"]]
+    steps = [e for e in steps_of(card) if e["task"] in sources and e["intent"] == card["intent"]]
     cited = ", ".join(f"{e['task']} {e['before'] or 'plain'} -> +{e['intent']} {e['speedup']:.2f}x"
                       for e in steps[:4])
     return (f"The kernel lifts to a {form.family} form; skeleton {card['skeleton']}: {card['summary']}. "

@@ -88,7 +88,7 @@ def test_a_recorded_family_lineage_gives_its_card_its_evidence(card_id, task, fa
     assert card["family"] == family and card["tasks"] == [task]
     assert set(card["intents"]) == intents
     by_intent = {}
-    for step in card["evidence"]:
+    for step in card["evidence"]["steps"]:
         assert step["task"] == task and step["speedup"] > 1.0
         by_intent.setdefault(step["intent"], []).append(step["speedup"])
     assert set(by_intent) == intents

@@ -28,7 +28,7 @@ def test_the_row_card_is_induced_from_every_row_lineage_whose_plain_state_lifts(
     card = cards["skeleton:rows.block_per_row"]
     assert card["family"] == "row_map_reduce"
     assert card["tasks"] == ["cross_entropy", "layernorm", "softmax"]
-    assert all(e["family_found"] == "its plain state lifts" for e in card["evidence"])
+    assert all(e["family_found"] == "its plain state lifts" for e in card["evidence"]["steps"])
     assert card["expected_by_task"]["softmax"] > 10  # the recorded BLOCK_PER_ROW step: 28.6x on the H200
 
 
@@ -37,7 +37,7 @@ def test_a_lineage_whose_plain_state_does_not_lift_is_placed_by_its_tasks_naive_
     # the textbook tree into an atomic, lifts (forms/block_reduce.py)
     card = cards["skeleton:full.grid_stride_accumulate"]
     assert card["tasks"] == ["reduce_sum"]
-    assert card["evidence"][0]["family_found"].startswith("its task's naive kernel lifts")
+    assert card["evidence"]["steps"][0]["family_found"].startswith("its task's naive kernel lifts")
 
 
 def test_a_task_whose_kernels_do_not_lift_is_placed_by_its_tensor_shapes():
@@ -49,8 +49,8 @@ def test_a_task_whose_kernels_do_not_lift_is_placed_by_its_tensor_shapes():
 
 def test_a_card_expects_nothing_once_its_only_lineage_is_left_out(cards):
     card = cards["skeleton:map.vec4"]
-    assert skeleton_cards.expected_speedup(card["evidence"], leave_out="relu") is None
-    assert skeleton_cards.expected_speedup(card["evidence"]) > 1
+    assert skeleton_cards.expected_speedup(card["evidence"]["steps"], leave_out="relu") is None
+    assert skeleton_cards.expected_speedup(card["evidence"]["steps"]) > 1
 
 
 def test_the_skills_source_instantiates_a_card_with_the_nodes_own_math_and_names_its_lineages(cards):
@@ -84,7 +84,7 @@ def test_the_window_card_comes_from_maxpool3ds_lineage_placed_by_its_naive_kerne
     make the card. With its own lineage left out, nothing is left to propose for it."""
     card = cards["skeleton:window.walk_rows"]
     assert card["tasks"] == ["maxpool3d"] and card["intents"] == ["WINDOW_REUSE", "UNROLL"]
-    assert all(e["family_found"].startswith("its task's naive kernel lifts") for e in card["evidence"])
+    assert all(e["family_found"].startswith("its task's naive kernel lifts") for e in card["evidence"]["steps"])
     (proposal,) = SkillSource(cards=[], skeleton_cards=[card]).propose(naive("maxpool3d"))
     assert proposal.source == "skill:skeleton:window.walk_rows" and "optiml_rest" in proposal.candidate.source
     assert SkillSource(cards=[], skeleton_cards=[card], leave_out_own=True).propose(naive("maxpool3d")) == []
@@ -133,7 +133,7 @@ def test_the_contraction_card_comes_from_sgemms_and_conv2ds_lineages_and_tiles_a
     GEMM): its lineage's tiling steps join sgemm's in the card's evidence."""
     card = cards["skeleton:contraction.smem_register_tile"]
     assert card["tasks"] == ["conv2d", "sgemm"] and card["intents"] == ["SMEM_TILE", "REG_TILE"]
-    assert {e["task"] for e in card["evidence"] if e["intent"] == "REG_TILE"} == {"conv2d", "sgemm"}
+    assert {e["task"] for e in card["evidence"]["steps"] if e["intent"] == "REG_TILE"} == {"conv2d", "sgemm"}
     source = SkillSource(cards=[], skeleton_cards=list(cards.values()))
     (proposal,) = source.propose(naive("sgemm"))
     assert proposal.source == "skill:skeleton:contraction.smem_register_tile"
@@ -151,7 +151,7 @@ def test_only_cards_admitted_by_transfer_serve_searches_unless_asked_for_all(car
 
 def test_a_single_lineage_card_is_admitted_by_a_transfer_task_of_its_family(cards):
     card = cards["skeleton:contraction.smem_register_tile"]
-    expected = skeleton_cards.expected_speedup(card["evidence"])
+    expected = skeleton_cards.expected_speedup(card["evidence"]["steps"])
     reproduced = skeleton_cards.admit(card, [{"task": "addmm_gelu", "passed": True, "speedup": expected}])
     assert reproduced["status"] == "admitted"
     wrong = skeleton_cards.admit(card, [{"task": "addmm_gelu", "passed": False, "speedup": expected}])

@@ -79,7 +79,8 @@ export async function mountSkillLibrary(root) {
     learn("intent", intentSelect, rows.map((/** @type {any} */ r) => r.intent));
     learn("arch", archSelect, rows.map((/** @type {any} */ r) => r.arch));
     fill(list, rows.length ? table(["intent", "effect (median, range)", "lineages", "steps", "runs", "status", "reviews", "comments"],
-      rows.map((/** @type {any} */ r) => [h("a", { href: withTeam(`/skills/${r.card_id}/`, team), class: "skill-link" }, r.intent),
+      rows.map((/** @type {any} */ r) => [h("a", { href: withTeam(`/skills/${r.card_id}/`, team), class: "skill-link" },
+        r.kind === "skeleton" ? `${r.intent} · skeleton ${r.skeleton}` : r.intent),
         effectText(r.effect), String(r.lineages), String(r.steps), String(r.runs), h("span", { class: `status status-${r.status}` }, r.status),
         String(r.reviews), String(r.comments)]), { class: "skills" })
       : h("p", { class: "empty" }, team && !rows.length && !current.status && !current.task && !current.intent && !current.arch
@@ -145,12 +146,14 @@ export async function mountSkillCard(root, cardId) {
         card.lineages_behind.map((/** @type {any} */ l, /** @type {number} */ i) => [i ? ", " : "", h("a", { href: l.page, class: "lineage-link" }, l.task)]), ".") : null,
       section("Effects: measured speed-ups", [effects.groups.length ? chart : h("p", null, "Nothing measured yet."),
         effects.metrics.length ? metricTable(effects.metrics) : null]),
-      section("The anchor, in the code it came from", anchorView(card.anchor_code ?? [])),
-      section("The vector: the experts' steps", vectorView(data.vector)),
-      section("Generalised patterns", patterns(data.anchor?.rewrites ?? [])),
-      section("Preconditions", preconditions(data.preconditions ?? {})),
+      card.kind === "skeleton" ? skeletonSections(data) : [
+        section("The anchor, in the code it came from", anchorView(card.anchor_code ?? [])),
+        section("The vector: the experts' steps", vectorView(data.vector)),
+        section("Generalised patterns", patterns(data.anchor?.rewrites ?? [])),
+        section("Preconditions", preconditions(data.preconditions ?? {}))],
       section("Risks", risks(data.risks ?? [], card.lineages_behind)),
-      section("Roundtrip", data.roundtrip ? facts([["status", data.roundtrip.status], ["trials", String((data.roundtrip.trials ?? []).length)]]) : h("p", null, "not tried yet")),
+      card.kind === "skeleton" ? null
+        : section("Roundtrip", data.roundtrip ? facts([["status", data.roundtrip.status], ["trials", String((data.roundtrip.trials ?? []).length)]]) : h("p", null, "not tried yet")),
       section("Reviews", h("ol", { id: "review-history" }, card.review_history.map((/** @type {any} */ r) =>
         h("li", null, h("strong", null, `${r.reviewer} ${r.decision === "approve" ? "approved" : "rejected"}`),
           ` (${r.status_before} → ${r.status_after}, ${new Date(r.created_at).toLocaleString()}): `, h("span", { class: "review-comment" }, r.comment))))),
@@ -240,6 +243,30 @@ function metricTable(/** @type {{label: string, steps: number, median: Record<st
   return [h("p", { class: "muted" }, "Median change of each Nsight Compute metric over the steps (after / before − 1)."),
     table(["source", "steps", ...metrics], rows.map((r) => [r.label, String(r.steps),
       ...metrics.map((m) => r.median[m] == null ? "—" : change(r.median[m]))]), { class: "metric-medians" })];
+}
+
+/**
+ * A skeleton card's own parts: the schedule it emits for any kernel of its family, what it
+ * made of one of its source tasks' kernels (a diff), and its admission by transfer, trial
+ * by trial (lineage/engine/skeleton_cards.py).
+ */
+function skeletonSections(/** @type {any} */ data) {
+  const admission = data.admission ?? {};
+  const times = (/** @type {number|null|undefined} */ x) => x == null ? "—" : `${x.toFixed(2)}x`;
+  return [
+    section("The skeleton", [facts([["skeleton", data.skeleton], ["family", data.family],
+      ["expected speed-up", times(data.expected_speedup)], ["from the lineages of", (data.tasks ?? []).join(", ")]]),
+      h("ul", { id: "skeleton-preconditions" }, (data.preconditions?.skeleton ?? []).map((/** @type {string} */ p) => h("li", null, p)))]),
+    section("Example: what it makes of a kernel", data.example
+      ? [h("p", null, `${data.example.title}, on ${data.example.task}'s ${data.example.kernel.replace(/^its /, "")}:`),
+        h("div", { class: "vector-diff", id: "skeleton-example", html: diffHtml(data.example.diff, { outputFormat: "side-by-side", drawFileList: false }) })]
+      : h("p", null, "None here: it applies to none of its source tasks' kernels in this project.")),
+    section("Admission by transfer", [facts([["status", admission.status ?? "untried"], ["why", admission.why ?? null],
+      ["rule", admission.rule ?? null]]),
+    (admission.trials ?? []).length ? table(["task", "passed", "speed-up", "expected there", "reproduced"],
+      admission.trials.map((/** @type {any} */ t) => [t.task, t.why ? `not applied: ${t.why}` : t.passed ? "yes" : "no",
+        times(t.speedup), times(t.expected_here), t.reproduced ? "yes" : "no"]), { id: "admission-trials" })
+      : h("p", null, "No trial recorded.")])];
 }
 
 function section(/** @type {string} */ title, /** @type {any} */ body) {

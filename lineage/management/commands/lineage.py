@@ -1,6 +1,6 @@
 """manage.py lineage list | show <id> | walk --task T [--queue] | request <id> | import <file.json>
                | induce [--probes GLOB ...] | admit <admission.json> | bootstrap [--force]
-               | skills [--intent I] | skill <card id>
+               | skeletons | skills [--intent I] | skill <card id>
 
 `walk` runs the de-optimization walker here (a GPU host; `--replay` serves recordings) and
 stores the lineage; with `--queue` a GPU worker runs it instead (`request <id>` says how
@@ -10,7 +10,9 @@ cards (lineage/engine/cards.py), with the probes' files for order preconditions;
 sets their status from a roundtrip (bench/cards_admission.py writes the file): only
 verified cards feed the app's searches. `bootstrap` does import, induce and admit for the
 recordings committed under bench/results when the default library is empty (`make start`
-runs it; with --force, again).
+runs it; with --force, again); it also stores the skeleton cards into a library that
+holds none. `skeletons` stores them again from the recordings (after a new admission by
+transfer under bench/results), keeping reviewers' decisions.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from lineage import bootstrap, selectors, services
+from lineage import bootstrap, selectors, services, skeleton_services
 from lineage.engine import experts
 from lineage.engine.__main__ import evaluator_for, expand_paths
 from lineage.engine.walker import walk
@@ -57,6 +59,9 @@ class Command(BaseCommand):
         bootstrap = verbs.add_parser("bootstrap", help="fill an empty default library from the recorded "
                                                         "lineages, probes and admission in this tree")
         bootstrap.add_argument("--force", action="store_true", help="even when it holds cards already")
+        verbs.add_parser("skeletons", help="store the skeleton cards induced from the recorded "
+                                           "lineages, with their newest admission by transfer, into the "
+                                           "default library")
         skills = verbs.add_parser("skills", help="the stored skill cards")
         skills.add_argument("--intent")
         skill = verbs.add_parser("skill", help="one skill card")
@@ -84,6 +89,10 @@ class Command(BaseCommand):
             self._admit(Path(options["file"]), options["team"])
         elif verb == "bootstrap":
             self._bootstrap(options["force"])
+        elif verb == "skeletons":
+            rows = skeleton_services.skeleton_cards_store()
+            self.stdout.write(f"the default library: {len(rows)} skeleton cards ("
+                              + ", ".join(f"{row.card_id} {row.status}" for row in rows) + ")")
         elif verb == "skills":
             for row in selectors.skill_card_list(intent=options.get("intent")):
                 speed = row.data["effects"]["speedup"]
@@ -189,12 +198,18 @@ class Command(BaseCommand):
         except bootstrap.BootstrapError as error:
             raise CommandError(str(error)) from None
         if not outcome.done:
-            self.stdout.write(f"the default library holds {outcome.cards_before} skill cards already: "
-                              "nothing to do (lineage bootstrap --force fills it again)")
+            added = (f"; stored its {outcome.skeletons_added} skeleton cards" if outcome.skeletons_added
+                     else "")
+            self.stdout.write(f"the default library holds {outcome.cards_before} skill cards already{added}: "
+                              "nothing else to do (lineage bootstrap --force fills it again)")
             return
-        said = ", ".join(f"{n} {status}" for status, n in sorted(outcome.statuses.items(),
-                                                                  key=lambda item: (-item[1], item[0])))
-        self.stdout.write(f"the default library: {sum(outcome.statuses.values())} skill cards ({said}) from "
+        def said(statuses: dict[str, int]) -> str:
+            return ", ".join(f"{n} {status}" for status, n in sorted(statuses.items(),
+                                                                     key=lambda item: (-item[1], item[0])))
+
+        self.stdout.write(f"the default library: {sum(outcome.statuses.values())} skill cards "
+                          f"({said(outcome.statuses)}) and {outcome.skeletons_added} skeleton cards "
+                          f"({said(outcome.skeleton_statuses)}) from "
                           f"{outcome.lineages_imported + outcome.lineages_kept} recorded lineages "
                           f"({outcome.lineages_imported} imported, {outcome.lineages_kept} stored already), "
                           f"admitted from {outcome.admission}, in {outcome.seconds:.1f} s")
@@ -205,6 +220,13 @@ class Command(BaseCommand):
             raise CommandError(f"no skill card {card_id!r} (manage.py lineage skills lists them)")
         card = row.data
         self.stdout.write(f"{row.card_id} ({row.status}): {card['sentence']}")
+        if card.get("kind") == "skeleton":
+            self.stdout.write(f"  skeleton {card['skeleton']} of the {card['family']} family, from the "
+                              f"lineages of {', '.join(card['tasks'])}; admission by transfer: "
+                              f"{card['admission'].get('status', 'untried')}")
+            for risk in card["risks"][:5]:
+                self.stdout.write(f"  risk: {risk['task']}: {risk['message']}")
+            return
         required = card["preconditions"]["order"]["required"]
         self.stdout.write("  needs first: " + (", ".join(f"{k} ({', '.join(v)})" for k, v in required.items())
                                                or "nothing the probes showed"))
