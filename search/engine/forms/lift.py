@@ -34,6 +34,8 @@ from .lone_thread import lone_thread
 from .normalize import block_constants_as_dims, normalized
 from .reading import NotRead, _declaration, condition_of, plane_bounds, read_space, reads_thread
 from .types import CONTRACTION, FULL_REDUCE, MAP, Form, Refusal
+from .warp_reduce import warp_reduced
+from .zeroing import zeroed_output
 
 # Calls whose effect depends on which threads run together, or that reach memory behind
 # the analysis' back. atomicAdd is read only as a full reduction's last statement.
@@ -55,11 +57,14 @@ def lift(source: str, plan: dict[str, Any]) -> Form | Refusal:
     reduced = block_reduced(source, launches[-1], plan.get("tunables", {})) if launches else None
     if reduced is not None:  # a block's reduction through shared memory (block_reduce.py)
         source, launches = reduced[0], [*launches[:-1], reduced[1]]
+    warped = warp_reduced(source, launches[-1], plan.get("tunables", {})) if launches else None
+    if warped is not None:  # a warp's reduction through shuffles (warp_reduce.py)
+        source, launches = warped[0], [*launches[:-1], warped[1]]
     tree = parse(source)
     kernels = {k.name: k for k in find_kernels(tree)}
     zeroed = None
     if len(launches) == 2:
-        zeroed = _zeroed_output(kernels.get(launches[0].get("kernel", "")), launches[0])
+        zeroed = zeroed_output(kernels.get(launches[0].get("kernel", "")), launches[0])
         if zeroed is None:
             return Refusal("two launches, and the first does not just zero one output")
     elif len(launches) != 1:
@@ -236,23 +241,6 @@ def _atomic_call(statement: Node) -> Node | None:
     for node in walk(statement):
         if node.type == "call_expression" and text(node.child_by_field_name("function")).startswith("atomic"):
             return node
-    return None
-
-
-def _zeroed_output(kernel: Kernel | None, launch: dict[str, Any]) -> str | None:
-    """The argument a one-thread launch sets to zero (`y[0] = 0.0f;` or `*y = 0;`), or None."""
-    if kernel is None or [str(d) for d in launch.get("grid", [])] != ["1"] \
-            or [str(d) for d in launch.get("block", [])] != ["1"]:
-        return None
-    statements = named_statements(kernel.body)
-    if len(statements) != 1 or statements[0].type != "expression_statement":
-        return None
-    compact = text(statements[0]).replace(" ", "")
-    for index, param in enumerate(kernel.params):
-        for zero in ("0", "0.0f", "0.f", "0.0", "0.0F"):
-            if compact in (f"{param.name}[0]={zero};", f"*{param.name}={zero};"):
-                args = launch.get("args", [])
-                return str(args[index]) if index < len(args) else None
     return None
 
 
