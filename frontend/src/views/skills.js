@@ -258,8 +258,9 @@ function skeletonSections(/** @type {any} */ data) {
       ["expected speed-up", times(data.expected_speedup)], ["from the lineages of", (data.tasks ?? []).join(", ")]]),
       h("ul", { id: "skeleton-preconditions" }, (data.preconditions?.skeleton ?? []).map((/** @type {string} */ p) => h("li", null, p)))]),
     section("Example: what it makes of a kernel", data.example
-      ? [h("p", null, `${data.example.title}, on ${data.example.task}'s ${data.example.kernel.replace(/^its /, "")}:`),
-        h("div", { class: "vector-diff", id: "skeleton-example", html: diffHtml(data.example.diff, { outputFormat: "side-by-side", drawFileList: false }) })]
+      ? h("details", { class: "skeleton-example" }, h("summary", null,
+        `${data.example.title}, on ${data.example.task}'s ${data.example.kernel.replace(/^its /, "")}: the diff`),
+      h("div", { class: "vector-diff", id: "skeleton-example", html: diffHtml(data.example.diff, { outputFormat: "side-by-side", drawFileList: false }) }))
       : h("p", null, "None here: it applies to none of its source tasks' kernels in this project.")),
     section("Admission by transfer", [facts([["status", admission.status ?? "untried"], ["why", admission.why ?? null],
       ["rule", admission.rule ?? null]]),
