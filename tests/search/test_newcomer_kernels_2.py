@@ -1,0 +1,110 @@
+"""The second newcomer audit (bench/newcomer_tasks_2/): 16 operators written before their
+author read the lift (int64_t, size_t and unsigned indices, #define constants and an
+indexing macro, helper functions, 2-D grids, nested checks, loops counting down, a row
+per warp, a warp's shuffles into an atomic, a two-pass dot product), none of them shaped
+to a card. On the CPU: each naive kernel computes its reference on the emulator; each
+lifts to the family written here, or is refused for the reason written here; the
+skeletons named here are among those the skills source offers; and every skeleton it
+offers computes the reference on the emulator too.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from cuda_on_cpu import mismatch_at_l0
+
+from lineage.engine.skills import SkillSource
+from profiling.harness import tasks
+from profiling.harness.candidate import Candidate
+from search.engine.forms import Refusal, cached
+from search.engine.types import NodeContext
+
+DIRECTORY = Path(__file__).resolve().parents[2] / "bench" / "newcomer_tasks_2"
+ROWS, MAP, FULL, PRODUCT = "row_map_reduce", "elementwise_map", "full_reduction", "batched_contraction"
+SCAN, WINDOW = "row_scan", "window_reduction"
+FAMILIES = (ROWS, MAP, FULL, PRODUCT, SCAN, WINDOW, "permutation")
+# name -> each launch's family (one entry: the whole plan's), or the words of its refusal
+EXPECTED = {
+    "argmax_ties": [ROWS],  # counted down with `>=`: the first of equal values (rows._ascending)
+    "avgpool1d": [WINDOW], "bmv": [ROWS],
+    "col_min": [ROWS],  # an unsigned counter counting down to 1
+    "cumprod": [SCAN], "elu": [MAP],
+    "glu": [MAP],  # nested checks, one index each (reading._guarded)
+    "hardswish": [MAP],
+    "kl_div": [FULL],  # a warp's shuffles into lane 0's atomic (warp_reduce.py), zeroed on thread 0
+    "log_softmax": [ROWS],  # a row per warp (warp_reduce.py)
+    "matmul_tn": [PRODUCT], "mid_max": [ROWS], "rms_rows": [ROWS], "stencil5": [MAP],
+    "to_heads": [MAP],  # a gather whose reads and write are both contiguous along D: no transpose
+    # refused: partials per block through shared memory, then one thread sums them
+    "dot": ["__shared__ memory", "the guard is not `index < bound`"],
+}
+# the admitted skeletons offered for each (at least these)
+OFFERED = {
+    "argmax_ties": {"rows.block_per_row"}, "bmv": {"rows.block_per_row"}, "col_min": {"rows.split_strided"},
+    "cumprod": {"scan.block_scan"}, "elu": {"map.vec4"}, "glu": {"map.quads"}, "hardswish": {"map.vec4"},
+    "kl_div": {"full.grid_stride_accumulate"}, "log_softmax": {"rows.block_per_row"},
+    "matmul_tn": {"contraction.smem_register_tile"}, "mid_max": {"rows.split_strided"},
+    "rms_rows": {"rows.block_per_row"}, "stencil5": {"map.quads"},
+}
+needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="the CPU emulator needs g++")
+
+
+@pytest.fixture(scope="module")
+def newcomer():
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(tasks.TASK_PATH_VARIABLE, str(DIRECTORY))
+        patch.setenv("OPTIML_SKILL_CARDS", "skeletons")  # the skeleton cards alone: no token induction
+        tasks._reset_for_tests()
+        try:
+            yield {name: tasks.get(name) for name in EXPECTED}
+        finally:
+            tasks._reset_for_tests()
+
+
+def naive(task) -> Candidate:
+    return Candidate.from_source_and_plan(task.naive_source, task.naive_plan)
+
+
+def offered_skeletons(task, name: str):
+    candidate = naive(task)
+    context = NodeContext(task=name, candidate=candidate, measurement=None, diagnosis=None)
+    return [p for p in SkillSource().propose(context) if p.source.startswith("skill:skeleton:")]
+
+
+def test_the_directory_holds_the_tasks_listed_here():
+    files = {path.stem for path in DIRECTORY.glob("*.py")} - {"vendor"}
+    assert files == set(EXPECTED)
+    from bench.newcomer_tasks_2 import vendor
+
+    assert set(vendor.OPS) == set(EXPECTED)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_each_naive_kernel_lifts_to_its_family_or_says_why_not(newcomer, name):
+    candidate = naive(newcomer[name])
+    found = cached.lifted_launches(candidate.source, json.dumps(candidate.plan_dict(), sort_keys=True))
+    read = [form.reason if isinstance(form, Refusal) else form.family for _, form in found]
+    assert len(read) == len(EXPECTED[name]), read
+    for got, expected in zip(read, EXPECTED[name], strict=True):
+        assert expected == got or (expected not in FAMILIES and expected in got), read
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_the_skeletons_named_here_are_offered_and_none_for_a_refused_kernel(newcomer, name):
+    offered = {p.source.split(":")[-1] for p in offered_skeletons(newcomer[name], name)}
+    assert OFFERED.get(name, set()) <= offered, offered
+    if not any(f in FAMILIES for f in EXPECTED[name]):
+        assert offered == set()
+
+
+@needs_gxx
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_the_naive_kernel_and_every_skeleton_offered_compute_the_reference(newcomer, name, tmp_path):
+    task = newcomer[name]
+    offered = offered_skeletons(task, name)
+    for label, kernel in [("naive", naive(task)), *((p.source.split(":")[-1], p.candidate) for p in offered)]:
+        assert mismatch_at_l0(task, kernel, tmp_path / label) is None, label
