@@ -111,6 +111,12 @@ def test_an_argmax_counting_down_keeps_its_tie_rule_by_flipping_the_tests_strict
     assert (found.op, found.compare) == ("argmax", ">") and "if (v > best)" in loop.body
 
 
+def test_an_argmax_counting_up_keeps_its_test_as_written():
+    source = argmax_ties.SRC.replace("int c = C - 1; c >= 0; --c", "int c = 0; c < C; ++c")
+    loop = next(s for s in lift(source, argmax_ties.TASK.naive_plan).steps if isinstance(s, LoopHole))
+    assert loop.reductions[0].compare == ">=" and "if (v >= best)" in loop.body
+
+
 @needs_gxx
 @pytest.mark.parametrize("compare", [">=", ">"])
 def test_the_rows_skeleton_of_an_argmax_counting_down_computes_its_ties_as_written(compare, tmp_path):

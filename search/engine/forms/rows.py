@@ -217,7 +217,8 @@ def _loop(variables: list[tuple[str, str, str]], body: list[Node], declared: dic
                               "is not read here")
             compare = _TIES_FLIPPED[compare] if down else compare
             reductions.append(Reduction(value, ARG_OPS[compare][0], "float", index, kinds[1], compare))
-            flipped.add(statement.id)
+            if down:
+                flipped.add(statement.id)
             updates.add(statement.id)
             owned[statement.id] = {value, index}
         elif found is not None and found[0] in declared and found[0] not in inner:
