@@ -24,13 +24,13 @@ from __future__ import annotations
 import asyncio
 from urllib.parse import parse_qs
 
-from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 
 from lineage import live, selectors
 from lineage.models import SkillCard
 from optiml_web import params
+from optiml_web.socket_reads import socket_read
 from search.socket_access import AccessRechecked
 
 REFUSED = 4404
@@ -105,7 +105,7 @@ class SkillCardConsumer(AccessRechecked, AsyncJsonWebsocketConsumer):
             await self.send_json({"type": "card", "data": {"revision": revision, "what": what or None}})
 
 
-@database_sync_to_async
+@socket_read
 def _open(user, card_id: str, team_id: int | None) -> tuple[int, int] | None:
     if user is None:
         return None
@@ -116,6 +116,6 @@ def _open(user, card_id: str, team_id: int | None) -> tuple[int, int] | None:
             .values_list("pk", "revision").first())
 
 
-@database_sync_to_async
+@socket_read
 def _revision(card_pk: int) -> tuple[int, str] | None:
     return SkillCard.objects.filter(pk=card_pk).values_list("revision", "last_change").first()

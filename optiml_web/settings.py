@@ -249,6 +249,11 @@ OPTIML_LIVE_COALESCE_S = env_float("OPTIML_LIVE_COALESCE_S", 0.2)
 # (no Redis) a change made by another process (manage.py lineage admit, a worker) is not
 # heard there, so each viewer also reads the card's revision this often (0: never).
 OPTIML_CARD_POLL_S = env_float("OPTIML_CARD_POLL_S", 0.0 if REDIS_URL else 1.0)
+# Threads (and so database connections at a time) on which a web process's websockets read
+# the database: handshakes side by side instead of one at a time (optiml_web.socket_reads).
+OPTIML_SOCKET_DB_THREADS = env_int("OPTIML_SOCKET_DB_THREADS", 8)
+if OPTIML_SOCKET_DB_THREADS < 1:
+    raise ImproperlyConfigured(f"OPTIML_SOCKET_DB_THREADS={OPTIML_SOCKET_DB_THREADS} must be at least 1")
 # Read by optiml_web/celery.py through config_from_object(namespace="CELERY").
 CELERY_BROKER_URL, CELERY_BROKER_TRANSPORT_OPTIONS = celery_broker(REDIS_URL, VAR_DIR)
 # Results live in Evaluation rows, so Celery keeps none.

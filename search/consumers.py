@@ -40,11 +40,11 @@ import asyncio
 from typing import Any
 from urllib.parse import parse_qs
 
-from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 
 from optiml_web import params
+from optiml_web.socket_reads import socket_read
 from search import broadcast, live, selectors
 from search.socket_access import AccessRechecked
 
@@ -171,7 +171,7 @@ class RunConsumer(AccessRechecked, AsyncJsonWebsocketConsumer):
                 await self.send_json({"type": "progress", "data": progress})
 
 
-@database_sync_to_async
+@socket_read
 def _access(run_id: int, user, share_token: str) -> tuple[bool, int | None]:
     """(may view, the id of the share link the access rests on, if it rests on one)."""
     if user is not None and selectors.run_visible(user=user, run_id=run_id) is not None:
@@ -182,12 +182,12 @@ def _access(run_id: int, user, share_token: str) -> tuple[bool, int | None]:
     return False, None
 
 
-@database_sync_to_async
+@socket_read
 def _last_seq(run_id: int) -> int:
     return selectors.run_last_seq(run_id=run_id)
 
 
-@database_sync_to_async
+@socket_read
 def _events_after(run_id: int, seq: int) -> list[dict]:
     return [{"seq": e.seq, "kind": e.kind, "data": e.data}
             for e in selectors.run_events_after(run=run_id, seq=seq)]

@@ -24,9 +24,9 @@ import logging
 import weakref
 from typing import Any
 
-from channels.db import database_sync_to_async
 from django.conf import settings
 
+from optiml_web.socket_reads import socket_read
 from search import broadcast, selectors
 
 logger = logging.getLogger(__name__)
@@ -157,18 +157,18 @@ def leave(feed: RunFeed) -> None:
         del feeds[feed.run_id]
 
 
-@database_sync_to_async
+@socket_read
 def _last_seq(run_id: int) -> int:
     return selectors.run_last_seq(run_id=run_id)
 
 
-@database_sync_to_async
+@socket_read
 def _events_after(run_id: int, seq: int) -> list[dict[str, Any]]:
     return [{"seq": e.seq, "kind": e.kind, "data": e.data}
             for e in selectors.run_events_after(run=run_id, seq=seq)]
 
 
-@database_sync_to_async
+@socket_read
 def _progress_of(run_id: int) -> dict[str, Any]:
     from search.models import Run
 

@@ -33,7 +33,6 @@ import asyncio
 import logging
 import random
 
-from channels.db import database_sync_to_async
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AnonymousUser
 from django.contrib.auth.signals import user_logged_out
@@ -41,6 +40,7 @@ from django.db.models.signals import post_delete, post_init, post_save
 
 from accounts import selectors as account_selectors
 from accounts.models import Membership
+from optiml_web.socket_reads import socket_read
 from search import broadcast
 from search.models import Run, ShareLink
 
@@ -108,7 +108,7 @@ class AccessRechecked:
         raise NotImplementedError
 
 
-@database_sync_to_async
+@socket_read
 def _session_user(session_key: str | None):
     return account_selectors.session_user(session_key=session_key)
 
