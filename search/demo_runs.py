@@ -16,6 +16,8 @@ from __future__ import annotations
 import importlib
 import threading
 
+from django.conf import settings
+
 from profiling.evaluators import NO_GPU, Evaluator, RecordedEvaluator, get_evaluator
 from profiling.harness.candidate import Candidate as HarnessCandidate
 from profiling.models import Evaluation
@@ -104,15 +106,19 @@ def gpu_worker_seen() -> bool:
 
 
 def demo_choices() -> dict:
-    """What the New session form needs to offer demo runs (GET /api/demo/)."""
+    """What the New session form needs to offer demo runs (GET /api/demo/): demo is the
+    default while no GPU has measured a kernel here and the server's evaluator is the gate."""
     seen = gpu_worker_seen()
+    # An operator who configured another evaluator (a recording, say) chose it for every run.
+    demo_first = not seen and settings.OPTIML_EVALUATOR == SERVER
     tasks = {}
     for recording in demo_recordings():
         tasks.setdefault(recording.task, {"gpu": recording.gpu, "recorded_at": recording.recorded_at,
                                           "budget": recording.budget})
-    note = ("" if seen else "No GPU worker has measured a kernel here yet, so a run would only compile "
-            "and check its kernels: a demo run, which replays a search recorded on a GPU, is the default.")
-    return {"default": SERVER if seen else DEMO, "gpu_worker_seen": seen, "tasks": tasks, "note": note}
+    note = ("No GPU worker has measured a kernel here yet, so a run would only compile and check its "
+            "kernels: a demo run, which replays a search recorded on a GPU, is the default."
+            if demo_first else "")
+    return {"default": DEMO if demo_first else SERVER, "gpu_worker_seen": seen, "tasks": tasks, "note": note}
 
 
 def demo_view(run: Run) -> dict | None:

@@ -300,6 +300,9 @@ def _step_tell(run: Run, search: Search, pending: list[PendingRow] | None = None
     rows = _pending_rows(run) if pending is None else pending
     for row in rows:
         if row.result is not None:
+            if row.binary:  # compiled and measured in one step (run_step): its binary first, so
+                # a later node running it is its duplicate, as the rows say (else it waits forever)
+                search.tell_binary(search.tree[row.node_id].candidate_hash, row.binary)
             measurement = Measurement.from_dict(row.result)
             if search.tell(search.tree[row.node_id].candidate_hash, measurement) is not None:
                 run.gpu_seconds += measurement.seconds  # the screen's and the full gate's

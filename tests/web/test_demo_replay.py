@@ -121,3 +121,59 @@ def test_new_session_defaults_to_demo_until_a_gpu_worker_has_measured(client, dj
     assert choices["default"] == "demo" and not choices["gpu_worker_seen"]
     assert "No GPU worker" in choices["note"]
     assert set(choices["tasks"]) == set(DEMO_TASKS)
+
+
+def test_new_session_keeps_the_evaluator_an_operator_configured(client, django_user_model, settings):
+    settings.OPTIML_EVALUATOR = "recorded:/srv/recordings/h100.json"
+    client.force_login(django_user_model.objects.create_user("newcomer", password="pw-123456789"))
+
+    assert client.get("/api/demo/").json()["default"] == "gate"
+
+
+def test_new_session_defaults_to_the_gate_once_a_gpu_has_measured(client, django_user_model):
+    from django.utils import timezone
+
+    from profiling.models import Candidate, Evaluation, Task
+
+    spec = task_registry.get("relu")
+    kernel = Candidate.objects.create(source=spec.naive_source, plan=spec.naive_plan, content_hash="0" * 64)
+    Evaluation.objects.create(
+        candidate=kernel, task=Task.objects.create(name="relu"), gpu="NVIDIA H100", evaluator="gate",
+        source=Evaluation.Source.GATE, status=Evaluation.Status.PASSED, harness_version="0", settings_key="k",
+        claimed_at=timezone.now())
+    client.force_login(django_user_model.objects.create_user("newcomer", password="pw-123456789"))
+
+    choices = client.get("/api/demo/").json()
+
+    assert choices["default"] == "gate" and choices["gpu_worker_seen"] and choices["note"] == ""
+
+
+def test_the_app_asks_for_the_kernels_the_engines_command_line_asks_for(tmp_path, monkeypatch):
+    """The generator records with the engine's command line and its default sources (skill
+    cards included); a demo run must then ask for the same kernels in the same order, or
+    its recording could never match. Checked on relu against its recording, with the
+    sources the generator uses: the kernels it lacks are asked for alike, "not measured"."""
+    from search.engine.__main__ import DEFAULT_SOURCES, build_parser, optimize
+    from search.engine.evaluators import ReplayEvaluator
+
+    recording = RECORDINGS[0]
+    data = json.loads(recording.path.read_text())
+    data["demo"] = {**data["demo"], "sources": list(DEFAULT_SOURCES), "budget": 8}
+    (tmp_path / recording.folder).mkdir()
+    path = tmp_path / recording.folder / recording.path.name
+    path.write_text(json.dumps(data))
+    trajectory = tmp_path / "cli.json"
+    args = build_parser().parse_args(["optimize", "--task", recording.task, "--budget", "8", "--seed",
+                                      str(recording.seed), "--replay", str(path), "--json", str(trajectory)])
+    assert optimize(args, evaluator=ReplayEvaluator(path), out=lambda _line: None) == 0
+    nodes = json.loads(trajectory.read_text())["search"]["tree"]["nodes"]
+    cli = [(n["candidate_hash"], n["evaluation"]) for n in nodes]
+    monkeypatch.setattr("search.demo.DEMO_DIR", tmp_path)
+    monkeypatch.setattr(demo_runs, "_evaluators", {})
+
+    run = _drive_demo(recording.task)
+
+    app = [(n.candidate.content_hash, n.engine.get("evaluation"))
+           for n in RunNode.objects.filter(run=run).select_related("candidate").order_by("node_id")]
+    assert app == cli
+    assert any(row.source.startswith("skill:") for row in RunNode.objects.filter(run=run))
