@@ -177,3 +177,28 @@ def test_the_app_asks_for_the_kernels_the_engines_command_line_asks_for(tmp_path
            for n in RunNode.objects.filter(run=run).select_related("candidate").order_by("node_id")]
     assert app == cli
     assert any(row.source.startswith("skill:") for row in RunNode.objects.filter(run=run))
+
+
+def test_a_share_link_of_a_demo_run_carries_its_banner(client):
+    from search import sharing_services
+
+    spec = task_registry.get(RECORDINGS[0].task)
+    run = services.run_create(task_name=spec.name, source=spec.naive_source, plan=spec.naive_plan,
+                              budget=5, evaluator="demo")
+    _link, token = sharing_services.share_create(run=run)
+
+    shared = client.get(f"/api/shared/{token}/").json()
+
+    assert shared["run"]["demo"]["gpu"] == RECORDINGS[0].gpu
+    assert "recorded" in shared["run"]["demo"]["banner"]
+
+
+def test_a_demo_run_refuses_a_kernel_other_than_the_recorded_naive_one(client, django_user_model):
+    client.force_login(django_user_model.objects.create_user("newcomer", password="pw-123456789"))
+    spec = task_registry.get(RECORDINGS[0].task)
+
+    answer = client.post("/api/runs/", {"task": spec.name, "budget": 5, "evaluator": "demo",
+                                        "source": spec.naive_source + "\n// mine\n", "plan": spec.naive_plan},
+                         content_type="application/json")
+
+    assert answer.status_code == 400 and "naive kernel" in answer.json()["source"][0]
