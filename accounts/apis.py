@@ -101,6 +101,16 @@ def _my_team(request: Request, team_id: int) -> Team:
     return Team.objects.get(pk=team_id)
 
 
+class TeamConflictError(ValidationError):
+    """A field's error, as a 400's body, with 409 Conflict: the request was sound."""
+
+    status_code = status.HTTP_409_CONFLICT
+
+
+LAST_ADMIN = OpenApiResponse(BAD_REQUEST_SCHEMA, description=(
+    'the team would be left without an admin: make someone else admin first ({"role": ["..."]})'))
+
+
 def _team_call(call):
     try:
         return call()
@@ -108,6 +118,8 @@ def _team_call(call):
         raise PermissionDenied(str(error)) from None
     except services.MemberNotFound as error:  # no such user, or not in the team: one answer
         raise NotFound(str(error)) from None
+    except services.TeamConflict as error:  # a sound request the team's state refuses: 409, not 400
+        raise TeamConflictError({error.field: [str(error)]}) from None
     except services.TeamError as error:
         raise ValidationError({error.field: [str(error)]}) from None
 
@@ -151,7 +163,7 @@ class TeamMemberApi(APIView):
     """PATCH: an admin sets a member's role. DELETE: an admin removes a member, or a
     member leaves. A team always keeps an admin."""
 
-    @extend_schema(request=MEMBER_ROLE_BODY, responses=TeamRowSerializer)
+    @extend_schema(request=MEMBER_ROLE_BODY, responses={200: TeamRowSerializer, 409: LAST_ADMIN})
     def patch(self, request: Request, team_id: int, username: str) -> Response:
         team = _my_team(request, team_id)
         form = MemberRoleSerializer(data=request.data)
@@ -160,9 +172,7 @@ class TeamMemberApi(APIView):
                                                     role=form.validated_data["role"]))
         return Response(_team_row(team, request.user))
 
-    @extend_schema(responses={204: None, 400: OpenApiResponse(BAD_REQUEST_SCHEMA, description=(
-        "the team would be left without an admin: make someone else admin first "
-        '({"role": ["..."]})'))})
+    @extend_schema(responses={204: None, 409: LAST_ADMIN})
     def delete(self, request: Request, team_id: int, username: str) -> Response:
         team = _my_team(request, team_id)
         _team_call(lambda: services.member_remove(team=team, actor=request.user, username=username))

@@ -3,7 +3,8 @@
 The people who manage a team are its admins: they add members by username, set roles
 and remove members; anyone may leave a team. A team always keeps at least one admin.
 Permission is checked here, so every caller (the API, the page, a command) gets the
-same rules; a refusal is a TeamError naming the field, TeamForbidden, or
+same rules; a refusal is a TeamError naming the field (a TeamConflict when the request is
+sound but the team's state refuses it: its last admin leaving), TeamForbidden, or
 MemberNotFound (a username that is not one of the team's members: whether such a user
 exists at all is not said).
 """
@@ -24,6 +25,11 @@ class TeamError(ValueError):
     def __init__(self, message: str, field: str = "non_field_errors") -> None:
         super().__init__(message)
         self.field = field
+
+
+class TeamConflict(TeamError):
+    """The request is well formed, but the team as it stands refuses it (its last admin
+    would leave or be demoted): another member's change first can make it succeed."""
 
 
 class TeamForbidden(PermissionError):
@@ -130,5 +136,5 @@ def _membership(team: Team, username: str) -> Membership:
 def _keep_an_admin(team: Team, leaving: Membership) -> None:
     admins = Membership.objects.select_for_update().filter(team=team, role=Membership.Role.ADMIN)
     if not admins.exclude(pk=leaving.pk).exists():
-        raise TeamError("a team keeps at least one admin: make someone else admin first", "role")
+        raise TeamConflict("a team keeps at least one admin: make someone else admin first", "role")
 

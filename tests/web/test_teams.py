@@ -55,9 +55,9 @@ def test_a_team_keeps_an_admin(api, people):
     dana, team = api(people["dana"]), people["team"]
     base = f"/api/teams/{team.pk}/members/"
     demoted = dana.patch(f"{base}dana/", {"role": "member"}, format="json")
-    assert demoted.status_code == 400 and "at least one admin" in demoted.json()["role"][0]
+    assert demoted.status_code == 409 and "at least one admin" in demoted.json()["role"][0]
     left = dana.delete(f"{base}dana/")
-    assert left.status_code == 400 and "at least one admin" in left.json()["role"][0]
+    assert left.status_code == 409 and "at least one admin" in left.json()["role"][0]
     assert dana.patch(f"{base}bob/", {"role": "admin"}, format="json").status_code == 200
     assert dana.delete(f"{base}dana/").status_code == 204  # now someone else is admin
     assert api(people["dana"]).get(f"/api/teams/{team.pk}/").status_code == 404

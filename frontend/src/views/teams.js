@@ -127,7 +127,7 @@ async function attempt(errors, call, undo) {
   try {
     await call();
   } catch (error) {
-    if (!(error instanceof ApiError) || ![400, 403, 404].includes(error.status)) throw error;
+    if (!(error instanceof ApiError) || ![400, 403, 404, 409].includes(error.status)) throw error;
     const { fields, general } = fieldErrors(error.body, ["name", "username", "role"]);
     fill(errors, [...Object.values(fields).flat(), ...general].map((m) => h("li", null, m)));
     if (undo) await undo(); // the role select shows what the server kept
