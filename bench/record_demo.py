@@ -2,6 +2,7 @@
 
     python bench/record_demo.py --out-dir $OUT/demo                      # every suite task
     python bench/record_demo.py --tasks relu,softmax --budget 30 --out-dir $OUT/demo
+    python bench/record_demo.py --check search/demo_recordings         # anywhere, no GPU
 
 For each task this runs the engine's own command line, as a person would on a GPU host:
 
@@ -25,6 +26,10 @@ by the same dotted paths; not the app's StoredSkillSource, whose cards depend on
 database's library. No LLM: the skill source's LLM and the judge's are left out here and
 in the app's demo runs (search.demo_runs.demo_sources), so the proposals are the same.
 No Django: a GPU host has none.
+
+--check DIR replays every recording under DIR with the engine's command line and the
+search settings the recording names (--replay: no GPU), and exits 1 if any evaluated node
+has no recorded verdict: the same check as tests/web/test_demo_replay.py, without Django.
 """
 
 from __future__ import annotations
@@ -43,7 +48,7 @@ sys.path.insert(0, str(ROOT))
 
 from profiling.harness import tasks  # noqa: E402
 from profiling.harness.jsonfile import write_json_atomically  # noqa: E402
-from search.demo import demo_metadata, gpu_folder  # noqa: E402
+from search.demo import demo_metadata, demo_recordings, gpu_folder  # noqa: E402
 from search.engine.__main__ import DEFAULT_SOURCES  # noqa: E402
 
 # Settings that change what a search proposes: a demo is recorded without them, as the
@@ -61,9 +66,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tasks", default="", help="comma-separated task names (default: every suite task)")
     parser.add_argument("--budget", type=int, default=DEFAULT_BUDGET, help="evaluations per task")
     parser.add_argument("--seed", type=int, default=0, help="the search's seed (the demo replays it)")
-    parser.add_argument("--out-dir", type=Path, required=True, help="writes <out-dir>/<gpu>/<task>.json")
+    parser.add_argument("--out-dir", type=Path, help="writes <out-dir>/<gpu>/<task>.json")
+    parser.add_argument("--check", type=Path, metavar="DIR",
+                        help="replay the recordings under DIR instead (no GPU) and say which nodes miss")
     parser.add_argument("--workdir", type=Path, help="keep the searches' logs and reports here")
     args = parser.parse_args(argv)
+    if args.check is not None:
+        return check_recordings(args.check)
+    if args.out_dir is None:
+        parser.error("--out-dir is required to record (or --check DIR to replay)")
     names = [n.strip() for n in args.tasks.split(",") if n.strip()] or \
         [t.name for t in tasks.all_tasks() if t.naive_source]
     failed = [name for name in names if not record_task(name, args)]
@@ -104,6 +115,28 @@ def record_task(task: str, args: argparse.Namespace) -> bool:
     write_json_atomically(out, data, indent=1)
     print(f"{task}: {len(evaluated)} evaluations, {len(data['recorded'])} recorded -> {out}", flush=True)
     return not missing
+
+
+def check_recordings(folder: Path) -> int:
+    """Replay each demo recording under `folder` as the app would; 1 if any node misses."""
+    missing_any = False
+    for demo in demo_recordings(folder):
+        with tempfile.TemporaryDirectory(prefix="optiml-demo-check-") as work:
+            trajectory = Path(work) / "run.json"
+            command = [sys.executable, "-m", "search.engine", "optimize", "--task", demo.task,
+                       "--budget", str(demo.budget), "--seed", str(demo.seed), "--judge", demo.judge,
+                       "--sources", ",".join(demo.sources), "--replay", str(demo.path),
+                       "--json", str(trajectory)]
+            env = {k: v for k, v in os.environ.items() if k not in PROPOSAL_KNOBS}
+            subprocess.run(command, cwd=ROOT, env=env, check=True, stdout=subprocess.DEVNULL)
+            nodes = json.loads(trajectory.read_text())["search"]["tree"]["nodes"]
+        missing = [n for n in nodes
+                   if n.get("evaluation") and (n.get("measurement") or {}).get("status") == "error"]
+        missing_any = missing_any or bool(missing)
+        print(f"{demo.key}: {len(nodes)} nodes, {len(missing)} not measured")
+        for node in missing:
+            print(f"  node {node['id']} ({node['proposal']['source']}: {node['proposal']['title']})")
+    return 1 if missing_any else 0
 
 
 if __name__ == "__main__":

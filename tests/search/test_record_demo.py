@@ -63,3 +63,18 @@ def test_it_says_which_evaluated_nodes_have_no_recorded_verdict(tmp_path, monkey
 
     assert code == 1
     assert "has no recorded verdict: the gate failed" in capsys.readouterr().err
+
+
+def test_check_replays_the_shipped_recordings_with_every_node_measured(capsys):
+    assert record_demo.main(["--check", str(RELU.parents[1])]) == 0
+    assert "h200/relu.json: 5 nodes, 0 not measured" in capsys.readouterr().out
+
+
+def test_check_names_the_node_a_recording_no_longer_holds(tmp_path, capsys):
+    data = json.loads(RELU.read_text())
+    del data["recorded"][sorted(data["recorded"])[0]]  # not the root's: the search goes on past it
+    (tmp_path / "h200").mkdir()
+    (tmp_path / "h200" / "relu.json").write_text(json.dumps(data))
+
+    assert record_demo.main(["--check", str(tmp_path)]) == 1
+    assert "1 not measured" in capsys.readouterr().out
