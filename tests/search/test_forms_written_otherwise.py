@@ -63,6 +63,23 @@ def test_checks_one_index_at_a_time_that_leave_threads_unbounded_are_refused(che
     assert isinstance(lift(MAP_2D % checks, MAP_2D_PLAN), Refusal)
 
 
+FLAT = """extern "C" __global__ void band(const float* x, float* y, int M, int N) {
+    int idx = blockIdx.x * blockDim.x + threadIdx.x;
+    int row = idx / N;
+    int col = idx % N;
+    if (row >= M) return;
+    if (col < 5) { y[idx] = x[idx]; }
+}
+"""
+
+
+def test_a_test_after_the_check_of_a_flat_index_read_as_digits_stays_the_work():
+    # the digits are bounded together by their one check; `col < 5` is what the work does
+    form = lift(FLAT, plan("band", ["x", "y", "M", "N"], grid="cdiv(M * N, BLOCK)"))
+    assert isinstance(form, Form) and form.family == MAP, form
+    assert "col < 5" in form.body
+
+
 def test_the_newcomer_glu_with_its_nested_checks_lifts_as_a_map():
     form = lift(glu.SRC, glu.TASK.naive_plan)
     assert isinstance(form, Form) and form.family == MAP, form

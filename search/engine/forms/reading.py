@@ -267,13 +267,14 @@ def _guarded(statement: Node, rest: list[Node], axes: dict[str, tuple[str, str]]
     # return;` or `if (row < R) { if (col < C) { ... } }`. The next check must be the
     # first statement the outer one lets through (and, inside a wrapping check, the only
     # one): any other statement would run for threads the next check leaves out.
-    while body and body[0].type == "if_statement" and (returned or len(body) == 1) \
-            and set(named) - set(bounds) - set(planes):
+    # Indices read as digits are bounded together (_through_digits): one check only.
+    while not early and body and body[0].type == "if_statement" and (returned or len(body) == 1) \
+            and set(axes) - set(bounds) - set(planes):
         try:
             more, inner, inner_returned = _one_guard(body[0], list(body[1:]), named)
         except NotRead:
             break
-        if set(more) & set(bounds):
+        if not set(more) <= set(axes) - set(bounds) - set(planes):
             break
         bounds, body, returned = {**bounds, **more}, inner, inner_returned
     bounds = _through_digits(bounds, axes, early, statement)
