@@ -85,7 +85,7 @@ export async function mountRuns(root) {
         h("td", null, h("input", { type: "checkbox", class: "pick", value: String(r.id), "aria-label": `compare run ${r.id}`,
           checked: kept.has(String(r.id)) })),
         h("td", null, h("a", { href: `/runs/${r.id}/` }, `#${r.id}`)),
-        h("td", null, r.task),
+        h("td", null, r.task, r.demo ? [" ", h("span", { class: "badge demo", title: r.demo.banner ?? "" }, "demo")] : null),
         h("td", null, h("span", { class: `badge status-${r.status} outcome-${r.outcome || "none"}` }, statusLabel(r))),
         h("td", { class: "run-message muted" }, r.message ?? ""),
         h("td", null, r.judge),
