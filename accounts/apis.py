@@ -107,6 +107,10 @@ class TeamConflictError(ValidationError):
     status_code = status.HTTP_409_CONFLICT
 
 
+NAME_TAKEN = OpenApiResponse(BAD_REQUEST_SCHEMA, description=(
+    'you are in a team of that name already ({"name": ["..."]})'))
+MEMBER_ALREADY = OpenApiResponse(BAD_REQUEST_SCHEMA, description=(
+    'they are in the team already ({"username": ["..."]})'))
 LAST_ADMIN = OpenApiResponse(BAD_REQUEST_SCHEMA, description=(
     'the team would be left without an admin: make someone else admin first ({"role": ["..."]})'))
 
@@ -131,7 +135,7 @@ class TeamListApi(APIView):
     def get(self, request: Request) -> Response:
         return Response([_team_row(team, request.user) for team in user_teams(user=request.user)])
 
-    @extend_schema(request=TeamCreateSerializer, responses={201: TeamRowSerializer})
+    @extend_schema(request=TeamCreateSerializer, responses={201: TeamRowSerializer, 409: NAME_TAKEN})
     def post(self, request: Request) -> Response:
         form = TeamCreateSerializer(data=request.data)
         form.is_valid(raise_exception=True)
@@ -150,7 +154,7 @@ class TeamMembersApi(APIView):
     """POST: an admin adds, by username, someone in a team with them already, as member or
     admin (anyone else is invited by a link: services.member_add)."""
 
-    @extend_schema(request=MemberAddSerializer, responses={201: TeamRowSerializer})
+    @extend_schema(request=MemberAddSerializer, responses={201: TeamRowSerializer, 409: MEMBER_ALREADY})
     def post(self, request: Request, team_id: int) -> Response:
         team = _my_team(request, team_id)
         form = MemberAddSerializer(data=request.data)

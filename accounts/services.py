@@ -4,7 +4,7 @@ The people who manage a team are its admins: they add members by username, set r
 and remove members; anyone may leave a team. A team always keeps at least one admin.
 Permission is checked here, so every caller (the API, the page, a command) gets the
 same rules; a refusal is a TeamError naming the field (a TeamConflict when the request is
-sound but the team's state refuses it: its last admin leaving), TeamForbidden, or
+sound but the teams' state refuses it: its last admin leaving), TeamForbidden, or
 MemberNotFound (a username that is not one of the team's members: whether such a user
 exists at all is not said).
 """
@@ -28,8 +28,9 @@ class TeamError(ValueError):
 
 
 class TeamConflict(TeamError):
-    """The request is well formed, but the team as it stands refuses it (its last admin
-    would leave or be demoted): another member's change first can make it succeed."""
+    """The request is well formed, but the teams as they stand refuse it (its last admin
+    would leave or be demoted, a name the user's teams hold already, a member added twice):
+    another change first can make it succeed."""
 
 
 class TeamForbidden(PermissionError):
@@ -69,7 +70,7 @@ def team_create_by(*, name: str, user) -> Team:
     # Only the teams the user is in count: whether someone else's team has this name is
     # not theirs to learn, and a name nobody has answers the same.
     if Team.objects.filter(name__iexact=name, memberships__user=user).exists():
-        raise TeamError(f"you are in a team named {name!r} already", "name")
+        raise TeamConflict(f"you are in a team named {name!r} already", "name")
     return team_create(name=name, admin=user)
 
 
@@ -98,7 +99,7 @@ def member_add(*, team: Team, actor, username: str, role: str = Membership.Role.
         raise TeamError(f"nobody called {username!r} is in a team with you: send them an invitation link "
                         "instead", "username")
     if Membership.objects.filter(team=team, user=user).exists():
-        raise TeamError(f"{user.get_username()} is in the team already", "username")
+        raise TeamConflict(f"{user.get_username()} is in the team already", "username")
     return membership_set(team=team, user=user, role=role)
 
 

@@ -29,7 +29,6 @@ def test_a_person_makes_a_team_adds_a_colleague_and_makes_them_admin(api, people
 
 @pytest.mark.parametrize(("body", "field", "words"), [
     ({"name": ""}, "name", "blank"), ({"name": "   "}, "name", "blank"),
-    ({"name": "KERNELS"}, "name", "you are in a team named 'KERNELS' already"),
     ({"name": "x" * 101}, "name", "100"),
     ({"name": 443}, "name", "Text is required, not int"),  # DRF's CharField took it as "443"
 ])
@@ -39,12 +38,21 @@ def test_bad_team_names_are_refused_on_the_name(api, people, body, field, words)
     assert Team.objects.count() == 1
 
 
-def test_adding_refuses_unknown_people_members_twice_and_bad_roles(api, people):
+def test_a_name_the_users_teams_hold_and_a_member_added_twice_are_conflicts(api, people):
+    """Sound requests that the teams as they stand refuse: 409, with the field's message."""
+    taken = api(people["alice"]).post("/api/teams/", {"name": "KERNELS"}, format="json")  # in kernels
+    assert taken.status_code == 409 and "you are in a team named 'KERNELS' already" in taken.json()["name"][0]
+    twice = api(people["dana"]).post(f"/api/teams/{people['team'].pk}/members/", {"username": "bob"},
+                                     format="json")
+    assert twice.status_code == 409 and "in the team already" in twice.json()["username"][0]
+    assert Team.objects.count() == 1
+
+
+def test_adding_refuses_unknown_people_and_bad_roles(api, people):
     dana, team = api(people["dana"]), people["team"]
     base = f"/api/teams/{team.pk}/members/"
     for body, field, words in [({"username": "nobody"}, "username", "is in a team with you"),
                                ({"username": "carol"}, "username", "is in a team with you"),
-                               ({"username": "bob"}, "username", "in the team already"),
                                ({"username": "carol", "role": "owner"}, "role", "not a valid choice")]:
         response = dana.post(base, body, format="json")
         assert response.status_code == 400 and words in str(response.json()[field]), response.json()
