@@ -275,6 +275,7 @@ def matrix(world: World, api) -> dict[str, dict[str, list[Probe]]]:
             Probe("GET", f"/api/tasks/declared/{world.team_task}/", READ_TEAM_RUN),
             Probe("GET", f"/api/tasks/declared/{world.private_task}/", READ_PRIVATE_RUN)]},
         "api/sources/": {"GET": [Probe("GET", "/api/sources/", ANY_SIGNED_IN)]},
+        "api/demo/": {"GET": [Probe("GET", "/api/demo/", ANY_SIGNED_IN)]},
         "api/kernels/write/": {"POST": [  # no LLM is configured: a 400 for all who get that far
             Probe("POST", "/api/kernels/write/", expect(400, anonymous=401, share_holder=401),
                   body={"task": world.private_task, "intent": "relu"})]},
