@@ -27,6 +27,7 @@ def test_new_session_offers_a_demo_run_and_its_page_says_the_times_are_recorded(
     result = _browse(SCRIPT, *server)
 
     assert result["relu_default"] == "demo" and "NVIDIA H200" in result["relu_hint"]
+    assert "No GPU worker has measured a kernel here yet" in result["relu_hint"]
     assert result["budget_disabled"] is True
     assert result["softmax_default"] == "gate"
     assert "softmax has no demo recording" in result["softmax_demo_hint"]

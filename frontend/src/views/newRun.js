@@ -41,7 +41,7 @@ export async function mountNewRun(root) {
     const demoRun = evaluator.value === "demo";
     for (const control of [budget, judge, seed, parallel]) control.disabled = demoRun;
     fill(evaluatorHint, demoRun
-      ? (recorded ? `Replays the search recorded on the ${recorded.gpu} on ${recorded.recorded_at} from the task's naive kernel `
+      ? (recorded ? `${demo.note ? `${demo.note} ` : ""}Replays the search recorded on the ${recorded.gpu} on ${recorded.recorded_at} from the task's naive kernel `
         + `(${recorded.budget} evaluations, its own judge, seed and sources); nothing runs on a GPU, and the run's page says so.`
         : `The task ${task.value} has no demo recording; tasks with one: ${Object.keys(demo.tasks ?? {}).join(", ") || "none"}.`)
       : demo.note || "Every kernel goes through the gate on a GPU worker.");
