@@ -1,7 +1,7 @@
 // @vitest-environment happy-dom
 import { describe, expect, it } from "vitest";
 import { cardSocketUrl, LiveClient } from "../src/live.js";
-import { changeNotice, effectPoints, effectText, reviewActions, skillFiltersFromQuery, skillsQuery, stateLink, vectorDiff,
+import { approveWhyNot, changeNotice, effectPoints, effectText, reviewActions, riskText, skillFiltersFromQuery, skillsQuery, stateLink, vectorDiff,
   withTeam } from "../src/transforms/skills.js";
 import { renderEffects } from "../src/views/charts.js";
 
@@ -114,5 +114,25 @@ describe("a card's anchor in its code", () => {
     expect(block.querySelector(".line-numbers")?.textContent).toBe("10\n▶11\n12");
     expect([...block.querySelectorAll("mark.anchor-line")].map((m) => m.textContent)).toEqual(["▶11"]);
     expect(block.querySelector("pre.code")?.textContent).toBe("a\nb\nc\n");
+  });
+});
+
+describe("a card's risks and review in words", () => {
+  it("says what happened for every kind of risk", () => {
+    expect(riskText({ kind: "slower", task: "topk", before: "OPT_A", speedup: 0.934 })).toBe("slower in topk: 0.93x from {OPT_A}");
+    expect(riskText({ kind: "slower", task: "relu", before: "" })).toBe("slower in relu: a slow-down from {plain}");
+    expect(riskText({ kind: "refused_without", task: "relu", without: "GRID_STRIDE", guard: "wrong_values", message: "max error 3" }))
+      .toBe("refused in relu without GRID_STRIDE (wrong_values): max error 3");
+    expect(riskText({ kind: "rejected_in_lineage", task: "softmax", guard: "compile" })).toBe("rejected in softmax's lineage (compile)");
+    expect(riskText({ kind: "transfer trial", task: "maxpool3d", message: "too slow" })).toBe("transfer trial on maxpool3d: too slow");
+    expect(riskText({ kind: "transfer trial", task: "where" })).toBe("transfer trial on where: did not reproduce its effect");
+  });
+
+  it("says why Approve is not offered", () => {
+    expect(approveWhyNot({ status: "verified", can_review: true })).toBeNull();
+    expect(approveWhyNot({ status: "failed", can_review: false })).toBeNull();
+    expect(approveWhyNot({ status: "failed", can_review: true })).toMatch(/roundtrip did not reproduce/);
+    expect(approveWhyNot({ status: "failed", can_review: true, kind: "skeleton" })).toMatch(/admission by transfer did not/);
+    expect(approveWhyNot({ status: "induced", can_review: true })).toMatch(/not tried yet/);
   });
 });

@@ -59,6 +59,48 @@ export function reviewActions(card) {
 }
 
 /**
+ * Why a reviewer is not offered Approve, in words (null when Approve is offered, or when
+ * the reader may not review at all): only what the system verified can be approved.
+ * @param {{status: string, can_review?: boolean, kind?: string}} card
+ */
+export function approveWhyNot(card) {
+  if (!card.can_review || reviewActions(card).includes("approve")) return null;
+  const check = card.kind === "skeleton" ? "its admission by transfer" : "its roundtrip";
+  switch (card.status) {
+    case "induced": return `Approve comes once ${check} has reproduced its effect: not tried yet.`;
+    case "failed": return `Not offered: ${check} did not reproduce its effect (its risks say where).`;
+    case "approved": return "Approved already.";
+    case "retired": return "Retired: it serves no search.";
+    default: return null;
+  }
+}
+
+/**
+ * A card's risk in words, each kind saying what happened:
+ * "slower in topk: 0.93x from {OPT_A}", "refused in relu without GRID_STRIDE (wrong_values): …".
+ * @param {{kind: string, task: string, without?: string, guard?: string, message?: string, before?: string, speedup?: number}} risk
+ */
+export function riskText(risk) {
+  const guard = risk.guard ? ` (${risk.guard})` : "";
+  const message = risk.message ? `: ${risk.message}` : "";
+  switch (risk.kind) {
+    case "slower":
+      return `slower in ${risk.task}: ${risk.speedup != null ? `${risk.speedup.toFixed(2)}x` : "a slow-down"} `
+        + `from {${risk.before || "plain"}}`;
+    case "no_effect_without":
+      return `no effect in ${risk.task} without ${risk.without}${guard}${message}`;
+    case "refused_without":
+      return `refused in ${risk.task} without ${risk.without}${guard}${message}`;
+    case "rejected_in_lineage":
+      return `rejected in ${risk.task}'s lineage${guard}${message}`;
+    case "transfer trial":
+      return `transfer trial on ${risk.task}${message || ": did not reproduce its effect"}`;
+    default:
+      return `${risk.kind} in ${risk.task}${risk.without ? ` without ${risk.without}` : ""}${guard}${message}`;
+  }
+}
+
+/**
  * The vector's diffs as one unified diff text, each step's file named after its lineage
  * and states, for the side-by-side renderer.
  * @param {{task: string, before: string, after: string, source_diff?: string}[]} vector

@@ -6,8 +6,8 @@ import "diff2html/bundles/css/diff2html.min.css";
 import { api, ApiError } from "../api.js";
 import { cardSocketUrl, LiveClient } from "../live.js";
 import { fieldErrors } from "../transforms/forms.js";
-import { changeNotice, effectText, reviewActions, SKILL_SORTS, SKILL_STATUSES, skillFiltersFromQuery, skillsQuery,
-  stateLink, vectorDiff, withTeam } from "../transforms/skills.js";
+import { approveWhyNot, changeNotice, effectText, reviewActions, riskText, SKILL_SORTS, SKILL_STATUSES, skillFiltersFromQuery,
+  skillsQuery, stateLink, vectorDiff, withTeam } from "../transforms/skills.js";
 import { renderEffects } from "./charts.js";
 import { excerptBlock } from "./code.js";
 import { facts, fill, h, table } from "./dom.js";
@@ -147,9 +147,9 @@ export async function mountSkillCard(root, cardId) {
       section("Effects: measured speed-ups", [effects.groups.length ? chart : h("p", null, "Nothing measured yet."),
         effects.metrics.length ? metricTable(effects.metrics) : null]),
       card.kind === "skeleton" ? skeletonSections(data) : [
-        section("The anchor, in the code it came from", anchorView(card.anchor_code ?? [])),
-        section("The vector: the experts' steps", vectorView(data.vector)),
-        section("Generalised patterns", patterns(data.anchor?.rewrites ?? [])),
+        folded("The anchor, in the code it came from", anchorView(card.anchor_code ?? [])),
+        folded("The vector: the experts' steps", vectorView(data.vector)),
+        folded("Generalised patterns", patterns(data.anchor?.rewrites ?? [])),
         section("Preconditions", preconditions(data.preconditions ?? {}))],
       section("Risks", risks(data.risks ?? [], card.lineages_behind)),
       card.kind === "skeleton" ? null
@@ -157,7 +157,7 @@ export async function mountSkillCard(root, cardId) {
       section("Reviews", h("ol", { id: "review-history" }, card.review_history.map((/** @type {any} */ r) =>
         h("li", null, h("strong", null, `${r.reviewer} ${r.decision === "approve" ? "approved" : "rejected"}`),
           ` (${r.status_before} → ${r.status_after}, ${new Date(r.created_at).toLocaleString()}): `, h("span", { class: "review-comment" }, r.comment))))),
-      section("Versions of its text", h("ol", { id: "versions" }, versions.map((/** @type {any} */ v) =>
+      folded("Versions of its text", h("ol", { id: "versions" }, versions.map((/** @type {any} */ v) =>
         h("li", null, `v${v.number} by ${v.author ?? "induction"}, ${new Date(v.created_at).toLocaleString()}`,
           v.number > 1 ? h("div", { class: "version-diff", html: diffHtml(v.diff, { outputFormat: "side-by-side", drawFileList: false }) }) : null)))),
       section("Where it was applied", usage.length ? table(["run", "task", "node", "outcome", "vs its parent"],
@@ -170,13 +170,15 @@ export async function mountSkillCard(root, cardId) {
 
   function reviewBox(/** @type {any} */ card) {
     const actions = reviewActions(card);
-    if (!actions.length) return null;
+    const whyNot = approveWhyNot(card);
+    if (!actions.length) return whyNot ? h("p", { class: "muted", id: "review-why-not" }, whyNot) : null;
     const comment = /** @type {HTMLTextAreaElement} */ (h("textarea", { id: "review-comment", rows: 2, placeholder: "why (required)" }));
     const button = (/** @type {"approve"|"reject"} */ decision) => h("button", { type: "button", id: `review-${decision}`,
       class: decision === "approve" ? "button primary" : "button",
       onclick: () => act(() => api(at("review/"), { method: "POST", body: { decision, comment: comment.value } }),
         decision === "approve" ? "Approved." : "Rejected.") }, decision === "approve" ? "Approve" : "Reject");
-    return h("div", { class: "review-box" }, h("label", { for: "review-comment" }, "Review "), comment, actions.map(button));
+    return h("div", { class: "review-box" }, h("label", { for: "review-comment" }, "Review "), comment, actions.map(button),
+      whyNot ? h("p", { class: "muted", id: "review-why-not" }, whyNot) : null);
   }
 
   function editBox(/** @type {any} */ card) {
@@ -274,6 +276,11 @@ function section(/** @type {string} */ title, /** @type {any} */ body) {
   return h("section", { class: "skill-section" }, h("h2", null, title), body);
 }
 
+/** A long section folded under its title (the card's summary stays in the first screen). */
+function folded(/** @type {string} */ title, /** @type {any} */ body) {
+  return h("section", { class: "skill-section" }, h("details", null, h("summary", null, h("h2", { class: "inline" }, title)), body));
+}
+
 /** Each step's before-state, cut to the lines it acts on (marked) and a few around them. */
 function anchorView(/** @type {{task: string, state: string, first_line: number, text: string, marked: number[]}[]} */ shown) {
   if (!shown.length) return h("p", null, "Not shown: no step's expert is in this project.");
@@ -306,7 +313,7 @@ function preconditions(/** @type {any} */ pre) {
 function risks(/** @type {any[]} */ found, /** @type {{task: string, page: string}[]} */ lineages) {
   const pages = new Map(lineages.map((l) => [l.task, l.page]));
   return found.length ? h("ul", { class: "risks" }, found.slice(0, 50).map((r) => {
-    const text = `${r.kind} in ${r.task}${r.without ? ` without ${r.without}` : ""}: ${r.message ?? ""}`;
+    const text = riskText(r);
     const page = pages.get(r.task);
     return h("li", null, page && r.state != null ? h("a", { class: "risk-link", href: stateLink(page, r.state) }, text) : text);
   })) : h("p", null, "None seen.");
