@@ -84,7 +84,8 @@ def test_the_window_card_comes_from_maxpool3ds_lineage_placed_by_its_naive_kerne
     make the card. With its own lineage left out, nothing is left to propose for it."""
     card = cards["skeleton:window.walk_rows"]
     assert card["tasks"] == ["maxpool3d"] and card["intents"] == ["WINDOW_REUSE", "UNROLL"]
-    assert all(e["family_found"].startswith("its task's naive kernel lifts") for e in card["evidence"]["steps"])
+    steps = card["evidence"]["steps"]
+    assert all(e["family_found"].startswith("its task's naive kernel lifts") for e in steps)
     (proposal,) = SkillSource(cards=[], skeleton_cards=[card]).propose(naive("maxpool3d"))
     assert proposal.source == "skill:skeleton:window.walk_rows" and "optiml_rest" in proposal.candidate.source
     assert SkillSource(cards=[], skeleton_cards=[card], leave_out_own=True).propose(naive("maxpool3d")) == []
