@@ -100,3 +100,38 @@ def test_a_hundred_and_fifty_viewers_leaving_at_once_all_leave(redis_live):
             await layer.flush()
 
     async_to_sync(scenario)()
+
+
+def test_over_redis_a_run_id_with_a_leading_zero_is_no_route_and_many_handshakes_at_once_all_sync(
+    redis_live, people, relu_run
+):
+    """One integer rule for websocket paths (/ws/runs/007/ names no run, as /api/runs/007/
+    does not), and handshakes side by side (optiml_web.socket_reads): 20 of the run's
+    viewers connecting at once are all let in and synced, a stranger among them refused."""
+    run = relu_run(budget=1, user=people["alice"], team=people["team"])
+    sessions = {}
+    for name in ("bob", "carol"):
+        client = Client()
+        client.force_login(people[name])
+        sessions[name] = client.cookies["sessionid"].value
+
+    async def connect(path, session):
+        ws = socket(path, session)
+        connected, code = await ws.connect(timeout=10)
+        synced = False
+        while connected and not synced:
+            synced = (await ws.receive_json_from(timeout=10))["type"] == "synced"
+        await ws.disconnect()
+        return connected, code if not connected else synced
+
+    async def scenario():
+        leading_zero = await connect(f"/ws/runs/0{run.pk}/", sessions["bob"])
+        crowd = await asyncio.gather(*(connect(f"/ws/runs/{run.pk}/", sessions["bob"]) for _ in range(20)),
+                                     connect(f"/ws/runs/{run.pk}/", sessions["carol"]))
+        return leading_zero, crowd
+
+    leading_zero, crowd = async_to_sync(scenario)()
+
+    assert leading_zero == (False, 4404)
+    assert crowd[:20] == [(True, True)] * 20
+    assert crowd[20] == (False, 4404)  # carol is in no team of the run's
