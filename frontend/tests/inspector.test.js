@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { compileModel, inspectorModel, profileSections, timingModel } from "../src/transforms/inspector.js";
+import { compileModel, deltaValues, formatMetric, inspectorModel, metricName, profileSections, timingModel } from "../src/transforms/inspector.js";
 
 describe("inspectorModel", () => {
   it("reads the kernel's code and its proposer apart, as the API sends them", () => {
@@ -97,5 +97,31 @@ describe("timingModel", () => {
     expect(timingModel(null, "gpu")).toBeNull();
     expect(timingModel({ runs: 0 }, "gpu")).toBeNull();
     expect(inspectorModel({ id: 1 }).timing).toBeNull();
+  });
+});
+
+describe("metrics as people read them", () => {
+  it("names a metric with its unit and keeps an unknown id", () => {
+    expect(metricName("sol_dram_pct")).toEqual({ key: "sol_dram_pct", label: "DRAM throughput", unit: "%" });
+    expect(metricName("smsp__cycles_active.avg")).toEqual({ key: "smsp__cycles_active.avg", label: "smsp__cycles_active.avg", unit: "" });
+  });
+
+  it("scales durations, bytes and counts instead of exponents", () => {
+    expect(formatMetric(4.99e5, "ns")).toBe("499.0 µs");
+    expect(formatMetric(2.5e6, "ns")).toBe("2.500 ms");
+    expect(formatMetric(812, "ns")).toBe("812 ns");
+    expect(formatMetric(3 * 1024 ** 3, "B")).toBe("3.0 GiB");
+    expect(formatMetric(512, "B")).toBe("512 B");
+    expect(formatMetric(67.04, "%")).toBe("67.0 %");
+    expect(formatMetric(1048576, "")).toBe("1,048,576");
+    expect(formatMetric(0.123456, "")).toBe("0.1235");
+    expect(formatMetric(null, "ns")).toBe("—");
+  });
+
+  it("works out a delta's before from this node's value and the ratio", () => {
+    expect(deltaValues({ metric: "duration_ns", ratio: 0.5 }, { duration_ns: 1000 })).toEqual({ before: 2000, after: 1000 });
+    expect(deltaValues({ metric: "duration_ns", ratio: null }, { duration_ns: 1000 })).toEqual({ before: null, after: null });
+    expect(deltaValues({ metric: "time", ratio: 0.5 }, { duration_ns: 1000 })).toEqual({ before: null, after: null });
+    expect(deltaValues({ metric: "duration_ns", ratio: 2 }, null)).toEqual({ before: null, after: null });
   });
 });

@@ -296,7 +296,7 @@ describe("renderInspector", () => {
     expect(container.querySelector(".diff-add .text")?.textContent).toBe("__global__ void __launch_bounds__(256) relu() {");
     expect(container.querySelector(".diff-del .text")?.textContent).toBe("__global__ void relu() {");
     expect([...container.querySelectorAll("table.deltas tbody tr")].map((tr) => tr.textContent))
-      .toEqual(["sol_dram+12.0%", "time−10.0%", "dram_bytes±0%"]);
+      .toEqual(["sol_dram—+12.0%", "Time (median)500.0 µs → 450.0 µs−10.0%", "dram_bytes2,147,483,648 → 2,147,483,648±0%"]);
     expect(container.querySelector("table.correctness .fail")?.textContent).toBe("failed (unwritten_output)");
     expect(container.querySelector(".correctness .inputs-drawn")?.textContent).toMatch(/^Inputs: gpu: 5 L1 seed\(s\) drawn on the GPU/);
     expect(container.querySelector('a[download]')?.getAttribute("href")).toBe("/api/runs/1/nodes/5/ncu-rep/");
@@ -320,7 +320,7 @@ describe("renderInspector", () => {
     const select = /** @type {HTMLSelectElement} */ (container.querySelector(".deltas select"));
     select.value = "root";
     select.dispatchEvent(new Event("change"));
-    expect(container.querySelector("table.deltas tbody")?.textContent).toBe("time−44.0%");
+    expect(container.querySelector("table.deltas tbody")?.textContent).toBe("Time (median)803.6 µs → 450.0 µs−44.0%");
   });
 
   it("explains what is missing for a pending node", () => {

@@ -241,7 +241,10 @@ def test_a_person_starts_a_run_watches_it_grow_inspects_a_node_and_shares_it(ser
     assert result["root_deltas_text"]
     # Node 1 is the float4 rewrite, measured at 0.507 ms against the root's 0.806 ms.
     assert "float4" in result["child_title"], result["child_title"]
-    assert "time" in result["child_deltas_text"] and "%" in result["child_deltas_text"]
+    # Each delta by its name, with the parent's value and this node's (issue 35, item 8).
+    assert re.search(r"Time \(median\)80\d\.\d µs → 50\d\.\d µs", result["child_deltas_text"]), \
+        result["child_deltas_text"]
+    assert "%" in result["child_deltas_text"]
     assert result["root_correctness_rows"] > 0
     assert result["root_has_roofline"] is True
     # Its timed runs: 30, 1 verified (recorded before the gate verified 8), the floor's

@@ -162,3 +162,59 @@ export function profileSections(metrics) {
     .map((key) => ({ key, label: key, value: /** @type {number} */ (numbers[key]), unit: "" }));
   return [...sections, { title: "Other", rows: other }].filter((s) => s.rows.length);
 }
+
+/** Each metric's human name and unit (the table above; other metrics keep their id). */
+/** @type {Map<string, {label: string, unit: string}>} */
+const METRIC_NAMES = new Map();
+for (const [, rows] of SECTIONS) for (const [key, label, unit] of rows) METRIC_NAMES.set(key, { label, unit });
+// The search's own ratios beside the profile's (search/engine/reward.py ratios).
+METRIC_NAMES.set("time", { label: "Time (median)", unit: "ms" });
+METRIC_NAMES.set("registers", { label: "Registers per thread (ptxas)", unit: "" });
+
+/**
+ * A metric's name as people read it, with its ncu id and unit.
+ * @param {string} key
+ * @returns {{key: string, label: string, unit: string}}
+ */
+export function metricName(key) {
+  const known = METRIC_NAMES.get(key);
+  return { key, label: known?.label ?? key, unit: known?.unit ?? "" };
+}
+
+/**
+ * A metric's value with its unit, scaled as people read it: durations in ns, µs or ms,
+ * byte counts in KiB/MiB/GiB, percentages to a tenth, counts with thousands separators.
+ * @param {number|null|undefined} value
+ * @param {string} unit
+ */
+export function formatMetric(value, unit) {
+  if (value == null || !Number.isFinite(value)) return "—";
+  if (unit === "%") return `${value.toFixed(1)} %`;
+  if (unit === "ms") return value >= 100 ? `${value.toFixed(1)} ms` : value >= 1 ? `${value.toFixed(3)} ms` : `${(value * 1000).toFixed(1)} µs`;
+  if (unit === "ns") {
+    if (Math.abs(value) >= 1e6) return `${(value / 1e6).toFixed(3)} ms`;
+    if (Math.abs(value) >= 1e3) return `${(value / 1e3).toFixed(1)} µs`;
+    return `${value.toFixed(0)} ns`;
+  }
+  if (unit === "B") {
+    const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let i = 0, x = value;
+    while (Math.abs(x) >= 1024 && i < units.length - 1) { x /= 1024; i += 1; }
+    return i ? `${x.toFixed(1)} ${units[i]}` : `${x.toFixed(0)} B`;
+  }
+  const text = Number.isInteger(value) ? value.toLocaleString("en-US")
+    : Math.abs(value) >= 1e4 ? Math.round(value).toLocaleString("en-US") : String(Number(value.toPrecision(4)));
+  return unit ? `${text} ${unit}` : text;
+}
+
+/**
+ * A delta's values: this node's metric (after) and the one it is compared with (before =
+ * after / ratio), both null where this node has no such metric or the ratio is unusable.
+ * @param {{metric: string, ratio: number|null}} delta
+ * @param {Record<string, unknown>|null|undefined} metrics this node's profile metrics
+ */
+export function deltaValues(delta, metrics) {
+  const after = metrics?.[delta.metric];
+  if (typeof after !== "number" || !Number.isFinite(after) || delta.ratio == null) return { before: null, after: null };
+  return { before: after / delta.ratio, after };
+}

@@ -1,6 +1,6 @@
 // The node inspector: everything one node can say about itself.
 import { deltaBars, formatPercent } from "../transforms/deltas.js";
-import { inspectorModel, profileSections } from "../transforms/inspector.js";
+import { deltaValues, formatMetric, inspectorModel, metricName, profileSections } from "../transforms/inspector.js";
 import { format } from "../transforms/runs.js";
 import { renderRoofline } from "./charts.js";
 import { codeBlock, diffBlock } from "./code.js";
@@ -102,11 +102,16 @@ function deltasSection(m) {
       return fill(body, h("p", { class: "muted" }, why));
     }
     const bars = deltaBars(deltas);
-    fill(body, table(["metric", "change", ""], deltas.map((d, i) => [
-      d.metric, formatPercent(d.percent),
+    const metrics = { ...(m.profile?.metrics ?? {}), time: m.timing?.medianMs };
+    fill(body, table(["metric", `${which === "root" ? "root" : "parent"} → this node`, "change", ""], deltas.map((d, i) => {
+      const name = metricName(d.metric);
+      const { before, after } = deltaValues(d, metrics);
+      return [h("span", { title: `ncu: ${d.metric}` }, name.label),
+        after == null ? "—" : `${formatMetric(before, name.unit)} → ${formatMetric(after, name.unit)}`, formatPercent(d.percent),
       h("span", { class: "delta-bar-track" }, h("span", { class: `delta-bar ${bars[i].direction}${bars[i].clipped ? " clipped" : ""}`,
         style: { width: `${(bars[i].length / 2).toFixed(1)}%` } })),
-    ]), { class: "deltas" }));
+      ];
+    }), { class: "deltas" }));
   };
   const select = h("select", { "aria-label": "compare with", onchange: (e) => draw(e.target.value) },
     h("option", { value: "parent" }, "vs parent"), h("option", { value: "root" }, "vs root"));
@@ -173,10 +178,10 @@ function profileSection(profile) {
     profile.bottleneck ? h("p", null, "Bottleneck: ", h("span", { class: "badge bottleneck" }, profile.bottleneck)) : null,
     sections.map((s, i) => h("details", { class: "ncu-section", "data-ncu-section": s.title, open: i === 0 },
       h("summary", null, s.title),
-      table(["metric", "value"], s.rows.map((r) => [h("span", { title: r.key }, r.label), r.unit === "%"
+      table(["metric", "value"], s.rows.map((r) => [h("span", { title: `ncu: ${r.key}` }, r.label), r.unit === "%"
         // a <meter>, not a styled bar: the Content-Security-Policy allows no inline style
         ? h("span", { class: "pct" }, h("meter", { min: 0, max: 100, value: Math.max(0, Math.min(100, r.value)) }),
           ` ${r.value.toFixed(1)} %`)
-        : `${format.number(r.value)}${r.unit ? ` ${r.unit}` : ""}`]), { class: "metrics" }))),
+        : formatMetric(r.value, r.unit)]), { class: "metrics" }))),
   ], "profile");
 }
