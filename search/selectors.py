@@ -252,9 +252,26 @@ def run_best_path(*, run: Run) -> list[dict]:
     return path[::-1]
 
 
+def run_best_so_far(*, run: Run) -> list[float | None]:
+    """The run's best time after each of its evaluations, in evaluation order: the best
+    kernel the full gate had passed by then (None before the first). Reused nodes (a
+    binary measured already) cost no evaluation and are left out, as on the run's timeline."""
+    rows = RunNode.objects.filter(run=run, state="done").values_list("node_id", "detail", "status", "level",
+                                                                     "time_ms")
+    measured = sorted((row for row in rows if not (row[1] or {}).get("reused")),
+                      key=lambda row: ((row[1] or {}).get("evaluation_index") or row[0], row[0]))
+    best, curve = None, []
+    for _node, _detail, status, level, time_ms in measured:
+        if status == "passed" and level == "full" and time_ms and (best is None or time_ms < best):
+            best = time_ms
+        curve.append(best)
+    return curve
+
+
 def run_comparison(*, a: Run, b: Run) -> dict:
-    """Two runs side by side: their outcomes, their best paths, and the diff from run a's
-    best kernel to run b's (source, then plan)."""
+    """Two runs side by side: their outcomes, their best paths, their best times after each
+    evaluation (to draw over each other), and the diff from run a's best kernel to run b's
+    (source, then plan)."""
     from profiling.harness.candidate import Candidate as HarnessCandidate
     from search.engine.diffs import candidate_diff
 
@@ -267,7 +284,8 @@ def run_comparison(*, a: Run, b: Run) -> dict:
                 "judge": run.judge, "sources": run.sources, "budget": run.budget, "evaluated": run.evaluated,
                 "root_ms": run.root_ms, "best_ms": run.best_ms, "speedup": run.speedup,
                 "best_node": best, "best_found_at": run.best_found_at, "gpu_seconds": run.gpu_seconds,
-                "intent": run.intent, "path": run_best_path(run=run)}, kernel
+                "intent": run.intent, "path": run_best_path(run=run),
+                "best_so_far": run_best_so_far(run=run)}, kernel
 
     left, kernel_a = side(a)
     right, kernel_b = side(b)

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { deltaBars, formatPercent, metricDeltas } from "../src/transforms/deltas.js";
 import { rooflineModel, RooflineError } from "../src/transforms/roofline.js";
-import { bestSoFar } from "../src/transforms/timeline.js";
+import { bestSoFar, compareCurves } from "../src/transforms/timeline.js";
 import { smallRun } from "./fixtures.js";
 
 describe("metricDeltas", () => {
@@ -83,5 +83,13 @@ describe("bestSoFar", () => {
       { id: 1, parentId: 0, state: "done", status: "passed", time_ms: 0.7, evaluation: 3 },
     ];
     expect(bestSoFar(rows).map((p) => [p.id, p.best_ms])).toEqual([[0, 1], [2, 0.5], [1, 0.5]]);
+  });
+});
+
+describe("compareCurves", () => {
+  it("turns each run's best after each evaluation into points, leaving out the evaluations before a pass", () => {
+    expect(compareCurves([{ id: 3, task: "relu", best_so_far: [null, 0.9, 0.9, 0.5] }, { id: 4, task: "relu" }])).toEqual([
+      { label: "#3 relu", points: [{ x: 2, y: 0.9 }, { x: 3, y: 0.9 }, { x: 4, y: 0.5 }] },
+      { label: "#4 relu", points: [] }]);
   });
 });

@@ -3,7 +3,7 @@
 // compared with the stored one (`npx vitest -u` to accept a deliberate change).
 import { describe, expect, it, vi } from "vitest";
 import { zoomIdentity } from "d3-zoom";
-import { renderRoofline, renderTimeline, TimelineView } from "../src/views/charts.js";
+import { renderCurves, renderRoofline, renderTimeline, TimelineView } from "../src/views/charts.js";
 import { diffBlock } from "../src/views/code.js";
 import { renderInspector } from "../src/views/inspector.js";
 import { TreeView } from "../src/views/tree.js";
@@ -335,5 +335,21 @@ describe("diffBlock", () => {
   it("colours added and removed lines", () => {
     const block = diffBlock("@@ -1 +1 @@\n-a\n+b\n");
     expect([...block.querySelectorAll(".diff-line")].map((l) => l.className)).toEqual(["diff-line diff-hunk", "diff-line diff-del", "diff-line diff-add"]);
+  });
+});
+
+describe("renderCurves", () => {
+  it("draws one step line per run with its label, and says so when neither has a passing kernel", () => {
+    const container = document.createElement("div");
+    renderCurves(container, [{ label: "#1 relu", points: [{ x: 1, y: 0.8 }, { x: 2, y: 0.8 }, { x: 3, y: 0.5 }] },
+      { label: "#2 relu", points: [{ x: 1, y: 0.8 }] }]);
+    const curves = [...container.querySelectorAll("svg.curves g.curve")];
+    expect(curves.map((g) => g.getAttribute("data-label"))).toEqual(["#1 relu", "#2 relu"]);
+    expect(curves.map((g) => g.querySelector("text")?.textContent)).toEqual(["#1 relu", "#2 relu"]);
+    // a step after each point: level to the next evaluation, then down to its time
+    expect(curves[0].querySelector("path")?.getAttribute("d")).toMatch(/^M56,([\d.]+)L310,\1L310,\1L564,\1L564,([\d.]+)$/);
+    renderCurves(container, [{ label: "#1 relu", points: [] }, { label: "#2 relu", points: [] }]);
+    expect(container.querySelector("svg")).toBeNull();
+    expect(container.textContent).toBe("Neither run has a kernel the full gate passed yet.");
   });
 });

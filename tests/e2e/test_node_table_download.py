@@ -60,6 +60,7 @@ def test_the_node_table_downloads_from_the_run_the_compare_and_the_shared_pages(
     assert result["run_json"]["name"] == f"optiml-run-{a}-relu-nodes.json"
     assert [row["id"] for row in table["nodes"]] == [int(row["id"]) for row in rows]
     # Compare: each side's own table.
+    assert result["compare_curves"] == [f"#{a} relu", f"#{b} relu"]  # both best-so-far curves, overlaid
     assert result["compare_a_csv"]["text"] == run_csv["text"]
     assert result["compare_b_json"]["name"] == f"optiml-run-{b}-relu-nodes.json"
     assert len(json.loads(result["compare_b_json"]["text"])["nodes"]) == b_nodes

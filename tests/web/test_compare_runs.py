@@ -23,6 +23,13 @@ def test_two_runs_side_by_side_with_their_best_paths_and_the_kernels_diff(api, p
         assert rows[child["id"]].parent_id == parent["id"]
     root = {"id": 0, "source": "root", "title": rows[0].title, "time_ms": rows[0].time_ms}
     assert body["b"]["path"] == [root]
+    # Each side's best after each evaluation: never rising, ending at its best node's time.
+    curve = body["a"]["best_so_far"]
+    evaluated = [n for n in rows.values() if n.state == "done" and not n.detail.get("reused")]
+    assert len(curve) == len(evaluated) and curve[0] == rows[0].time_ms
+    assert all(later <= earlier for earlier, later in zip(curve, curve[1:], strict=False))
+    assert curve[-1] == rows[body["a"]["best_node"]].time_ms
+    assert body["b"]["best_so_far"] == [rows[0].time_ms]
     if body["a"]["best_node"] != 0:
         assert body["diff"].startswith("--- a/kernel.cu") or "plan.json" in body["diff"]
     else:

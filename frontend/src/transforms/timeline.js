@@ -33,3 +33,17 @@ export function bestSoFar(rows) {
 function order(row) {
   return Number.isFinite(row.evaluation) ? row.evaluation : row.id;
 }
+
+/**
+ * Two compared runs' best-so-far curves (the compare API's `best_so_far`: each run's best
+ * time after each evaluation, null before its first passing kernel), as the points to
+ * draw: evaluation 1, 2, … against a time, the nulls left out.
+ * @param {{id: number, task: string, best_so_far?: (number|null)[]}[]} runs
+ * @returns {{label: string, points: {x: number, y: number}[]}[]}
+ */
+export function compareCurves(runs) {
+  return runs.map((run) => ({
+    label: `#${run.id} ${run.task}`,
+    points: (run.best_so_far ?? []).flatMap((ms, i) => (typeof ms === "number" && ms > 0 ? [{ x: i + 1, y: ms }] : [])),
+  }));
+}

@@ -203,6 +203,40 @@ export function renderRoofline(container, model, options) {
   return svg.node();
 }
 
+/**
+ * Several runs' best-so-far curves over each other (the compare page): one step line per
+ * run on a log time axis against evaluations, each labelled at its end.
+ * @param {Element} container
+ * @param {{label: string, points: {x: number, y: number}[]}[]} series
+ * @param {{width?: number, height?: number}} [options]
+ */
+export function renderCurves(container, series, options) {
+  const o = checkOptions("renderCurves", options, {
+    width: { type: "number", default: 640, min: 100 },
+    height: { type: "number", default: 200, min: 60 },
+  });
+  const drawn = series.filter((s) => s.points.length);
+  select(container).selectAll("*").remove();
+  if (!drawn.length) {
+    select(container).append("p").attr("class", "muted").text("Neither run has a kernel the full gate passed yet.");
+    return null;
+  }
+  const xs = drawn.flatMap((s) => s.points.map((p) => p.x)), ys = drawn.flatMap((s) => s.points.map((p) => p.y));
+  const x = scaleLinear().domain([1, Math.max(2, ...xs)]).range([MARGIN.left, o.width - MARGIN.right - 60]);
+  const y = scaleLog().domain([Math.min(...ys) / 1.15, Math.max(...ys) * 1.15]).range([o.height - MARGIN.bottom, MARGIN.top]);
+  const svg = select(container).append("svg").attr("class", "curves").attr("viewBox", `0 0 ${o.width} ${o.height}`)
+    .attr("role", "img").attr("aria-label", "best time so far of each run, by evaluation");
+  axes(svg, x, y, o, { x: "evaluation", y: "best time (ms, log scale)" }, false, true);
+  const path = line().x((/** @type {any} */ p) => x(p.x)).y((/** @type {any} */ p) => y(p.y)).curve(curveStepAfter);
+  drawn.forEach((s, i) => {
+    const g = svg.append("g").attr("class", `curve curve-${i}`).attr("data-label", s.label);
+    g.append("path").attr("d", path(/** @type {any} */ (s.points)));
+    const last = s.points[s.points.length - 1];
+    g.append("text").attr("x", round(x(last.x)) + 4).attr("y", round(y(last.y)) + 4).text(s.label);
+  });
+  return svg.node();
+}
+
 function axes(svg, x, y, o, labels, log = false, logTime = false) {
   const bottom = o.height - MARGIN.bottom;
   const gx = svg.append("g").attr("class", "axis x");

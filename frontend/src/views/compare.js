@@ -1,11 +1,13 @@
 // Two runs side by side (/runs/compare/?a=<id>&b=<id>): how each ended, its best path
-// step by step with times, each one's node table as CSV and JSON (the run page's
+// step by step with times, both best-so-far curves over each other (log time), each one's node table as CSV and JSON (the run page's
 // downloads), and the diff from run a's best kernel to run b's (diff2html, as the skill
 // cards' pages use).
 import { html as diffHtml } from "diff2html";
 import "diff2html/bundles/css/diff2html.min.css";
 import { api } from "../api.js";
 import { format, statusLabel } from "../transforms/runs.js";
+import { compareCurves } from "../transforms/timeline.js";
+import { renderCurves } from "./charts.js";
 import { facts, fill, h, table } from "./dom.js";
 
 /** @param {HTMLElement} root */
@@ -18,10 +20,13 @@ export async function mountCompare(root) {
     return;
   }
   const data = await api(`/api/runs/compare/?a=${encodeURIComponent(a)}&b=${encodeURIComponent(b)}`);
+  const curves = h("div", { class: "compare-curves" });
+  renderCurves(curves, compareCurves([data.a, data.b]));
   fill(root, h("h1", null, `Run #${data.a.id} and run #${data.b.id}`),
     data.same_task ? null : h("p", { class: "notice" }, `Different tasks (${data.a.task} and ${data.b.task}): `
       + "their times are not comparable."),
     h("div", { class: "compare-grid" }, side(data.a, "a"), side(data.b, "b")),
+    h("section", { class: "panel" }, h("h2", null, "Best time so far, by evaluation"), curves),
     h("section", { class: "panel" }, h("h2", null, `Best kernel of #${data.a.id} → best kernel of #${data.b.id}`),
       data.diff ? h("div", { class: "compare-diff", html: diffHtml(data.diff, { outputFormat: "side-by-side", drawFileList: false }) })
         : h("p", { class: "muted" }, "The two best kernels are the same.")));
