@@ -21,11 +21,6 @@ from profiling.harness import profile
 from profiling.models import Candidate, Evaluation
 from search.models import Run, RunNode
 
-# Measured on the H200 we evaluate on (../shared/GPU.md, 2026-11-29): a device-to-device
-# copy of 4 GiB with torch (read + write), and cuBLAS SGEMM fp32 with TF32 off at 4096^3.
-DRAM_BYTES_PER_S = 4.25e12
-FP32_FLOPS_PER_S = 50.7e12
-CEILINGS_SOURCE = "../shared/GPU.md"
 LEVEL_LABELS = {"full": "full gate", "screen": "screened (not profiled)"}
 REPORT_SUFFIX = ".ncu-rep"  # what the gate's profile step writes (profiling/harness/gate.py)
 
@@ -124,15 +119,23 @@ def _compile(compiled: dict | None) -> dict | None:
 
 
 def roofline(*, run: Run, node: RunNode, verdict: dict) -> dict[str, Any]:
-    """Where the node sits under the H200's ceilings: the task's useful FLOPs and bytes
-    (the gate's formulas, at the full size) over the node's median time."""
+    """Where the node sits under the ceilings of the GPU that measured it: the task's
+    useful FLOPs and bytes (the gate's formulas, at the full size) over the node's median
+    time, against that GPU's datasheet peaks (profiling.harness.ceilings, the table the
+    physics floor reads: one source of ceilings per GPU, so no honest kernel shows over
+    100 %). No ceilings for a GPU the table does not know."""
+    from profiling.harness.ceilings import ceilings_for
+
     timing = verdict.get("timing") or {}
     flops = timing.get("flops") or run.task.flops or None
     moved = timing.get("bytes") or run.task.bytes or None
     seconds = node.time_ms / 1e3 if node.time_ms else None
     metrics = (verdict.get("profile") or {}).get("metrics") or {}
+    gpu = (verdict.get("environment") or {}).get("gpu") or ""
+    peaks = ceilings_for(gpu) if gpu else None
+    compute = peaks.fp32_core_flops_per_s if peaks else None
     return {
-        "flops": flops, "bytes": moved, "time_ms": node.time_ms,
+        "flops": flops, "bytes": moved, "time_ms": node.time_ms, "gpu": gpu or None,
         "intensity": flops / moved if flops and moved else None,  # FLOP per byte
         "achieved_flops_per_s": flops / seconds if flops and seconds else None,
         "achieved_bytes_per_s": moved / seconds if moved and seconds else None,
@@ -140,9 +143,9 @@ def roofline(*, run: Run, node: RunNode, verdict: dict) -> dict[str, Any]:
         # L1, L2 and DRAM from the node's own counters and ceilings, if it was profiled
         # with them (profile.hierarchical_roofline)
         "measured": profile.hierarchical_roofline(metrics) if metrics else None,
-        "ceilings": {"dram_bytes_per_s": DRAM_BYTES_PER_S, "fp32_flops_per_s": FP32_FLOPS_PER_S,
-                     "ridge_intensity": FP32_FLOPS_PER_S / DRAM_BYTES_PER_S,
-                     "source": CEILINGS_SOURCE},
+        "ceilings": {"dram_bytes_per_s": peaks.dram_bytes_per_s, "fp32_flops_per_s": compute,
+                     "ridge_intensity": compute / peaks.dram_bytes_per_s,
+                     "source": f"{peaks.source} (fp32 on the CUDA cores)"} if peaks and compute else None,
     }
 
 

@@ -93,3 +93,10 @@ describe("compareCurves", () => {
       { label: "#4 relu", points: [] }]);
   });
 });
+
+describe("a roofline without ceilings", () => {
+  it("says which GPU the datasheet table does not know", () => {
+    expect(() => rooflineModel({ flops: 1, bytes: 1, time_ms: 1, ceilings: null, gpu: "NVIDIA L40S" }))
+      .toThrow(new RooflineError("no datasheet ceilings for NVIDIA L40S, so no roofline"));
+  });
+});

@@ -20,6 +20,9 @@ class Ceilings:
     dram_bytes_per_s: float
     math_flops_per_s: dict[str, float]
     source: str
+    # FP32 on the CUDA cores (an FFMA is two FLOP): the compute roof of the inspector's
+    # roofline, where a kernel's plain fp32 arithmetic runs. None where it is not known.
+    fp32_core_flops_per_s: float | None = None
 
 
 # What a correct fp32 result can cost on tensor cores. Single-precision accuracy needs
@@ -36,10 +39,11 @@ H200 = Ceilings(
     math_flops_per_s={"fp32": 989.4e12 / FP32_SPLIT_PRODUCTS, "fp16": 989.4e12,
                       "bf16": 989.4e12},
     source="NVIDIA H200 SXM datasheet peaks",
+    fp32_core_flops_per_s=67e12,
 )
 # H100 SXM datasheet: 3.35 TB/s HBM3, same math rates as the H200.
 H100 = Ceilings(dram_bytes_per_s=3.35e12, math_flops_per_s=H200.math_flops_per_s,
-                source="NVIDIA H100 SXM datasheet peaks")
+                source="NVIDIA H100 SXM datasheet peaks", fp32_core_flops_per_s=67e12)
 
 _BY_NAME = {"H200": H200, "H100": H100}
 

@@ -7,7 +7,7 @@
 /**
  * @typedef {{flops?: number, bytes?: number, time_ms?: number, intensity?: number,
  *   achieved_flops_per_s?: number, achieved_bytes_per_s?: number,
- *   ceilings?: {dram_bytes_per_s?: number, fp32_flops_per_s?: number, source?: string},
+ *   ceilings?: {dram_bytes_per_s?: number, fp32_flops_per_s?: number, source?: string}|null, gpu?: string|null,
  *   measured?: {achieved_flops_per_s?: number | null, fp32_flops_per_s?: number | null,
  *     levels?: {level: string, intensity?: number | null, ceiling_bytes_per_s?: number | null}[]} | null}} Roofline
  */
@@ -26,6 +26,9 @@ const positive = (value) => typeof value === "number" && Number.isFinite(value) 
  */
 export function rooflineModel(roofline) {
   if (roofline == null || typeof roofline !== "object") throw new RooflineError("no roofline data");
+  if (roofline.ceilings == null) {
+    throw new RooflineError(`no datasheet ceilings for ${roofline.gpu ?? "the GPU that measured it"}, so no roofline`);
+  }
   const dram = /** @type {number} */ (roofline.ceilings?.dram_bytes_per_s);
   const peak = /** @type {number} */ (roofline.ceilings?.fp32_flops_per_s);
   if (!positive(dram) || !positive(peak)) throw new RooflineError(`ceilings need positive dram_bytes_per_s and fp32_flops_per_s, got ${JSON.stringify(roofline.ceilings)}`);
