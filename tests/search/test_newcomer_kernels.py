@@ -10,18 +10,12 @@ reference on the emulator too.
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
 import pytest
 from cuda_on_cpu import mismatch_at_l0
-
-from lineage.engine.skills import SkillSource
-from profiling.harness import tasks
-from profiling.harness.candidate import Candidate
-from search.engine.forms import Refusal, cached
-from search.engine.types import NodeContext
+from newcomer_audit import lifted, naive, offered_skeletons, tasks_in
 
 DIRECTORY = Path(__file__).resolve().parents[2] / "bench" / "newcomer_tasks"
 ROWS, MAP, FULL, PRODUCT = "row_map_reduce", "elementwise_map", "full_reduction", "batched_contraction"
@@ -50,18 +44,8 @@ needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="the CPU emul
 
 @pytest.fixture(scope="module")
 def newcomer():
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv(tasks.TASK_PATH_VARIABLE, str(DIRECTORY))
-        patch.setenv("OPTIML_SKILL_CARDS", "skeletons")  # the skeleton cards alone: no token induction
-        tasks._reset_for_tests()
-        try:
-            yield {name: tasks.get(name) for name in EXPECTED}
-        finally:
-            tasks._reset_for_tests()
-
-
-def naive(task) -> Candidate:
-    return Candidate.from_source_and_plan(task.naive_source, task.naive_plan)
+    with tasks_in(DIRECTORY, EXPECTED) as found:
+        yield found
 
 
 def test_the_directory_holds_the_tasks_listed_here():
@@ -74,9 +58,7 @@ def test_the_directory_holds_the_tasks_listed_here():
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_each_naive_kernel_lifts_to_its_family_or_says_why_not(newcomer, name):
-    candidate = naive(newcomer[name])
-    found = cached.lifted_launches(candidate.source, json.dumps(candidate.plan_dict(), sort_keys=True))
-    read = [form.reason if isinstance(form, Refusal) else form.family for _, form in found]
+    read = lifted(naive(newcomer[name]))
     assert len(read) == len(EXPECTED[name]), read
     for got, expected in zip(read, EXPECTED[name], strict=True):
         assert expected == got or (expected not in (ROWS, MAP, FULL, PRODUCT) and expected in got), read
@@ -87,8 +69,7 @@ def test_each_naive_kernel_lifts_to_its_family_or_says_why_not(newcomer, name):
 def test_the_naive_kernel_and_every_skeleton_offered_compute_the_reference(newcomer, name, tmp_path):
     task = newcomer[name]
     candidate = naive(task)
-    context = NodeContext(task=name, candidate=candidate, measurement=None, diagnosis=None)
-    offered = [p for p in SkillSource().propose(context) if p.source.startswith("skill:skeleton:")]
+    offered = offered_skeletons(task, name)
     refused = not any(f in (ROWS, MAP, FULL, PRODUCT, "permutation") for f in EXPECTED[name])
     if refused:
         assert offered == []
