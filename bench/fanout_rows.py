@@ -32,7 +32,7 @@ def launch(*, task: str, parallel: int, budget: int, seed: int, screen: bool, pr
 
     from profiling.harness import tasks as task_registry
     from profiling.harness.gate import GateOptions
-    from search import services
+    from search import control_services, services
     from search.models import Run
     from search.tasks import drive_run_enqueue
 
@@ -46,7 +46,7 @@ def launch(*, task: str, parallel: int, budget: int, seed: int, screen: bool, pr
     timed_out = False
     while Run.objects.filter(pk=run.pk, status=Run.Status.RUNNING).exists():
         if time.time() - began > limit_s:
-            services.run_control(run_id=run.pk, action="stop")
+            control_services.run_control(run_id=run.pk, action="stop")
             timed_out = True
             break
         time.sleep(POLL_S)

@@ -73,7 +73,7 @@ def publish(run_id: int, duration_s: float, gap_s: float, steps: int, interval_s
     from bench.live import _django
 
     _django()
-    from search import broadcast, services
+    from search import broadcast, control_services, services
     from search.models import Run
 
     committed: dict[int, tuple[float, str]] = {}
@@ -99,7 +99,7 @@ def publish(run_id: int, duration_s: float, gap_s: float, steps: int, interval_s
         bursts.append([round(started, 2), round(time.monotonic() - began, 2)])
         time.sleep(max(0.0, min(gap_s, duration_s - (time.monotonic() - began))))
     with transaction.atomic():
-        services.run_set_status(run_id=run_id, status=Run.Status.STOPPED)
+        control_services.run_set_status(run_id=run_id, status=Run.Status.STOPPED)
     run = Run.objects.get(pk=run_id)
     Path(out).write_text(json.dumps({"committed": committed, "last_seq": run.next_seq - 1,
                                      "evaluated": run.evaluated, "bursts_s": bursts}))

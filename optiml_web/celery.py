@@ -45,7 +45,7 @@ app.conf.task_reject_on_worker_lost = True
 # with the default 30 s lease (OPTIML_EVALUATION_LEASE_S), a dead worker's node is handed
 # out again 30 to 40 s after its last heartbeat, well within a minute.
 EXPIRED_LEASE_SWEEP_S = 10.0
-# Runs whose driver chain was lost get a new one (search/services.py, run_restart_stalled);
+# Runs whose driver chain was lost get a new one (search/control_services.py, run_restart_stalled);
 # `scripts/serve` runs the beat inside its one worker.
 app.conf.beat_schedule = {
     "wake-runs-with-expired-leases": {"task": "search.wake_runs_with_expired_leases",

@@ -29,7 +29,7 @@ from profiling.harness import declared
 from profiling.harness import tasks as task_registry
 from profiling.harness.candidate import CandidateError
 from profiling.harness.expr import ExpressionError
-from search import inspector, selectors, services, sharing_services, writing_jobs
+from search import control_services, inspector, selectors, services, sharing_services, writing_jobs
 from search.importing import TrajectoryError, parse_trajectory
 from search.models import Run
 from search.serializers import (
@@ -310,7 +310,7 @@ class RunControlApi(APIView):
     def post(self, request: Request, run_id: int) -> Response:
         run = _controlled_run(request, run_id)
         try:
-            run = services.run_control(run_id=run.pk, action=self.control, user=request.user)
+            run = control_services.run_control(run_id=run.pk, action=self.control, user=request.user)
         except services.RunError as error:
             return Response({"detail": str(error)}, status=status.HTTP_409_CONFLICT)
         run = selectors.run_visible(user=request.user, run_id=run.pk)

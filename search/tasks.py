@@ -10,7 +10,7 @@ from django.conf import settings
 from django.db import transaction
 
 from profiling.evaluators import EvaluatorError
-from search import demo_runs, input_caches, leases, node_services, services, writing_jobs
+from search import control_services, demo_runs, input_caches, leases, node_services, services, writing_jobs
 from search.models import Run
 
 logger = logging.getLogger(__name__)
@@ -30,7 +30,7 @@ def drive_run(run_id: int, token: int) -> str | None:
     except Exception as error:
         # A failure is a state people see on the run, not only a traceback in a log.
         logger.exception("driving run %s failed", run_id)
-        services.run_fail(run_id=run_id, message=failure_for_users("a step of the run", error))
+        control_services.run_fail(run_id=run_id, message=failure_for_users("a step of the run", error))
         return Run.Status.FAILED
     return run.status if run is not None else None
 
@@ -61,7 +61,8 @@ def evaluate_node(self, run_id: int, node_id: int, best_full_ms: float | None) -
                                               worker=self.request.hostname or "")
     except Exception as error:
         logger.exception("evaluating node %s of run %s failed", node_id, run_id)
-        services.run_fail(run_id=run_id, message=failure_for_users(f"evaluating node {node_id}", error))
+        control_services.run_fail(run_id=run_id,
+                                  message=failure_for_users(f"evaluating node {node_id}", error))
         return "failed"
     if outcome == "held":
         raise self.retry(countdown=HELD_RETRY_S)
@@ -76,7 +77,8 @@ def compile_node(run_id: int, node_id: int, best_full_ms: float | None) -> str:
         return node_services.node_compile(run_id=run_id, node_id=node_id, best_full_ms=best_full_ms)
     except Exception as error:
         logger.exception("compiling node %s of run %s failed", node_id, run_id)
-        services.run_fail(run_id=run_id, message=failure_for_users(f"compiling node {node_id}", error))
+        control_services.run_fail(run_id=run_id,
+                                  message=failure_for_users(f"compiling node {node_id}", error))
         return "failed"
 
 
@@ -99,8 +101,8 @@ def evaluate_node_enqueue(*, run, node_id: int, best_full_ms: float | None) -> N
 @shared_task(name="search.restart_stalled_runs")
 def restart_stalled_runs() -> list[int]:
     """Every minute (the beat, optiml_web/celery.py): new driver chains for running runs
-    whose chain was lost (services.run_restart_stalled)."""
-    restarted = services.run_restart_stalled(older_than_s=settings.OPTIML_RUN_STALL_S)
+    whose chain was lost (control_services.run_restart_stalled)."""
+    restarted = control_services.run_restart_stalled(older_than_s=settings.OPTIML_RUN_STALL_S)
     if restarted:
         logger.warning("restarted the driver chains of stalled runs %s", restarted)
     return restarted

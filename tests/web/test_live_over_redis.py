@@ -14,7 +14,7 @@ from channels.testing import WebsocketCommunicator
 from django.test import Client
 
 from optiml_web.env import channel_layers
-from search import services
+from search import control_services
 from search.models import Run, RunEvent
 
 pytestmark = [
@@ -51,7 +51,7 @@ def socket(path: str, session: str) -> WebsocketCommunicator:
     return WebsocketCommunicator(application, path, headers=headers)
 
 
-set_status = database_sync_to_async(services.run_set_status)
+set_status = database_sync_to_async(control_services.run_set_status)
 
 
 @pytest.mark.timeout(IDLE_S + 60)

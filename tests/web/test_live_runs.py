@@ -18,7 +18,7 @@ from channels.testing import WebsocketCommunicator
 from django.test import Client
 
 from profiling.evaluators import RecordedEvaluator
-from search import broadcast, services, sharing_services
+from search import broadcast, control_services, services, sharing_services
 from search import live as search_live
 from search.models import Run, RunEvent
 from tests.web.conftest import RUN_RECORDING
@@ -78,7 +78,7 @@ def last_seq(run: Run) -> int:
 
 
 step = database_sync_to_async(services.run_step)
-set_status = database_sync_to_async(services.run_set_status)
+set_status = database_sync_to_async(control_services.run_set_status)
 count_events = database_sync_to_async(lambda run: RunEvent.objects.filter(run=run).count())
 
 
@@ -246,8 +246,8 @@ def test_a_burst_of_events_is_coalesced_into_few_frames(live, people, sessions, 
     def burst() -> float:
         started = time.monotonic()
         for _ in range(10):  # 20 events, 20 transactions, 20 notifications
-            services.run_set_status(run_id=run.pk, status=Run.Status.PAUSED)
-            services.run_set_status(run_id=run.pk, status=Run.Status.RUNNING)
+            control_services.run_set_status(run_id=run.pk, status=Run.Status.PAUSED)
+            control_services.run_set_status(run_id=run.pk, status=Run.Status.RUNNING)
         return time.monotonic() - started
 
     async def scenario():

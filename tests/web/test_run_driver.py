@@ -15,7 +15,7 @@ import pytest
 
 from profiling.evaluators import RecordedEvaluator
 from profiling.harness import tasks as task_registry
-from search import node_services, services, tasks
+from search import control_services, node_services, services, tasks
 from search.models import Run, RunEvent, RunNode
 from tests.web.conftest import RUN_RECORDING
 
@@ -89,7 +89,7 @@ def launch(broker, django_capture_on_commit_callbacks):
 
 def _control(capture, run: Run, action: str) -> None:
     with capture(execute=True):
-        services.run_control(run_id=run.pk, action=action)
+        control_services.run_control(run_id=run.pk, action=action)
 
 
 def _measured(run: Run) -> list[int]:
@@ -341,7 +341,7 @@ def test_a_run_whose_chain_was_lost_gets_exactly_one_new_chain(broker, launch, s
 def test_runs_that_are_recent_paused_or_finished_are_left_alone(broker, launch, settings):
     recent = launch(budget=3)
     paused = launch(budget=3)
-    services.run_control(run_id=paused.pk, action="pause")
+    control_services.run_control(run_id=paused.pk, action="pause")
     done = launch(budget=1)
     broker.drain()
     for run in (paused, done):
@@ -349,7 +349,7 @@ def test_runs_that_are_recent_paused_or_finished_are_left_alone(broker, launch, 
     queued = len(broker.queue)
 
     with broker.capture(execute=True):
-        assert services.run_restart_stalled(older_than_s=settings.OPTIML_RUN_STALL_S) == []
+        assert control_services.run_restart_stalled(older_than_s=settings.OPTIML_RUN_STALL_S) == []
 
     assert len(broker.queue) == queued
     recent.refresh_from_db()

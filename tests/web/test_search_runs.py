@@ -14,7 +14,7 @@ from django.core.management import CommandError, call_command
 from profiling.evaluators import RecordedEvaluator
 from profiling.harness import tasks as task_registry
 from profiling.models import Evaluation
-from search import selectors, services
+from search import control_services, selectors, services
 from search.models import Run, RunEvent, RunNode
 from search.state import state_of
 
@@ -65,13 +65,13 @@ def test_stepping_a_finished_run_changes_nothing():
 
 def test_a_paused_run_does_not_step_until_resumed_and_a_stopped_one_never_again():
     run = new_run(budget=3)
-    services.run_set_status(run_id=run.pk, status=Run.Status.PAUSED)
+    control_services.run_set_status(run_id=run.pk, status=Run.Status.PAUSED)
     assert services.run_step(run_id=run.pk, evaluator=RecordedEvaluator(RECORDING)).evaluated == 0
-    services.run_set_status(run_id=run.pk, status=Run.Status.RUNNING)
+    control_services.run_set_status(run_id=run.pk, status=Run.Status.RUNNING)
     assert services.run_step(run_id=run.pk, evaluator=RecordedEvaluator(RECORDING)).evaluated == 1
-    services.run_set_status(run_id=run.pk, status=Run.Status.STOPPED)
+    control_services.run_set_status(run_id=run.pk, status=Run.Status.STOPPED)
     with pytest.raises(services.RunError, match="stopped run cannot become running"):
-        services.run_set_status(run_id=run.pk, status=Run.Status.RUNNING)
+        control_services.run_set_status(run_id=run.pk, status=Run.Status.RUNNING)
 
 
 def test_a_run_resumes_from_its_stored_state_after_a_restart():
