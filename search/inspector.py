@@ -18,6 +18,7 @@ from typing import Any
 from django.conf import settings
 
 from profiling.harness import profile
+from profiling.harness.ceilings import ceilings_for
 from profiling.models import Candidate, Evaluation
 from search.models import Run, RunNode
 
@@ -124,8 +125,6 @@ def roofline(*, run: Run, node: RunNode, verdict: dict) -> dict[str, Any]:
     time, against that GPU's datasheet peaks (profiling.harness.ceilings, the table the
     physics floor reads: one source of ceilings per GPU, so no honest kernel shows over
     100 %). No ceilings for a GPU the table does not know."""
-    from profiling.harness.ceilings import ceilings_for
-
     timing = verdict.get("timing") or {}
     flops = timing.get("flops") or run.task.flops or None
     moved = timing.get("bytes") or run.task.bytes or None

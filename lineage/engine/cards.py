@@ -148,8 +148,8 @@ def _card(intent: str, steps: list[tuple[Lineage, Transition]], lineages: list[L
         vector=vector,
         preconditions={"order": _order(intent, steps, probes_by_task), "context": _context(steps),
                        "profile": _profile(steps)},
-        effects={"speedup": _stats(speedups),
-                 "by_task": {t: _stats([s.speedup for lin, s in steps if lin.task == t and s.speedup])
+        effects={"speedup": speedup_stats(speedups),
+                 "by_task": {t: speedup_stats([s.speedup for lin, s in steps if lin.task == t and s.speedup])
                              for t in task_names},
                  "metric_deltas": _median_deltas(steps)},
         risks=_risks(intent, steps, lineages, probes_by_task),
@@ -416,7 +416,8 @@ def _profile(steps: list[tuple[Lineage, Transition]]) -> dict[str, Any]:
             "steps": len(steps)}
 
 
-def _stats(values: list[float]) -> dict[str, Any]:
+def speedup_stats(values: list[float]) -> dict[str, Any]:
+    """{n, min, median, max} of measured speed-ups; {n: 0} for none (skeleton cards use it too)."""
     if not values:
         return {"n": 0}
     return {"n": len(values), "min": min(values), "median": statistics.median(values), "max": max(values)}

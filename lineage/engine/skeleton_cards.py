@@ -32,6 +32,7 @@ from search.engine import forms
 from search.engine.forms import skeletons
 
 from . import experts
+from .cards import speedup_stats
 from .walker import Lineage
 
 FORMAT = "optiml-skeleton-cards/2"
@@ -103,7 +104,7 @@ def _card(skeleton, steps: list[dict[str, Any]]) -> dict[str, Any]:
         "intents": list(skeleton.intents), "family": skeleton.family, "skeleton": skeleton.name,
         "summary": skeleton.summary, "tasks": source_tasks,
         "sentence": f"For any kernel that lifts to the {skeleton.family} family: {skeleton.summary}.",
-        "effects": {"speedup": _stats(speedups)},
+        "effects": {"speedup": speedup_stats(speedups)},
         "evidence": {"lineages": len(source_tasks), "transitions": len(steps), "steps": steps},
         "scope": {"language": "CUDA", "family": skeleton.family, "tasks": source_tasks},
         "anchor": {"skeleton": skeleton.name, "status": "a skeleton", "rewrites": [], "steps": []},
@@ -114,15 +115,6 @@ def _card(skeleton, steps: list[dict[str, Any]]) -> dict[str, Any]:
                                        "the skeleton's plan is valid at every L0 and L1 size"]},
         "admission": {"status": "untried"},
     }
-
-
-def _stats(values: list[float]) -> dict[str, Any]:
-    if not values:
-        return {"n": 0, "median": None}
-    ordered = sorted(values)
-    middle = len(ordered) // 2
-    median = ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
-    return {"n": len(values), "min": ordered[0], "median": median, "max": ordered[-1]}
 
 
 def steps_of(card: dict[str, Any]) -> list[dict[str, Any]]:
