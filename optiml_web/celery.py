@@ -15,7 +15,7 @@ import logging
 import os
 
 from celery import Celery
-from celery.signals import after_setup_logger, after_setup_task_logger
+from celery.signals import after_setup_logger, after_setup_task_logger, worker_ready, worker_shutdown
 from celery.utils.log import get_multiprocessing_logger
 
 from optiml_web.env import env_int
@@ -100,6 +100,45 @@ def _redact_tokens(logger: logging.Logger, **kwargs) -> None:
         for handler in each.handlers:
             if not any(isinstance(f, RedactShareTokens) for f in handler.filters):
                 handler.addFilter(RedactShareTokens())
+
+
+# A worker that takes the `gpu` queue on a host with a GPU says so by a heartbeat while it
+# runs (profiling/workers.py): a run measured by the gate waits, queued, while none does.
+_gpu_worker_heartbeat: list = []
+
+
+def _consumed_queues(consumer) -> set[str]:
+    queues = getattr(getattr(consumer, "task_consumer", None), "queues", None)
+    if queues is None:
+        queues = consumer.app.amqp.queues.consume_from.values()
+    return {queue.name for queue in queues}
+
+
+@worker_ready.connect
+def _gpu_worker_start(sender, **kwargs) -> None:
+    from profiling.harness import gate
+    from profiling.workers import gpu_worker_heartbeat
+
+    if "gpu" not in _consumed_queues(sender):
+        return
+    gpu = gate.gpu_name()
+    if gpu is None:
+        logging.getLogger(__name__).warning(
+            "this worker takes the gpu queue on a host without a GPU: runs measured by the gate "
+            "wait, queued for a GPU worker, until one with a GPU starts")
+        return
+    heartbeat = gpu_worker_heartbeat(hostname=sender.hostname, gpu=gpu)
+    _gpu_worker_heartbeat.append((sender.hostname, heartbeat.__enter__()))
+
+
+@worker_shutdown.connect
+def _gpu_worker_stop(**kwargs) -> None:
+    from profiling.workers import gpu_worker_gone
+
+    while _gpu_worker_heartbeat:
+        hostname, heartbeat = _gpu_worker_heartbeat.pop()
+        heartbeat.__exit__(None, None, None)
+        gpu_worker_gone(hostname=hostname)
 
 
 app.autodiscover_tasks()

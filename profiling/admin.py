@@ -3,7 +3,7 @@ import json
 from django.contrib import admin
 from django.utils.html import format_html
 
-from profiling.models import Candidate, DeclaredTask, Evaluation, Task
+from profiling.models import Candidate, DeclaredTask, Evaluation, GpuWorker, Task
 
 
 @admin.register(Task)
@@ -126,3 +126,14 @@ class EvaluationAdmin(admin.ModelAdmin):
     @admin.display(description="verdict")
     def verdict_json(self, evaluation: Evaluation) -> str:
         return format_html("<pre>{}</pre>", json.dumps(evaluation.verdict, indent=2))
+
+
+@admin.register(GpuWorker)
+class GpuWorkerAdmin(admin.ModelAdmin):
+    """The GPU workers' heartbeats (profiling/workers.py): written by the workers alone."""
+
+    list_display = ["hostname", "gpu", "started", "last_beat"]
+    readonly_fields = ["hostname", "gpu", "started", "last_beat"]
+
+    def has_add_permission(self, request) -> bool:
+        return False

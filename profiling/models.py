@@ -140,3 +140,17 @@ class Evaluation(models.Model):
     @property
     def finished(self) -> bool:
         return self.status != self.Status.RUNNING
+
+
+class GpuWorker(models.Model):
+    """A Celery worker on a host with a GPU that takes the `gpu` queue, known by its
+    heartbeat (profiling.workers): workers do not register otherwise. A run measured by
+    the gate waits, queued for a GPU worker, while none is live (search.gpu_queue)."""
+
+    hostname = models.CharField(max_length=200, unique=True)  # Celery's, e.g. "optiml@gpu-3"
+    gpu = models.CharField(max_length=200)  # the GPU's name, as the gate reads it (nvidia-smi)
+    started = models.DateTimeField()  # when this worker process said it was there first
+    last_beat = models.DateTimeField(db_index=True)
+
+    def __str__(self) -> str:
+        return f"GPU worker {self.hostname} ({self.gpu})"

@@ -31,8 +31,9 @@ def run_set_status(*, run_id: int, status: str, by=None) -> Run:
             issued_at=None, started_at=None, worker="", lease_expires_at=None)
     run.status = status
     run.message = _status_message(run, status, by)
+    run.queued_since = None  # paused or stopped, it waits for nobody; resumed, its next step looks
     run.drive_token += 1  # whatever message is queued or running now cannot go on
-    _append(run, "run_status", {"status": status, "message": run.message})
+    _append(run, "run_status", {"status": status, "message": run.message, "queued_since": None})
     run.save()
     return run
 
@@ -91,8 +92,8 @@ def run_fail(*, run_id: int, message: str) -> Run | None:
     run = Run.objects.select_for_update().filter(pk=run_id).first()
     if run is None or run.status not in (Run.Status.RUNNING, Run.Status.PAUSED):
         return run
-    run.status, run.message = Run.Status.FAILED, message
+    run.status, run.message, run.queued_since = Run.Status.FAILED, message, None
     run.drive_token += 1
-    _append(run, "run_status", {"status": Run.Status.FAILED, "message": message})
+    _append(run, "run_status", {"status": Run.Status.FAILED, "message": message, "queued_since": None})
     run.save()
     return run

@@ -21,6 +21,7 @@ from django.conf import settings
 from profiling.evaluators import NO_GPU, Evaluator, RecordedEvaluator, get_evaluator
 from profiling.harness.candidate import Candidate as HarnessCandidate
 from profiling.models import Evaluation
+from profiling.workers import gpu_worker_live
 from search.demo import DemoRecording, DemoRecordingError, demo_by_key, demo_for, demo_recordings
 from search.models import Run
 
@@ -107,7 +108,11 @@ def gpu_worker_seen() -> bool:
 
 def demo_choices() -> dict:
     """What the New session form needs to offer demo runs (GET /api/demo/): demo is the
-    default while no GPU has measured a kernel here and the server's evaluator is the gate."""
+    default while no GPU has measured a kernel here and the server's evaluator is the gate;
+    `gate_note` says before a run starts that one measured by the gate would wait, queued
+    for a GPU worker, while none is connected (search.gpu_queue)."""
+    from search import gpu_queue  # it imports this module
+
     seen = gpu_worker_seen()
     # An operator who configured another evaluator (a recording, say) chose it for every run.
     demo_first = not seen and settings.OPTIML_EVALUATOR == SERVER
@@ -118,7 +123,9 @@ def demo_choices() -> dict:
     note = ("No GPU worker has measured a kernel here yet, so a run would only compile and check its "
             "kernels: a demo run, which replays a search recorded on a GPU, is the default."
             if demo_first else "")
-    return {"default": DEMO if demo_first else SERVER, "gpu_worker_seen": seen, "tasks": tasks, "note": note}
+    gate_note = gpu_queue.gpu_worker_choice_note()
+    return {"default": DEMO if demo_first else SERVER, "gpu_worker_seen": seen, "tasks": tasks, "note": note,
+            "gpu_worker_live": gpu_worker_live(), "gate_note": gate_note}
 
 
 def demo_view(run: Run) -> dict | None:

@@ -41,6 +41,9 @@ class Run(models.Model):
     evaluator = models.CharField(max_length=200, blank=True, default="")
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.RUNNING)
     message = models.TextField(blank=True)
+    # A running run whose evaluations need a GPU worker while none is live waits, queued,
+    # since then (search.gpu_queue): its driver hands nothing out. None when it does not wait.
+    queued_since = models.DateTimeField(null=True, blank=True)
     state = models.JSONField()  # search.engine Search.header(): the nodes are in RunNode.engine
     # A new random value at each save of the state (search.state): a worker that holds the
     # search in memory uses it only while the row still carries the token it saved.

@@ -57,8 +57,10 @@ class RunSerializer(serializers.ModelSerializer):
                   "speedup", "gpu_seconds", "created", "created_by", "team", "sources", "seed",
                   "intent", "imported", "message", "best_node", "best_found_at", "vendor_ms", "updated",
                   "screen", "parallel", "outcome", "vendor_gpu", "speedup_vs_vendor", "vendor_source",
-                  "measured_gpu", "demo"]
+                  "measured_gpu", "demo", "queued_since"]
         read_only_fields = fields
+        extra_kwargs = {"queued_since": {"help_text": "set while a running run waits, queued for a GPU "
+                                         "worker (none is connected; its message says so): since when"}}
 
     demo = serializers.SerializerMethodField(
         help_text="a demo run (its times recorded on a GPU and replayed: search.demo_runs): which GPU, "
@@ -419,6 +421,9 @@ class DemoChoicesSerializer(serializers.Serializer):
     default = serializers.CharField(help_text="the evaluator New session picks: demo while no GPU worker "
                                     "has measured a kernel here, else gate")
     gpu_worker_seen = serializers.BooleanField()
+    gpu_worker_live = serializers.BooleanField(help_text="whether a GPU worker is connected now")
+    gate_note = serializers.CharField(allow_blank=True, help_text="what to know before a run measured by a "
+                                      "GPU worker starts: it waits, queued, while none is connected")
     tasks = serializers.DictField(child=DemoTaskSerializer(), help_text="task name: its demo recording")
     note = serializers.CharField(allow_blank=True)
 

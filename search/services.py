@@ -380,12 +380,16 @@ def run_dispatch(*, run_id: int, evaluator: Evaluator | None = None) -> Run:
     """Under the run's lock: tell what arrived, ask for candidates up to `parallel` in
     flight, and queue one message per asked node once this commits: its compile on a CPU
     worker (search.compile_node, which then queues its evaluation), or with
-    OPTIML_COMPILE_AHEAD off its evaluation on the `gpu` queue."""
+    OPTIML_COMPILE_AHEAD off its evaluation on the `gpu` queue. A run on the server's
+    evaluator that needs a GPU worker while none is live waits instead (search.gpu_queue)."""
+    from search.gpu_queue import run_waits_for_gpu_worker  # it imports this module
     from search.tasks import compile_node_enqueue, evaluate_node_enqueue  # tasks import services
 
     run = Run.objects.select_for_update().get(pk=run_id)
     if run.status != Run.Status.RUNNING:
         return run
+    if evaluator is None and run_waits_for_gpu_worker(run):
+        return run  # queued, nothing handed out: the chain looks again after IDLE_STEP_DELAY_S
     asked, best_full_ms, events = _step_ask(run, run.parallel, evaluator or demo_runs.evaluator_for_run(run))
     _announce(run, events)
     for node_id, _candidate in asked:

@@ -50,6 +50,19 @@ describe("applyEvents", () => {
     expect(state.unknownKinds).toEqual(["something_new"]);
   });
 
+  it("follows a run into the queue for a GPU worker and out of it, as its status events say", () => {
+    const start = initialState({ run: { status: "running" } });
+    const queued = applyEvents(start, [{ seq: 1, kind: "run_status",
+      data: { status: "running", message: "queued for a GPU worker", queued_since: "2026-12-07T19:00:00Z" } }]).state;
+    expect(queued.run).toMatchObject({ status: "running", message: "queued for a GPU worker",
+      queued_since: "2026-12-07T19:00:00Z" });
+    const left = applyEvents(queued, [{ seq: 2, kind: "run_status",
+      data: { status: "running", message: "", queued_since: null } }]).state;
+    expect(left.run).toMatchObject({ status: "running", message: "", queued_since: null });
+    const paused = applyEvents(queued, [{ seq: 2, kind: "run_status", data: { status: "paused" } }]).state;
+    expect(paused.run.queued_since).toBe("2026-12-07T19:00:00Z"); // an older server: the label reads the status
+  });
+
   it("takes the root's time as the run's baseline once the root is measured", () => {
     const { state } = applyEvents(initialState({ run: { status: "running" } }), [
       evaluated(1, 0, null, { time_ms: 0.8 }),

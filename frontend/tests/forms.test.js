@@ -110,6 +110,11 @@ describe("statusLabel", () => {
     expect(statusLabel({ status: "finished", outcome: "no_gain", imported: true })).toBe("finished: no gain (imported)");
     expect(statusLabel({ status: "running", outcome: "" })).toBe("running");
   });
+  it("says a running run waits for a GPU worker while it is queued, and nothing of it once it stops", () => {
+    expect(statusLabel({ status: "running", queued_since: "2026-12-07T19:00:00Z" })).toBe("queued for a GPU worker");
+    expect(statusLabel({ status: "running", queued_since: null })).toBe("running");
+    expect(statusLabel({ status: "stopped", queued_since: "2026-12-07T19:00:00Z" })).toBe("stopped");
+  });
   it("reads the outcome from the best node as the server does", () => {
     expect(runOutcome({ status: "finished", best_node: null })).toBe("nothing_passed");
     expect(runOutcome({ status: "finished", best_node: 0 })).toBe("no_gain");

@@ -83,6 +83,8 @@ function applyOne(state, { kind, data }) {
     case "run_status":
       run.status = data.status;
       if (data.message != null) run.message = data.message;
+      // Set while a running run waits, queued for a GPU worker; null once it leaves the queue.
+      if ("queued_since" in data) run.queued_since = data.queued_since;
       break;
     case "run_finished":
       // A run stopped by a person stays "stopped"; otherwise the budget was spent.

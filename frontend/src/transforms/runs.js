@@ -110,12 +110,14 @@ export function vendorComparison(run) {
 
 /**
  * The status badge's words: a finished run says when it found nothing, so a run whose
- * every kernel failed is not shown as a plain green "finished".
- * @param {{status?: string, outcome?: string, imported?: boolean}} run
+ * every kernel failed is not shown as a plain green "finished"; a running run that waits
+ * for a GPU worker (the API's `queued_since`) says so.
+ * @param {{status?: string, outcome?: string, imported?: boolean, queued_since?: string|null}} run
  */
 export function statusLabel(run) {
   const words = { nothing_passed: "finished: nothing passed", no_gain: "finished: no gain" };
-  const label = (run.status === "finished" && words[run.outcome ?? ""]) || (run.status ?? "");
+  const queued = run.status === "running" && run.queued_since ? "queued for a GPU worker" : null;
+  const label = queued || (run.status === "finished" && words[run.outcome ?? ""]) || (run.status ?? "");
   return run.imported ? `${label} (imported)` : label;
 }
 

@@ -18,7 +18,7 @@ const FIELDS = /** @type {const} */ (["task", "evaluator", "intent", "source", "
 /** @param {HTMLElement} root */
 export async function mountNewRun(root) {
   const [tasks, me, sourceList, demo] = await Promise.all([api("/api/tasks/"), api("/api/me/").catch(() => ({ teams: [] })),
-    api("/api/sources/").catch(() => []), api("/api/demo/").catch(() => ({ default: "gate", tasks: {}, note: "" }))]);
+    api("/api/sources/").catch(() => []), api("/api/demo/").catch(() => ({ default: "gate", tasks: {}, note: "", gate_note: "" }))]);
   const byName = new Map(tasks.map((t) => [t.name, t]));
   const wanted = new URLSearchParams(window.location.search).get("task");
   const errors = Object.fromEntries(FIELDS.map((f) => [f, h("ul", { class: "field-errors", id: `errors-${f}`, "data-errors-for": f })]));
@@ -44,7 +44,8 @@ export async function mountNewRun(root) {
       ? (recorded ? `${demo.note ? `${demo.note} ` : ""}Replays the search recorded on the ${recorded.gpu} on ${recorded.recorded_at} from the task's naive kernel `
         + `(${recorded.budget} evaluations, its own judge, seed and sources); nothing runs on a GPU, and the run's page says so.`
         : `The task ${task.value} has no demo recording; tasks with one: ${Object.keys(demo.tasks ?? {}).join(", ") || "none"}.`)
-      : demo.note || "Every kernel goes through the gate on a GPU worker.");
+      : demo.gate_note || demo.note || "Every kernel goes through the gate on a GPU worker.");
+    evaluatorHint.classList.toggle("warning", !demoRun && Boolean(demo.gate_note));
   }
   const editor = codeEditor({ name: "source", id: "id_source" });
   const upload = /** @type {HTMLInputElement} */ (h("input", { type: "file", id: "id_upload", accept: ".cu,.cuh,.h,.cpp,.txt,text/plain" }));

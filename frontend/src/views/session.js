@@ -204,11 +204,12 @@ export async function mountSession(root, source) {
     const overVendor = vendorComparison(run);
     if (!changedSince(el.header, JSON.stringify([run.id, run.task, run.status, run.judge, run.root_ms, run.best_ms,
       run.speedup, overVendor, run.gpu_seconds, run.created_by, run.message, run.outcome, run.intent,
-      run.imported]))) return;
+      run.imported, run.queued_since]))) return;
     fill(el.header,
       h("h1", null, `Run #${run.id} `, h("span", { class: "task" }, run.task ?? ""), " ",
-        h("span", { class: `badge status-${run.status} outcome-${run.outcome || "none"}`, "data-run-status": run.status,
-          "data-outcome": run.outcome ?? "" }, statusLabel(run))),
+        h("span", { class: `badge status-${run.status} outcome-${run.outcome || "none"}${run.queued_since ? " queued" : ""}`,
+          "data-run-status": run.status, "data-queued": run.queued_since ? "gpu" : "", "data-outcome": run.outcome ?? "" },
+        statusLabel(run))),
       run.imported ? h("span", { class: "badge imported", "data-imported": "" }, "imported") : null,
       run.message ? h("p", { class: "run-message", "data-run-message": "" }, run.message) : null,
       run.intent ? h("p", { class: "run-intent", "data-run-intent": "" }, h("span", { class: "muted" }, "Intent: "), run.intent) : null,
