@@ -270,9 +270,11 @@ def run_best_so_far(*, run: Run) -> list[float | None]:
 
 def run_comparison(*, a: Run, b: Run) -> dict:
     """Two runs side by side: their outcomes, their best paths, their best times after each
-    evaluation (to draw over each other), and the diff from run a's best kernel to run b's
-    (source, then plan)."""
+    evaluation (to draw over each other), the diff from run a's best kernel to run b's
+    (source, then plan), and their settings and best kernels' tunables side by side
+    (search.comparison)."""
     from profiling.harness.candidate import Candidate as HarnessCandidate
+    from search.comparison import run_settings_rows
     from search.engine.diffs import candidate_diff
 
     def side(run: Run) -> tuple[dict, HarnessCandidate]:
@@ -290,7 +292,8 @@ def run_comparison(*, a: Run, b: Run) -> dict:
     left, kernel_a = side(a)
     right, kernel_b = side(b)
     return {"a": left, "b": right, "same_task": a.task_id == b.task_id,
-            "diff": candidate_diff(kernel_a, kernel_b)}
+            "diff": candidate_diff(kernel_a, kernel_b),
+            "settings": run_settings_rows(runs=[a, b], kernels=[kernel_a, kernel_b])}
 
 
 # The gate's seed is the run's secret (search/measuring.py): a message that quotes one is

@@ -30,6 +30,9 @@ try {
   await page.goto(`${BASE}/runs/compare/?a=${a}&b=${b}`);
   await page.locator('.compare-side[data-side="b"] a[data-download="csv"]').waitFor({ timeout: WAIT_MS });
   result.compare_curves = await page.locator("svg.curves g.curve").evaluateAll((gs) => gs.map((g) => g.getAttribute("data-label")));
+  result.compare_settings = await page.locator(".settings-table tbody tr[data-setting]").evaluateAll((rows) =>
+    rows.map((row) => [row.getAttribute("data-setting"), row.getAttribute("data-differs"),
+      ...[...row.querySelectorAll("td")].slice(0, 2).map((td) => td.textContent)]));
   await page.screenshot({ path: join(env("SHOTS_DIR"), "compare-downloads.png"), fullPage: true });
   result.compare_a_csv = await download(page, '.compare-side[data-side="a"] a[data-download="csv"]');
   result.compare_b_json = await download(page, '.compare-side[data-side="b"] a[data-download="json"]');

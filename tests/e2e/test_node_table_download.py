@@ -61,6 +61,9 @@ def test_the_node_table_downloads_from_the_run_the_compare_and_the_shared_pages(
     assert [row["id"] for row in table["nodes"]] == [int(row["id"]) for row in rows]
     # Compare: each side's own table.
     assert result["compare_curves"] == [f"#{a} relu", f"#{b} relu"]  # both best-so-far curves, overlaid
+    settings = {row[0]: row[1:] for row in result["compare_settings"]}  # the settings table
+    assert settings["budget"] == ["yes", "4 evaluations", "2 evaluations"]  # differs: marked
+    assert settings["judge"] == ["no", "rules", "rules"] and settings["BLOCK"][0] in ("yes", "no")
     assert result["compare_a_csv"]["text"] == run_csv["text"]
     assert result["compare_b_json"]["name"] == f"optiml-run-{b}-relu-nodes.json"
     assert len(json.loads(result["compare_b_json"]["text"])["nodes"]) == b_nodes

@@ -44,3 +44,59 @@ def test_compare_names_a_missing_run_and_hides_other_peoples(api, people, relu_r
     assert missing.status_code == 400 and "b" in missing.json()
     assert alice.get(f"/api/runs/compare/?a={mine.pk}&b=x").status_code == 400
     assert alice.get(f"/api/runs/compare/?a={mine.pk}&b={theirs.pk}").status_code == 404
+
+
+def _settings(body: dict) -> dict[str, dict]:
+    return {(row["group"], row["name"]): row for row in body["settings"]}
+
+
+def test_compare_sets_the_runs_settings_and_best_tunables_side_by_side_and_marks_the_differences(
+    api, people, relu_run
+):
+    from profiling.harness.gate import GateOptions
+    from search.models import Run
+
+    a = relu_run(3, user=people["alice"], gate_options=GateOptions(time_limit_s=120),
+                 source_names=["tunable"])
+    b = relu_run(1, drive=False, user=people["alice"], evaluator="demo")
+    # Run a's best is a kernel of the tunable source: its BLOCK is not the root's 256.
+    tuned = next(n for n in RunNode.objects.filter(run=a, source="tunable").select_related("candidate")
+                 if n.candidate.plan["tunables"]["BLOCK"] != 256)
+    Run.objects.filter(pk=a.pk).update(best_node=tuned.node_id)
+    body = api(people["alice"]).get(f"/api/runs/compare/?a={a.pk}&b={b.pk}").json()
+    rows = _settings(body)
+
+    assert [name for group, name in rows if group == "settings"] == [
+        "budget", "time limit", "sources", "judge", "evaluator", "search seed", "screen", "parallel"]
+    assert rows["settings", "budget"] == {"group": "settings", "name": "budget", "unit": "evaluations",
+                                              "values": [3, 1], "differs": True}
+    limit = rows["settings", "time limit"]
+    assert limit["values"] == [120.0, 600.0] and limit["unit"] == "s"
+    assert rows["settings", "sources"]["values"][0] == ["tunable"] and rows["settings", "sources"]["differs"]
+    assert rows["settings", "judge"] == {"group": "settings", "name": "judge", "unit": "",
+                                         "values": ["rules", "rules"], "differs": False}
+    gate, demo = rows["settings", "evaluator"]["values"]
+    assert gate == "gate" and demo.startswith("demo (recorded on the NVIDIA H200")
+    assert rows["settings", "screen"]["values"] == [True, False]  # a demo run is never screened
+    block = rows["tunables", "BLOCK"]
+    assert block["values"] == [tuned.candidate.plan["tunables"]["BLOCK"], 256] and block["differs"] is True
+    assert rows["tunables", "compile options"] == {"group": "tunables", "name": "compile options", "unit": "",
+                                                   "values": [[], []], "differs": False}
+
+
+def test_a_tunable_only_one_best_kernel_has_is_none_for_the_other(db):
+    from profiling.harness.candidate import Candidate as HarnessCandidate
+    from search.comparison import run_settings_rows
+    from search.models import Run
+
+    plan = {"launches": [{"kernel": "k", "grid": [1], "block": ["BLOCK"], "args": []}],
+            "tunables": {"BLOCK": 128}}
+    one = HarnessCandidate.from_source_and_plan("__global__ void k() {}", plan)
+    other = HarnessCandidate.from_source_and_plan("__global__ void k() {}", {**plan, "tunables": {
+        "BLOCK": 128, "UNROLL": 4}})
+    runs = [Run(budget=5, gate_options={}, sources=["tunable"], judge="rules", seed=0) for _ in range(2)]
+    rows = {row["name"]: row for row in run_settings_rows(runs=runs, kernels=[one, other])}
+    assert rows["BLOCK"]["values"] == [128, 128] and not rows["BLOCK"]["differs"]
+    assert rows["UNROLL"]["values"] == [None, 4] and rows["UNROLL"]["differs"]
+    chosen = ("budget", "time limit", "sources", "judge", "evaluator")
+    assert not any(rows[name]["differs"] for name in chosen)

@@ -1,11 +1,13 @@
 // Two runs side by side (/runs/compare/?a=<id>&b=<id>): how each ended, its best path
-// step by step with times, both best-so-far curves over each other (log time), each one's node table as CSV and JSON (the run page's
+// step by step with times, their settings and best kernels' tunables in one table (the
+// rows that differ marked), both best-so-far curves over each other (log time), each one's node table as CSV and JSON (the run page's
 // downloads), and the diff from run a's best kernel to run b's (diff2html, as the skill
 // cards' pages use).
 import { html as diffHtml } from "diff2html";
 import "diff2html/bundles/css/diff2html.min.css";
 import { api } from "../api.js";
 import { format, statusLabel } from "../transforms/runs.js";
+import { differencesText, settingLines } from "../transforms/settingsTable.js";
 import { compareCurves } from "../transforms/timeline.js";
 import { renderCurves } from "./charts.js";
 import { facts, fill, h, table } from "./dom.js";
@@ -26,6 +28,7 @@ export async function mountCompare(root) {
     data.same_task ? null : h("p", { class: "notice" }, `Different tasks (${data.a.task} and ${data.b.task}): `
       + "their times are not comparable."),
     h("div", { class: "compare-grid" }, side(data.a, "a"), side(data.b, "b")),
+    data.settings ? settingsPanel(data) : null,
     h("section", { class: "panel" }, h("h2", null, "Best time so far, by evaluation"), curves),
     h("section", { class: "panel" }, h("h2", null, `Best kernel of #${data.a.id} → best kernel of #${data.b.id}`),
       data.diff ? h("div", { class: "compare-diff", html: diffHtml(data.diff, { outputFormat: "side-by-side", drawFileList: false }) })
@@ -49,4 +52,24 @@ function side(run, which) {
     table(["node", "step", "by", "time"], run.path.map((/** @type {any} */ step, /** @type {number} */ i) => [
       `#${step.id}`, i === 0 ? "start" : step.title, h("code", null, step.source), format.ms(step.time_ms)]),
     { class: "compare-path" }));
+}
+
+/** The settings and the best kernels' tunables, side by side. @param {any} data */
+function settingsPanel(data) {
+  const lines = settingLines(data.settings);
+  const row = (/** @type {import("../transforms/settingsTable.js").SettingLine} */ line) =>
+    h("tr", { class: line.differs ? "differs" : null, "data-setting": line.name, "data-group": line.group,
+      "data-differs": line.differs ? "yes" : "no" },
+    h("th", { scope: "row" }, line.name), ...line.cells.map((cell) => h("td", null, cell)),
+    h("td", { class: "differs-mark", title: line.differs ? "the runs differ here" : "" }, line.differs ? "≠" : ""));
+  const group = (/** @type {string} */ name, /** @type {string} */ title) => [
+    h("tr", { class: "group" }, h("th", { colspan: 4, scope: "rowgroup" }, title)),
+    ...lines.filter((line) => line.group === name).map(row)];
+  return h("section", { class: "panel compare-settings" }, h("h2", null, "Settings and tunables"),
+    h("p", { class: "muted", "data-differences": "" }, differencesText(lines)),
+    h("table", { class: "settings-table" },
+      h("thead", null, h("tr", null, h("th", { scope: "col" }, ""), h("th", { scope: "col" }, `#${data.a.id}`),
+        h("th", { scope: "col" }, `#${data.b.id}`), h("th", { scope: "col" }, ""))),
+      h("tbody", null, ...group("settings", "Settings"),
+        ...group("tunables", `Best kernels' tunables (nodes #${data.a.best_node} and #${data.b.best_node})`))));
 }
