@@ -20,6 +20,7 @@ from django.conf import settings
 from profiling.harness import profile
 from profiling.harness.ceilings import ceilings_for
 from profiling.models import Candidate, Evaluation
+from search.engine.evaluators import screened_faster_note
 from search.models import Run, RunNode
 
 LEVEL_LABELS = {"full": "full gate", "screen": "screened (not profiled)"}
@@ -71,6 +72,9 @@ def node_detail(*, run: Run, node: RunNode, url: str) -> dict[str, Any]:
         "duplicate_of": detail.get("duplicate_of"),
         "level_label": LEVEL_LABELS.get(node.level, ""),
         "promoted_from_screen": measurement.get("screen"),
+        # A node only the screen measured, faster than the run's best: why it is not the best.
+        "screen_note": screened_faster_note(node.time_ms, run.best_ms)
+        if node.level == "screen" and node.status == "passed" else None,
         "measurement": measurement or None,
         "diagnosis": detail.get("diagnosis"),
         "judge_error": detail.get("judge_error"),

@@ -23,6 +23,7 @@ from optiml_web.limits import (
 )
 from optiml_web.params import MAX_DB_INT, TextChoiceField, TextField, WholeNumberField
 from search import demo_runs, node_table, selectors
+from search.engine.evaluators import PROMOTE_MARGIN
 from search.models import Run, ShareLink, WritingJob
 
 
@@ -155,8 +156,15 @@ class RunDetailSerializer(RunSerializer):
 
     class Meta(RunSerializer.Meta):
         fields = [*RunSerializer.Meta.fields, "why", "queue", "last_seq", "can_control", "can_share",
-                  "floor_ms", "generation"]
+                  "floor_ms", "generation", "promote_margin"]
         read_only_fields = fields
+
+    promote_margin = serializers.SerializerMethodField(
+        help_text="how much faster than the best full-gate time (a fraction) the screen must find a kernel "
+        "for it to be given the full gate (search.engine.evaluators.PROMOTE_MARGIN)")
+
+    def get_promote_margin(self, run: Run) -> float:
+        return PROMOTE_MARGIN
 
     floor_ms = serializers.SerializerMethodField(
         help_text="the physics floor of the task at its timed sizes on the GPU that measured the run "
@@ -364,6 +372,8 @@ class NodeDetailSerializer(NodeRowSerializer):
                                         "'screened (not profiled)'")
     promoted_from_screen = serializers.JSONField(
         allow_null=True, help_text="what the screen saw before the full gate: {time_ms, seconds}")
+    screen_note = serializers.CharField(allow_null=True, help_text="why a node only the screen measured "
+                                        "is faster than the run's best and still not the best; else null")
     measurement = serializers.JSONField(allow_null=True)
     diagnosis = serializers.JSONField(allow_null=True)
     judge_error = serializers.CharField(allow_null=True)

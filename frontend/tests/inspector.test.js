@@ -29,6 +29,13 @@ describe("inspectorModel", () => {
     expect(inspectorModel({ id: 6 }, { id: 6, level: "screen" }).level).toBe("screen");
   });
 
+  it("keeps the server's words on why a screened node faster than the best is not the best", () => {
+    const note = "Screened only: 1% faster than the best full-gate time (0.5074 ms), not the more than 2% ...";
+    expect(inspectorModel({ id: 2, level: "screen", screen_note: note }).screenNote).toBe(note);
+    expect(inspectorModel({ id: 2, level: "screen", screen_note: null }).screenNote).toBeNull();
+    expect(inspectorModel({ id: 2, level: "full" }).screenNote).toBeNull();
+  });
+
   it("says where the correctness checks' inputs were drawn, when the verdict says", () => {
     expect(inspectorModel({ id: 1, inputs: "gpu: 5 L1 seed(s) drawn on the GPU" }).inputsDrawn).toBe("gpu: 5 L1 seed(s) drawn on the GPU");
     expect(inspectorModel({ id: 1, inputs: "" }).inputsDrawn).toBeNull();

@@ -1,6 +1,6 @@
 // @vitest-environment happy-dom
 import { describe, expect, it } from "vitest";
-import { defaultQuery, matchingIds, PAGE, tableRows, toggleSort } from "../src/transforms/nodeTable.js";
+import { defaultQuery, matchingIds, PAGE, screenedFasterNote, tableRows, toggleSort } from "../src/transforms/nodeTable.js";
 
 const ROWS = [
   { id: 0, parentId: null, state: "done", status: "passed", time_ms: 0.9, source: "root", title: "naive", level: "full" },
@@ -38,6 +38,34 @@ describe("the node table", () => {
     expect(rows).toHaveLength(PAGE);
     expect([matched, total]).toEqual([5000, 5000]);
     expect(rows[0].time_ms).toBe(1);
+  });
+});
+
+describe("a screened node faster than the best", () => {
+  it("says in its row that the screen found it too little faster to be given the full gate", () => {
+    const screened = { level: "screen", status: "passed", time_ms: 0.495 };
+    expect(screenedFasterNote(screened, 0.5, 0.02))
+      .toBe("screened only: 1% faster than the best full-gate time, not the more than 2% that earns the full gate");
+    expect(screenedFasterNote(screened, 0.5, null)).toBe("screened only: 1% faster than the best full-gate time");
+    expect(screenedFasterNote({ ...screened, time_ms: 0.5 }, 0.5, 0.02)).toBeNull(); // not faster
+    expect(screenedFasterNote({ ...screened, level: "full" }, 0.5, 0.02)).toBeNull(); // the full gate's
+    expect(screenedFasterNote({ ...screened, status: "failed" }, 0.5, 0.02)).toBeNull();
+    expect(screenedFasterNote(screened, null, 0.02)).toBeNull(); // no best yet
+  });
+
+  it("marks the row's level with the note, and redraws when the best changes", async () => {
+    const { NodeTable } = await import("../src/views/nodeTable.js");
+    const container = document.createElement("div");
+    const table = new NodeTable(container, { onSelect: () => {} });
+    const rows = [{ id: 0, parentId: null, state: "done", status: "passed", level: "full", time_ms: 0.8, title: "root" },
+      { id: 1, parentId: 0, state: "done", status: "passed", level: "full", time_ms: 0.5, title: "best" },
+      { id: 2, parentId: 1, state: "done", status: "passed", level: "screen", time_ms: 0.495, title: "close" }];
+    table.render(rows, null, 1, { bestMs: 0.5, margin: 0.02 });
+    const cell = container.querySelector('tr[data-node-id="2"] td.screened-faster');
+    expect(cell?.getAttribute("title")).toMatch(/^screened only: 1% faster than the best full-gate time, not the more than 2%/);
+    expect(container.querySelectorAll("td.screened-faster")).toHaveLength(1);
+    table.render(rows, null, 1, { bestMs: 0.49, margin: 0.02 }); // a new best, from the full gate
+    expect(container.querySelectorAll("td.screened-faster")).toHaveLength(0);
   });
 });
 

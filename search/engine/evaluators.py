@@ -51,6 +51,25 @@ def promoted(screened: Measurement, best_full_ms: float, *, margin: float = PROM
         screened.time_ms < best_full_ms * (1.0 - margin)
 
 
+def screened_faster_note(screened_ms: float | None, best_full_ms: float | None, *,
+                         margin: float = PROMOTE_MARGIN) -> str | None:
+    """Why a node only the screen measured shows a time below the run's best (always a
+    full-gate time), in words; None when it does not. It was not promoted: its screened
+    time was not more than `margin` faster than the best full-gate time when it was
+    screened, and the best only falls, so it is within that margin of today's best too."""
+    if screened_ms is None or not best_full_ms or screened_ms >= best_full_ms:
+        return None
+    faster = (best_full_ms - screened_ms) / best_full_ms
+    return (f"Screened only: {_percent(faster)} faster than the best full-gate time "
+            f"({best_full_ms:.4g} ms), not the more than {_percent(margin)} it takes to be given the "
+            "full gate, so it was not. The screen times fewer seeds and runs than the full gate, and "
+            "a gap this small is within what that may miss; the run's best is always a full-gate time.")
+
+
+def _percent(fraction: float) -> str:
+    return f"{fraction * 100:.2g}%" if fraction < 0.1 else f"{fraction * 100:.0f}%"
+
+
 def measurement_from_verdict(verdict: Verdict | dict[str, Any], *, replayed: bool) -> Measurement:
     """Reduce the gate's Verdict to what the search needs, keeping the full verdict.
 

@@ -47,6 +47,8 @@ export function inspectorModel(detail, row = undefined) {
     level: detail.level || row?.level || measurement.level || null,
     // A full-gate node the screen promoted: what the screen saw first ({time_ms, seconds}).
     promotedFromScreen: detail.promoted_from_screen ?? measurement.screen ?? null,
+    // A screened-only node faster than the run's best: why it is not the best, in words.
+    screenNote: typeof detail.screen_note === "string" && detail.screen_note ? detail.screen_note : null,
     code,
     plan: detail.plan ?? detail.candidate?.plan ?? null,
     diffVsParent: detail.diff ?? "",

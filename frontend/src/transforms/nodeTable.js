@@ -41,6 +41,28 @@ export function tableRows(rows, query) {
 }
 
 /**
+ * Why a node only the screen measured shows a time below the run's best (a full-gate
+ * time), in a few words for its row; null for any other row. The screen promotes a kernel
+ * to the full gate only when it finds it more than `margin` (the run API's
+ * promote_margin) faster than the best full-gate time; the inspector says it at length.
+ * @param {{level?: string, status?: string, time_ms?: number|null}} row
+ * @param {number|null|undefined} bestMs  the run's best, always a full-gate time
+ * @param {number|null|undefined} margin  a fraction, e.g. 0.02
+ * @returns {string|null}
+ */
+export function screenedFasterNote(row, bestMs, margin) {
+  const time = row.time_ms;
+  if (row.level !== "screen" || row.status !== "passed" || time == null || !bestMs || time >= bestMs) return null;
+  const faster = (bestMs - time) / bestMs;
+  const needed = margin == null ? "" : `, not the more than ${percent(margin)} that earns the full gate`;
+  return `screened only: ${percent(faster)} faster than the best full-gate time${needed}`;
+}
+
+function percent(/** @type {number} */ fraction) {
+  return `${Number((fraction * 100).toPrecision(fraction < 0.1 ? 2 : 3))}%`;
+}
+
+/**
  * The nodes the table's search and filters match, for the tree to highlight: the same
  * rule as the table's, over every node (not one page). null when nothing is asked for.
  * @param {Iterable<import("./rows.js").NodeRow>} rows

@@ -67,6 +67,7 @@ function header(m, onSelect) {
       m.parentId != null ? h("button", { type: "button", class: "link", onclick: () => onSelect(m.parentId) }, `parent #${m.parentId}`) : null),
     facts([["time", time], ["reward", format.number(m.reward)], ["visits", m.visits],
       ["value", format.number(m.value)], ["prior", format.number(m.prior)]]),
+    m.screenNote ? h("p", { class: "screen-note", "data-screen-note": "" }, m.screenNote) : null,
     m.message && !m.diagnosis ? h("p", { class: "message" }, m.message) : null);
 }
 

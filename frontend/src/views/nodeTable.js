@@ -2,7 +2,7 @@
 // the tree: the tree highlights what matches), status and level; clicking a row selects
 // the node. Rebuilt only when the
 // rows, the query or the selection changed.
-import { COLUMNS, defaultQuery, PAGE, tableRows, toggleSort } from "../transforms/nodeTable.js";
+import { COLUMNS, defaultQuery, PAGE, screenedFasterNote, tableRows, toggleSort } from "../transforms/nodeTable.js";
 import { format } from "../transforms/runs.js";
 import { fill, h } from "./dom.js";
 
@@ -25,6 +25,8 @@ export class NodeTable {
     this.rows = [];
     this.selectedId = /** @type {number|null} */ (null);
     this.version = -1;
+    /** @type {{bestMs?: number|null, margin?: number|null}} */
+    this.best = {};
     const search = /** @type {HTMLInputElement} */ (h("input", { type: "search", class: "node-search",
       placeholder: "search: #id, source, title, guard", "aria-label": "search the nodes",
       oninput: (/** @type {any} */ e) => this.update({ text: e.target.value }) }));
@@ -54,15 +56,18 @@ export class NodeTable {
    * @param {Iterable<import("../transforms/rows.js").NodeRow>} rows
    * @param {number|null} selectedId
    * @param {number} version  changes whenever any row changed
+   * @param {{bestMs?: number|null, margin?: number|null}} [best]  the run's best full-gate time and
+   *   the screen's promotion margin: a screened row faster than the best says why it is not the best
    */
-  render(rows, selectedId, version) {
+  render(rows, selectedId, version, best = {}) {
+    this.best = best;
     if (version !== this.version) this.rows = [...rows]; // kept: a later query re-reads them
     Object.assign(this, { selectedId, version });
     this.draw();
   }
 
   draw() {
-    const key = JSON.stringify([this.query, this.selectedId, this.version]);
+    const key = JSON.stringify([this.query, this.selectedId, this.version, this.best]);
     if (key === this.key) return;
     this.key = key;
     const { rows, matched, total } = tableRows(this.rows, this.query);
@@ -77,8 +82,16 @@ export class NodeTable {
       "data-node-id": r.id, onclick: () => this.onSelect(r.id) },
     h("td", null, `#${r.id}`), h("td", null, r.time_ms == null ? "—" : format.ms(r.time_ms)),
     h("td", null, h("code", null, r.source)), h("td", { class: "title" }, r.title), h("td", null, r.guard || ""),
-    h("td", null, r.level === "screen" ? "screen" : r.level), h("td", null, format.number(r.reward)),
+    this.levelCell(r), h("td", null, format.number(r.reward)),
     h("td", null, String(r.visits))));
     fill(this.body, h("table", { class: "node-table" }, h("thead", null, header), h("tbody", null, body)));
+  }
+
+  /** @param {import("../transforms/nodeTable.js").TableRow} r */
+  levelCell(r) {
+    const note = screenedFasterNote(r, this.best?.bestMs, this.best?.margin);
+    if (!note) return h("td", null, r.level === "screen" ? "screen" : r.level);
+    return h("td", { class: "screened-faster", title: note, "data-screen-note": note },
+      "screen ", h("span", { class: "screen-why", "aria-label": note }, "(not the best: why?)"));
   }
 }

@@ -178,7 +178,8 @@ export async function mountSession(root, source) {
     treeView.render({ root: tree.root, rows: state.rows, run: state.run, selectedId: ui.selectedId,
       expanded: ui.expanded, collapsed: ui.collapsed, collapseFailed: ui.collapseFailed, matches: matches(),
       generation, selectedAttempt: ui.selectedAttempt });
-    nodeTable.render(state.rows.values(), ui.selectedId, rowsVersion);
+    nodeTable.render(state.rows.values(), ui.selectedId, rowsVersion,
+      { bestMs: state.run.best_ms ?? null, margin: state.run.promote_margin ?? null });
     renderHeader();
     renderProgress(tree.waiting.length);
     if (changed.measured || state.run.budget !== drawnBudget || (state.run.vendor_ms ?? null) !== drawnVendor) {
