@@ -4,7 +4,7 @@ A run measured by the gate needs a GPU worker (profiling.workers): without one, 
 `make start` worker on a host with no GPU would take its evaluations, and the run would
 end "finished: nothing passed" seconds after the click, every verdict "no GPU". So while
 no GPU worker is live, the run's driver hands nothing out: the run stays running, with
-`Run.queued_since` set and "queued for a GPU worker" as its message, and its driver
+`Run.queued_since` set and QUEUED_MESSAGE as its message, and its driver
 chain looks again every step's delay (search.services.run_dispatch). The first look
 after a worker appears takes it out of the queue and the search starts. Each change is
 a `run_status` event, so the run's page hears it over the socket like a pause.
@@ -24,7 +24,9 @@ from search import demo_runs
 from search.models import Run
 from search.services import _append
 
-QUEUED_MESSAGE = "queued for a GPU worker"
+# The run's message while it waits (its status badge reads "queued for a GPU worker").
+QUEUED_MESSAGE = ("queued for a GPU worker: none is connected, so no kernel is measured yet; the search "
+                  "starts as soon as one connects")
 
 
 def run_needs_gpu_worker(run: Run) -> bool:

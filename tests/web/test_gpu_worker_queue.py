@@ -88,13 +88,14 @@ def _first_step(broker: Broker, people=None, **fields) -> Run:
 def test_a_gate_run_without_a_gpu_worker_waits_queued_instead_of_finishing(broker, pushed):
     run = _first_step(broker)
     assert run.status == Run.Status.RUNNING and run.queued_since is not None
-    assert run.message == QUEUED_MESSAGE == "queued for a GPU worker"
+    assert run.message == QUEUED_MESSAGE
+    assert QUEUED_MESSAGE.startswith("queued for a GPU worker: none is connected")
     assert broker.of("evaluate") == []  # nothing handed out to a worker with no GPU
     assert not RunNode.objects.filter(run=run, issued_at__isnull=False).exists()
     assert [args for kind, args, countdown in broker.queue if kind == "drive" and countdown] \
         == [[run.pk, run.drive_token]]  # the chain looks again later
     event = RunEvent.objects.filter(run=run, kind="run_status").get()
-    assert event.data == {"status": "running", "message": "queued for a GPU worker",
+    assert event.data == {"status": "running", "message": QUEUED_MESSAGE,
                           "queued_since": run.queued_since.isoformat()}
     assert ("run_status", event.data) in pushed  # over the run's socket, like a pause
 
@@ -164,7 +165,7 @@ def test_pausing_a_queued_run_takes_it_out_and_resuming_queues_it_again(broker, 
 def test_the_run_api_shows_the_queue_and_new_session_warns_before_a_run_starts(broker, api, people):
     run = _first_step(broker, people)
     body = api(people["alice"]).get(f"/api/runs/{run.pk}/").json()
-    assert body["status"] == "running" and body["message"] == "queued for a GPU worker"
+    assert body["status"] == "running" and body["message"] == QUEUED_MESSAGE
     assert body["queued_since"] is not None
     listed = api(people["alice"]).get("/api/runs/").json()
     rows = listed["results"] if isinstance(listed, dict) else listed
