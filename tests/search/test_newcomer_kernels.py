@@ -1,7 +1,7 @@
 """The newcomer tasks (bench/newcomer_tasks/): 34 operators, each with a first kernel
 written the ways people write one (a thread per output, per row or per element with
 atomics; 1-D, 2-D and 3-D grids; grid-stride and `while` loops; a row done by thread 0;
-the tutorial's shared-memory trees; helper functions; double accumulators), none of them
+the tutorial's shared-memory trees and tiled product; helper functions; double accumulators), none of them
 shaped to a card. On the CPU: each naive kernel computes its reference on the emulator;
 each lifts to the family written here, or is refused for the reason written here; and
 every skeleton the skills source offers for it (the admitted cards) computes the
@@ -34,10 +34,10 @@ EXPECTED = {
     "rowsum_double": [ROWS],
     "softmax_shared": [ROWS],  # two reductions through one shared array
     "softplus": [MAP], "tril": [MAP],
+    "tiled_matmul": [PRODUCT],  # already tiled by hand in shared memory (forms/hand_tiled.py)
     # refused: the lift says why, and no card is offered
     "one_thread": ["early return's condition"],  # one thread for the whole tensor
     "online_softmax": ["carries a value from one iteration to the next"],  # the online pair
-    "tiled_matmul": ["__shared__ memory"],  # already tiled by hand
 }
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="the CPU emulator needs g++")
 
@@ -75,3 +75,8 @@ def test_the_naive_kernel_and_every_skeleton_offered_compute_the_reference(newco
         assert offered == []
     for label, kernel in [("naive", candidate), *((p.source.split(":")[-1], p.candidate) for p in offered)]:
         assert mismatch_at_l0(task, kernel, tmp_path / label) is None, label
+
+
+def test_the_product_tiled_by_hand_is_offered_the_contraction_tile(newcomer):
+    offered = {p.source.split(":")[-1] for p in offered_skeletons(newcomer["tiled_matmul"], "tiled_matmul")}
+    assert "contraction.smem_register_tile" in offered

@@ -33,13 +33,13 @@ EXPECTED = {
     "log_softmax": [ROWS],  # a row per warp (warp_reduce.py)
     "matmul_tn": [PRODUCT], "mid_max": [ROWS], "rms_rows": [ROWS], "stencil5": [MAP],
     "to_heads": [MAP],  # a gather whose reads and write are both contiguous along D: no transpose
-    # refused: partials per block through shared memory, then one thread sums them
-    "dot": ["__shared__ memory", "the guard is not `index < bound`"],
+    "dot": [FULL],  # partials per block through shared memory, then one thread sums them (two_pass.py)
 }
 # the admitted skeletons offered for each (at least these)
 OFFERED = {
     "argmax_ties": {"rows.block_per_row"}, "bmv": {"rows.block_per_row"}, "col_min": {"rows.split_strided"},
-    "cumprod": {"scan.block_scan"}, "elu": {"map.vec4"}, "glu": {"map.quads"}, "hardswish": {"map.vec4"},
+    "cumprod": {"scan.block_scan"}, "dot": {"full.grid_stride_accumulate"}, "elu": {"map.vec4"},
+    "glu": {"map.quads"}, "hardswish": {"map.vec4"},
     "kl_div": {"full.grid_stride_accumulate"}, "log_softmax": {"rows.block_per_row"},
     "matmul_tn": {"contraction.smem_register_tile"}, "mid_max": {"rows.split_strided"},
     "rms_rows": {"rows.block_per_row"}, "stencil5": {"map.quads"},

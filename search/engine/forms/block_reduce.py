@@ -35,6 +35,7 @@ from typing import Any
 from tree_sitter import Node
 
 from ..rewrites.syntax import Edit, find_kernels, named_statements, parse, splice, strip_parens, text, walk
+from . import strides
 from .reading import _declaration
 
 _IDENTITY = {"+": {"0", "0.0", "0.f", "0.0f", "0.0F", "0.F"},
@@ -65,16 +66,18 @@ def block_reduced(source: str, launch: dict[str, Any], tunables: dict[str, Any])
     if store is None:
         return None
     skipped = {shared[0].id} | {s.id for s in statements if _alias(s, aliases)}
-    combine = _combine(statements[store + 1:], array, tids, threads)
+    halves = {"blockDim.x", *([size] if threads else []), *_named(source, size)}
+    combine = _combine(statements[store + 1:], array, tids, threads, halves)
     if combine is not None and combine[2] == len(statements) - store - 1 and len(combine[1]) == 1 \
             and _compact(combine[1][0]).startswith("atomicAdd(") and combine[0] == "+":
-        # into an atomic: every thread still runs; the index it reads stays, the block's names go
-        before = [s for s in statements[:store] if s.id not in skipped]
+        # into an atomic: every thread still runs, its own index (`int tid = threadIdx.x;`
+        # kept) with it; the shared array and the barriers go
+        before = [s for s in statements[:store] if s.id != shared[0].id]
         value = _stored_value(statements[store], array, tids)
         written = _into_atomic(before, value, combine[1][0], array, combine[0])
-        new_launch, unread = launch, aliases | {array, "__syncthreads"}
+        new_launch, unread = launch, {array, "__syncthreads"}
     else:
-        written = _walk_rows(statements, skipped, array, tids, threads)
+        written = _walk_rows(statements, skipped, array, tids, threads, halves)
         new_launch, unread = {**launch, "block": ["1"]}, tids | {array, "blockDim", "__syncthreads"}
     if written is None or any(_reads(line, unread) for line in written):
         return None
@@ -97,7 +100,7 @@ def _into_atomic(before: list[Node], value, result: Node, array: str, operator: 
 
 
 def _walk_rows(statements: list[Node], skipped: set[int], array: str, tids: set[str],
-               threads: int | None) -> list[str] | None:
+               threads: int | None, halves: set[str]) -> list[str] | None:
     """The kernel as one thread walking its row: each loop strided from the thread's
     index by blockDim.x from 0 by one; each reduction through the shared array (a
     thread's partial stored, combined, `array[0]` read) the partial itself; thread 0's
@@ -122,7 +125,7 @@ def _walk_rows(statements: list[Node], skipped: set[int], array: str, tids: set[
             continue
         value = _stored_value(statement, array, tids)
         if value is not None:
-            combine = _combine(statements[k + 1:], array, tids, threads)
+            combine = _combine(statements[k + 1:], array, tids, threads, halves)
             if combine is None or not isinstance(value, str) or value not in loops or value in touched \
                     or not all(_accumulates(loop, value, combine[0]) for loop in loops[value]):
                 return None
@@ -158,22 +161,27 @@ def _from_zero(loop: Node, tids: set[str]) -> str | None:
     return f"for ({declared}; {counter} < {bound}; {counter} += 1) {text(loop.child_by_field_name('body'))}"
 
 
-def _combine(rest: list[Node], array: str, tids: set[str], threads: int | None):
+def _combine(rest: list[Node], array: str, tids: set[str], threads: int | None, halves: set[str]):
     """(operator, what reads the block's value with `array[0]` in it, statements used) of
-    what follows a thread's store: `__syncthreads();`, then a halving tree and either
-    `T name = array[0];` or `if (tid == 0) {...}`; or thread 0's loop over the array,
+    what follows a thread's store: `__syncthreads();`, then a halving tree (a `for`, or
+    `int s = blockDim.x / 2; while (s != 0) {...; s /= 2;}`) and either `T name =
+    array[0];` or `if (tid == 0) {...}`; or thread 0's loop over the array,
     `if (tid == 0) { r = array[0]; for (k = 1; k < blockDim.x; k++) r = r op array[k]; ... }`."""
     if len(rest) < 2 or _compact(rest[0]) != "__syncthreads();":
         return None
-    if rest[1].type == "for_statement" and len(rest) >= 3:
-        operator = _tree(rest[1], array, tids)
+    counted = 2 if len(rest) >= 4 and rest[2].type == "while_statement" else 1  # its counter declared first
+    if rest[counted].type in ("for_statement", "while_statement") and len(rest) >= counted + 2:
+        operator = _tree(rest[1:counted + 1], array, tids, halves)
+        after = rest[counted + 1]
         if operator is None or threads is None or threads & (threads - 1):
             return None  # a halving tree sums every element only over a power of two
-        declared = _declaration(rest[2])
+        if counted == 2 and any(_reads(text(s), {_declaration(rest[1])[0]}) for s in rest[counted + 1:]):
+            return None  # the counter read after the tree: the tree cannot go
+        declared = _declaration(after)
         if declared is not None and _compact(declared[2]) == f"{array}[0]":
-            return operator, [rest[2]], 3
-        results = _thread_zero(rest[2], tids)
-        return None if results is None else (operator, results, 3)
+            return operator, [after], counted + 2
+        results = _thread_zero(after, tids)
+        return None if results is None else (operator, results, counted + 2)
     results = _thread_zero(rest[1], tids)
     if results is None or len(results) < 3:
         return None
@@ -196,18 +204,35 @@ def _combine(rest: list[Node], array: str, tids: set[str], threads: int | None):
     return operator, [_Text(own.sub(f"{array}[0]", text(s))) for s in finals], 2
 
 
-def _tree(loop: Node, array: str, tids: set[str]) -> str | None:
+def _halved(name: str) -> str:
+    """`name` halved: `s >>= 1`, `s /= 2`, `s = s / 2`, `s = s >> 1` (compacted)."""
+    return rf"{name}(?:>>=1|/=2|={name}/2|={name}>>1)"
+
+
+def _tree(statements: list[Node], array: str, tids: set[str], halves: set[str]) -> str | None:
     """The operator of `for (s = blockDim.x / 2; s > 0; s >>= 1) { if (tid < s) buf[tid] op=
-    buf[tid + s]; __syncthreads(); }`, or None."""
-    whole = _compact(loop)
+    buf[tid + s]; __syncthreads(); }` (the block's size also spelt as its number or a
+    #define of it; or `s` declared just before a `while (s != 0)` whose body ends by
+    halving it), or None."""
+    block = "|".join(re.escape(h) for h in halves)
+    loop, whole = statements[-1], _compact(statements[-1])
     header = whole[: whole.find(")") + 1]
-    match = re.fullmatch(r"for\((?:unsigned)?(?:int)?(\w+)=blockDim\.x(?:/2|>>1);(\w+)>0;"
-                         r"(\w+)(?:>>=1|/=2|=\w+/2|=\w+>>1)\)", header)
-    if match is None or len({match.group(1), match.group(2), match.group(3)}) != 1:
-        return None
-    half = match.group(1)
     body = loop.child_by_field_name("body")
     inner = named_statements(body) if body.type == "compound_statement" else []
+    if len(statements) == 2:  # int s = blockDim.x / 2; while (s != 0 | s > 0) {...; s /= 2;}
+        start = re.fullmatch(rf"(?:unsigned)?(?:int)?(\w+)=(?:{block})(?:/2|>>1);", _compact(statements[0]))
+        half = start.group(1) if start else ""
+        if start is None or header not in (f"while({half}!=0)", f"while({half}>0)") or not inner or \
+                re.fullmatch(rf"{_halved(half)};", _compact(inner[-1])) is None:
+            return None
+        inner = inner[:-1]
+    else:
+        halving = _halved(r"\1")
+        match = re.fullmatch(rf"for\((?:unsigned)?(?:int)?(\w+)=(?:{block})(?:/2|>>1);\1>0;{halving}\)",
+                             header)
+        if match is None:
+            return None
+        half = match.group(1)
     if len(inner) != 2 or _compact(inner[1]) != "__syncthreads();" or inner[0].type != "if_statement":
         return None
     test = _compact(inner[0].child_by_field_name("condition"))
@@ -300,6 +325,12 @@ def _assigned(statement: Node) -> set[str]:
 def _alias(statement: Node, aliases: set[str]) -> bool:
     declared = _declaration(statement)
     return declared is not None and declared[0] in aliases
+
+
+def _named(source: str, size: str) -> list[str]:
+    """The #defines of the block's size (`#define TPB 256` for blocks of 256)."""
+    return [m.group(1) for m in strides._DEFINE.finditer(source)
+            if not m.group(2) and m.group(4).strip() == size and size.isdigit()]
 
 
 def _shared_array(statement: Node) -> str | None:

@@ -27,9 +27,10 @@ from ..rewrites.syntax import (
     text,
     walk,
 )
-from . import contraction, flatmap, permutes, planes, radix, rows, scans, windows
+from . import contraction, flatmap, permutes, planes, radix, rows, scans, two_pass, windows
 from .accumulators import _accumulation
 from .block_reduce import block_reduced
+from .hand_tiled import hand_tiled
 from .lone_thread import lone_thread
 from .normalize import block_constants_as_dims, normalized
 from .reading import NotRead, _declaration, condition_of, plane_bounds, read_space, reads_thread
@@ -48,7 +49,13 @@ _LOOPS = ("for_statement", "while_statement", "do_statement")
 
 
 def lift(source: str, plan: dict[str, Any]) -> Form | Refusal:
-    """The family form of the plan's kernel (the last launch's, after a zeroing launch)."""
+    """The family form of the plan's kernel (the last launch's, after a zeroing launch; a
+    reduction's two launches, partials then their sum, as one: two_pass.py)."""
+    two = two_pass.lifted(source, plan, _lift_one)
+    return two if two is not None else _lift_one(source, plan)
+
+
+def _lift_one(source: str, plan: dict[str, Any]) -> Form | Refusal:
     launches = plan.get("launches") or []
     source = block_constants_as_dims(normalized(source), launches[-1] if launches else {})
     lone = lone_thread(source, launches[-1]) if launches else None
@@ -60,6 +67,10 @@ def lift(source: str, plan: dict[str, Any]) -> Form | Refusal:
     warped = warp_reduced(source, launches[-1], plan.get("tunables", {})) if launches else None
     if warped is not None:  # a warp's reduction through shuffles (warp_reduce.py)
         source, launches = warped[0], [*launches[:-1], warped[1]]
+    tiled = hand_tiled(source, launches[-1]) if launches else None  # a product tiled by hand (hand_tiled.py)
+    if isinstance(tiled, Refusal):
+        return tiled
+    source = tiled or source
     tree = parse(source)
     kernels = {k.name: k for k in find_kernels(tree)}
     zeroed = None

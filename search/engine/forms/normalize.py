@@ -259,8 +259,9 @@ def _skip(root: Node) -> tuple[Node, Node] | None:
 
 def block_constants_as_dims(source: str, launch: dict) -> str:
     """`blockIdx.y * TILE + threadIdx.y` (TILE a number or a #define of one) written with
-    `blockDim.y` when the launch's block dimension is that same number: the index it
-    computes is the same, and the readers of the index space read one kind."""
+    `blockDim.y` when the launch's block dimension is that same number, and so is a grid
+    stride `TILE * gridDim.y`: the index it computes is the same, and the readers of the
+    index space read one kind."""
     block = [str(d).strip() for d in launch.get("block", [])]
     numbers = {m.group(1): m.group(4).strip() for m in strides._DEFINE.finditer(source)
                if not m.group(2) and re.fullmatch(r"\d+", m.group(4).strip())}
@@ -273,5 +274,10 @@ def block_constants_as_dims(source: str, launch: dict) -> str:
                         f"blockIdx.{axis} * blockDim.{axis}", source)
         source = re.sub(rf"\b(?:{spelled})\s*\*\s*blockIdx\.{axis}\b", f"blockDim.{axis} * blockIdx.{axis}",
                         source)
+        # a grid stride spelt with the constant (`i += TPB * gridDim.x`)
+        source = re.sub(rf"(?<![\w.])(?:{spelled})\s*\*\s*gridDim\.{axis}\b",
+                        f"blockDim.{axis} * gridDim.{axis}", source)
+        source = re.sub(rf"\bgridDim\.{axis}\s*\*\s*(?:{spelled})\b(?!\s*[\w.(])",
+                        f"gridDim.{axis} * blockDim.{axis}", source)
     return source
 

@@ -35,9 +35,10 @@ def buffer_names(task: Task, plan: dict[str, Any]) -> set[str]:
 
 
 def launch_of(form: Form, plan: dict[str, Any]) -> dict[str, Any]:
-    """The plan's launch of the lifted kernel, with the arguments the lift added."""
+    """The plan's launch of the lifted kernel, with the arguments the lift added (or
+    rewrote: a reduction in two launches, two_pass.py)."""
     launch = last_launch(plan)
-    return {**launch, "args": [*launch.get("args", []), *form.extra_args]}
+    return {**launch, "args": [*(form.launch_args or launch.get("args", [])), *form.extra_args]}
 
 
 def plan_with(form: Form, plan: dict[str, Any], task: Task, grid: str, tunables: dict[str, int],
@@ -48,7 +49,10 @@ def plan_with(form: Form, plan: dict[str, Any], task: Task, grid: str, tunables:
         return problem
     launch = {"kernel": form.kernel, "grid": [grid], "block": ["BLOCK"], "shared_bytes": 0,
               "args": list(launch_of(form, plan)["args"])}
-    return {"launches": [*(before or []), launch], "scratch": list(plan.get("scratch", [])),
+    launches = [*(before or []), launch]
+    passed = {str(a) for each in launches for a in each["args"]}
+    # a buffer no launch is passed any more (a two-pass reduction's partials) is not allocated
+    return {"launches": launches, "scratch": [s for s in plan.get("scratch", []) if s.get("name") in passed],
             "tunables": {**plan.get("tunables", {}), **tunables}}
 
 

@@ -52,6 +52,7 @@ from .skeleton_base import (
     flat_total,
     kernel_text,
     last_launch,
+    launch_of,
     plan_with,
     set_aside,
     short_rows_problem,
@@ -238,7 +239,7 @@ class GridStrideAccumulate(Skeleton):
         zeroing = f"{form.kernel}_zero_total"
         zero = f"extern \"C\" __global__ void {zeroing}(float* total) {{\n    total[0] = 0.0f;\n}}\n"
         position = form.params.index(form.into)
-        into_arg = last_launch(plan).get("args", [])[position]
+        into_arg = launch_of(form, plan)["args"][position]
         before = [{"kernel": zeroing, "grid": [1], "block": [1], "shared_bytes": 0,
                    "args": [into_arg]}]
         grid = f"max(min(cdiv({total}, BLOCK), WAVE_BLOCKS), 1)"

@@ -6,11 +6,12 @@ each launch's kernel lifted on its own, and a skeleton's kernel put back in its 
 
 `lift` reads one kernel (or a zeroing launch and one kernel); a plan of several launches
 is read here one launch at a time, each as a plan of its own with the plan's scratch and
-tunables (with a launch before it that zeroes what it accumulates into, a full
-reduction's two launches: `first_launch`). A skeleton emitted for launch i replaces
-that kernel's definition in the source (the file's directives and helper functions stay
-as they are) and that launch (with its zeroing launch) in the plan (by the skeleton's
-launches: a full reduction's zeroing launch and its kernel). A
+tunables (with a launch before it that zeroes what it accumulates into, or that leaves
+the partials it adds in scratch, a full reduction's two launches: `first_launch`). A
+skeleton emitted for launch i replaces that kernel's definition in the source (the
+file's directives and helper functions stay as they are; the partials' kernel goes,
+which the skeleton defines again) and that launch (with the launch before it) in the
+plan (by the skeleton's launches: a full reduction's zeroing launch and its kernel). A
 tunable the skeleton sets that the other launches also read at another value (BLOCK) is
 renamed in the new launch and its kernel (BLOCK_1), unless the kernel's own math reads
 it; a kernel launched twice is not replaced (the other launch would change with it).
@@ -41,15 +42,19 @@ def sub_plan(plan: dict[str, Any], index: int, source: str | None = None) -> dic
 
 
 def first_launch(source: str, plan: dict[str, Any], index: int) -> int:
-    """`index - 1` where launch index - 1 is a one-thread launch on one argument of launch
-    `index` and the two lift as one form (lift reads a zeroing launch and the atomics
-    after it: a full reduction's); else `index`."""
+    """`index - 1` where the two launches lift as one form: launch index - 1 a one-thread
+    launch on one argument of launch `index` (a zeroing launch and the atomics after it),
+    or one that leaves partials in a scratch buffer launch `index` reads (a reduction in
+    two launches, two_pass.py); else `index`."""
     launches = plan.get("launches") or []
     if index == 0:
         return index
     before, this = launches[index - 1], launches[index]
     one_thread = all([str(d).strip() for d in before.get(field, [])] == ["1"] for field in ("grid", "block"))
-    if not one_thread or len(before.get("args", [])) != 1 or before["args"][0] not in this.get("args", []):
+    zeroing = one_thread and len(before.get("args", [])) == 1 and before["args"][0] in this.get("args", [])
+    scratch = {s.get("name") for s in plan.get("scratch", [])}
+    partials = any(a in scratch and a in this.get("args", []) for a in before.get("args", []))
+    if not zeroing and not partials:
         return index
     paired = lift(source, {**plan, "launches": [before, this]})
     return index - 1 if isinstance(paired, Form) else index
@@ -69,6 +74,7 @@ def splice(source: str, plan: dict[str, Any], index: int, form: Form,
     new_text = emitted.source
     if form.helpers and new_text.startswith(form.helpers):
         new_text = new_text[len(form.helpers):].lstrip("\n")  # the file keeps its own
+    source, kernels = _without_replaced(source, launches, first, index, new_text)
     taken = {k for k in kernels if k != name}
     if any(k.name in taken for k in find_kernels(parse(new_text))):
         return "the skeleton's kernels take a name another kernel of the file has"
@@ -96,6 +102,25 @@ def splice(source: str, plan: dict[str, Any], index: int, form: Form,
     scratch += [s for s in emitted.plan.get("scratch", []) if s not in scratch]
     return spliced, {**plan, "launches": [*launches[:first], *new_launches, *launches[index + 1:]],
                      "scratch": scratch, "tunables": tunables}
+
+
+def _without_replaced(source: str, launches: list[dict[str, Any]], first: int, index: int,
+                      new_text: str) -> tuple[str, dict]:
+    """The source without the kernels of launches first..index - 1 that the skeleton
+    defines again (a two-pass reduction's first kernel, whose name the skeleton's kernel
+    keeps) and no other launch runs; and the source's kernels then."""
+    others = {launch.get("kernel") for k, launch in enumerate(launches) if not first <= k <= index}
+    defined = {k.name for k in find_kernels(parse(new_text))}
+    for launch in launches[first:index]:
+        kernel = {k.name: k for k in find_kernels(parse(source))}.get(launch.get("kernel"))
+        if kernel is None or kernel.name in others or kernel.name not in defined:
+            continue
+        definition = kernel.definition
+        if definition.parent is not None and definition.parent.type == "linkage_specification":
+            definition = definition.parent
+        data = source.encode()
+        source = (data[:definition.start_byte] + data[definition.end_byte:]).decode()
+    return source, {k.name: k for k in find_kernels(parse(source))}
 
 
 def _renamed(launch: dict[str, Any], key: str, renamed: str) -> dict[str, Any]:

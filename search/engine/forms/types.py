@@ -157,6 +157,9 @@ class Form:
     helpers: str = ""  # __device__ functions the body calls, kept as written
     # plan arguments of parameters the lift added (planes.py: a grid plane's extent)
     extra_args: tuple[str, ...] = ()
+    # the kernel's plan arguments where the lift rewrote them (two_pass.py: the partials'
+    # buffer is the output); empty: the plan's last launch's
+    launch_args: tuple[str, ...] = ()
     # permutation (permutes.py): the coordinates the reads and the write walk, the value
     # written (`value`, into `into`) and where, in coordinates and parameters alone
     along: tuple[str, str] = ()
