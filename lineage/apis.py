@@ -19,7 +19,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from lineage import selectors, services
-from lineage.engine.library import LibraryError
+from lineage.engine.library import LibraryError, request_schema
 from lineage.models import SkillCard
 from lineage.selectors import Library
 from lineage.serializers import (
@@ -37,7 +37,7 @@ from lineage.serializers import (
     SkillVersionSerializer,
 )
 from optiml_web import params
-from optiml_web.schema import ErrorSerializer
+from optiml_web.schema import NOT_BLANK_PATTERN, ErrorSerializer
 from profiling.serialization import data_for_users
 
 TEAM = OpenApiParameter("team", int, description="a team's library (left out: the project's default one)")
@@ -235,7 +235,8 @@ class SkillLibraryImportApi(APIView):
     def max_body_bytes(self) -> int:  # a library with its cards' patterns is megabytes
         return settings.OPTIML_MAX_IMPORT_BYTES
 
-    @extend_schema(request=OpenApiTypes.OBJECT, parameters=[TEAM],
+    @extend_schema(request={"application/json": request_schema(not_blank=NOT_BLANK_PATTERN)},
+                   parameters=[TEAM],
                    responses={201: OpenApiTypes.OBJECT, 403: ErrorSerializer, 404: ErrorSerializer})
     def post(self, request: Request) -> Response:
         """Import a library file into the library (its reviewers): new cards are stored as

@@ -22,6 +22,30 @@ CARD_ID = re.compile(r"[a-z0-9_]{1,90}-v[0-9]{1,6}")
 SKELETON_CARD_ID = re.compile(r"skeleton:([a-z0-9_]{1,40}\.[a-z0-9_]{1,40})")  # skeleton_cards.py's ids
 
 
+def request_schema(*, not_blank: str) -> dict[str, Any]:
+    """What parse_library requires of a file, as OpenAPI 3.0 JSON Schema for the import's
+    documented request body, from the same constants, so the schema never allows less or
+    more at the top than the service: the one format and version, 1 to MAX_CARDS cards,
+    each with an id of either shape, an intent of the vocabulary, and its data's fields.
+    What no schema can say (a skeleton's family, measured steps) stays parse_library's.
+    `not_blank`: the pattern of text that str.strip() leaves non-empty (optiml_web.schema)."""
+    text = {"type": "string", "pattern": not_blank}
+    card_data = {"type": "object", "required": ["sentence", "effects", "evidence", "scope", "anchor"],
+                 "properties": {"sentence": text, "effects": {"type": "object"},
+                                "evidence": {"type": "object"}, "scope": {"type": "object"},
+                                "anchor": {"type": "object"}}}
+    card = {"type": "object", "required": ["card_id", "intent", "data"],
+            "properties": {"card_id": {"type": "string",
+                                       "pattern": f"^(?:{CARD_ID.pattern}|{SKELETON_CARD_ID.pattern})$"},
+                           "intent": {"type": "string", "enum": sorted(INTENTS)},
+                           "status": {"type": "string"}, "data": card_data}}
+    return {"type": "object", "required": ["format", "version", "cards"],
+            "properties": {"format": {"type": "string", "enum": [LIBRARY_FORMAT]},
+                           "version": {"type": "integer", "enum": [LIBRARY_VERSION]},
+                           "exported_at": {"type": "string"},
+                           "cards": {"type": "array", "minItems": 1, "maxItems": MAX_CARDS, "items": card}}}
+
+
 class LibraryError(ValueError):
     """A library file that cannot be imported; `where` names the card and field."""
 

@@ -13,6 +13,7 @@ import pytest
 
 from accounts.models import Team
 from search.models import Run
+from tests.web.test_skills_api import card_data
 
 pytestmark = pytest.mark.django_db
 
@@ -207,3 +208,60 @@ def test_a_count_of_tensors_out_of_bounds_is_refused_in_the_harness_words(api, p
     response = api(people["alice"]).post("/api/tasks/declared/", body, format="json")
 
     assert response.status_code == 400 and response.json() == {field: [words]}
+
+
+# -- a skill library file ----------------------------------------------------------------------
+
+
+@pytest.fixture
+def reviewer(db):
+    """A reviewer of the default library (staff), who may import into it."""
+    from django.contrib.auth import get_user_model
+
+    return get_user_model().objects.create_user("rita", password="rita-secret-1", is_staff=True)
+
+
+def _library_file(**changes) -> dict:
+    card = {"card_id": "agreed-v1", "intent": "VEC4", "status": "approved",
+            "data": card_data("agreed-v1", "VEC4", 1.2, 1, ["relu"])}
+    return {"format": "optiml-skill-library", "version": 1, "cards": [card], **changes}
+
+
+def _card(**changes) -> dict:
+    return {**_library_file()["cards"][0], **changes}
+
+
+@pytest.mark.parametrize("changes", [
+    {}, {"format": "optiml-trajectory"}, {"format": None}, {"version": 2}, {"cards": []},
+    {"cards": [_card(card_id="../x-v1")]}, {"cards": [_card(card_id="skeleton:../x")]},
+    {"cards": [_card(intent="MAGIC")]}, {"cards": [_card(data="text")]},
+    {"cards": [_card(data={**_card()["data"], "sentence": " \x1c "})]},
+    {"cards": [_card(data={key: value for key, value in _card()["data"].items() if key != "anchor"})]},
+])
+def test_the_schema_and_the_service_agree_on_a_skill_library_file(api, schema, reviewer, changes):
+    """The import's body was documented as any object: a client could not learn that a file
+    needs its format, version and cards (the format a single value) until the service
+    refused it."""
+    body = _library_file(**changes)
+    for key in [key for key, value in changes.items() if value is None]:
+        del body[key]
+    documented = _operations(schema)[("POST", "/api/skills/import/")]["requestBody"]
+    assert documented["required"] is True
+    try:
+        jsonschema.validate(body, documented["content"]["application/json"]["schema"])
+        allowed = True
+    except jsonschema.ValidationError:
+        allowed = False
+
+    response = api(reviewer).post("/api/skills/import/", body, format="json")
+
+    assert (response.status_code == 201) is allowed, (changes, response.status_code, response.json())
+
+
+def test_the_documented_library_file_names_its_one_format_and_version(schema):
+    documented = _operations(schema)[("POST", "/api/skills/import/")]["requestBody"]
+    file = documented["content"]["application/json"]["schema"]
+
+    assert file["properties"]["format"]["enum"] == ["optiml-skill-library"]
+    assert file["properties"]["version"]["enum"] == [1]
+    assert set(file["required"]) == {"format", "version", "cards"}
