@@ -176,3 +176,40 @@ def test_integers_that_float64_cannot_tell_apart_are_still_caught():
     off_by_one = ref + 1  # the same float64
     failure, _, _ = compare_values("big", off_by_one, ref, Tolerance(atol=0.0, rtol=0.0))
     assert failure is not None and failure.guard == "wrong_values"
+
+
+def test_a_change_is_found_in_any_slice_of_a_large_input_and_an_unwritten_element_in_any_slice_of_an_output():
+    """Large arrays are compared in slices on several threads (checks._map_chunks): the
+    last slice counts as much as the first."""
+    from profiling.harness import checks
+
+    n = 2 * checks._CHUNK + 5  # three slices, the last a short one
+    x = np.arange(n, dtype=np.float32)
+    assert check_input_unchanged("x", x, x.copy()) is None
+    for where in (0, checks._CHUNK + 1, n - 1):
+        mutated = x.copy()
+        mutated[where] += 1
+        failure = check_input_unchanged("x", x, mutated)
+        assert failure.guard == "input_mutated" and f"({where},)" in failure.message
+        out = x.copy()
+        out.view(np.uint32)[where] = 0xFFFFFFFF
+        failure = check_written("y", out, x)
+        assert failure.guard == "output_unwritten" and f"({where},)" in failure.message
+    assert check_input_unchanged("x", x, x[:-1].copy()).guard == "input_mutated"
+
+
+def test_the_same_array_as_before_and_after_is_unchanged_without_reading_it():
+    """The worker passes one array as both when it has shown the input unchanged already;
+    an array that would raise if read proves nothing is read."""
+    class Unreadable(np.ndarray):
+        def __array_finalize__(self, obj):
+            pass
+
+        def reshape(self, *args, **kwargs):
+            raise AssertionError("read")
+
+        def view(self, *args, **kwargs):
+            raise AssertionError("read")
+
+    x = np.zeros(8, np.float32).view(Unreadable)
+    assert check_input_unchanged("x", x, x) is None
