@@ -11,9 +11,9 @@ from __future__ import annotations
 from django.conf import settings
 from django.http import Http404
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
-from rest_framework.exceptions import PermissionDenied, ValidationError
+from rest_framework.exceptions import APIException, PermissionDenied, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -41,6 +41,12 @@ from optiml_web.schema import NOT_BLANK_PATTERN, ErrorSerializer
 from profiling.serialization import data_for_users
 
 TEAM = OpenApiParameter("team", int, description="a team's library (left out: the project's default one)")
+
+
+class CardConflict(APIException):
+    """A sound request that the card's state refuses."""
+
+    status_code = status.HTTP_409_CONFLICT
 
 
 def _library(request: Request) -> Library:
@@ -131,7 +137,8 @@ class SkillCardApi(APIView):
         return _whole(request, card_id, _library(request))
 
     @extend_schema(request=SkillCardEditSerializer, parameters=[TEAM],
-                   responses={200: SkillCardSerializer, 403: ErrorSerializer})
+                   responses={200: SkillCardSerializer, 403: ErrorSerializer, 409: OpenApiResponse(
+                       ErrorSerializer, description="the card's text is that already: nothing to change")})
     def patch(self, request: Request, card_id: str) -> Response:
         """Edit the card's text (its sentence, the team's notes): a new version with you as
         its author (the library's reviewers). Its code and evidence are not text."""
@@ -143,6 +150,8 @@ class SkillCardApi(APIView):
         try:
             services.skill_card_edit(card_id=card_id, author=request.user, team=library.team,
                                      **form.validated_data)
+        except services.SkillCardUnchanged as error:  # sound, refused by the card's state: 409
+            raise CardConflict(str(error)) from None
         except ValueError as error:
             raise ValidationError({"detail": str(error)}) from None
         return _whole(request, card_id, library)

@@ -171,6 +171,7 @@ class SkillCommentCreateSerializer(serializers.Serializer):
 
 
 class SkillCardEditSerializer(serializers.Serializer):
+    fields_at_least = 1  # the schema's minProperties (optiml_web.schema): validate() refuses {}
     sentence = DisplayTextField(required=False, max_length=500)
     notes = DisplayTextField(required=False, allow_blank=True, max_length=10_000)
 

@@ -239,6 +239,11 @@ def card_changed(card: SkillCard, what: str = "card") -> None:
 # -- the team's review of the skill library ------------------------------------------------
 
 
+class SkillCardUnchanged(ValueError):
+    """An edit whose text is the card's already: a sound request that the card's state
+    refuses (the API's 409, not a 400)."""
+
+
 class ReviewError(ValueError):
     """A review the card's state does not allow; the message says why (an HTTP 409)."""
 
@@ -347,7 +352,7 @@ def skill_card_edit(*, card_id: str, author: Any, sentence: str | None = None,
     if len(new["sentence"]) > MAX_SENTENCE or len(new["notes"]) > MAX_COMMENT:
         raise ValueError(f"the sentence is at most {MAX_SENTENCE} characters, the notes {MAX_COMMENT}")
     if new == current:
-        raise ValueError("the text is unchanged")
+        raise SkillCardUnchanged("the text is unchanged")
     last = card.versions.order_by("-number").first()
     if last is None:
         last = SkillCardVersion.objects.create(card=card, number=1, author=None, **current)

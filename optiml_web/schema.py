@@ -114,7 +114,27 @@ class ApiSchema(AutoSchema):
         # is itself required: drf-spectacular marks only serializers' bodies so.
         if body and all(media.get("schema", {}).get("required") for media in body["content"].values()):
             body["required"] = True
+        # So is the body of a serializer that needs some of its optional fields (below).
+        if body and getattr(self.get_request_serializer(), "fields_at_least", None):
+            body["required"] = True
         return body
+
+    def _map_serializer(self, serializer, direction, bypass_extensions=False):
+        schema = super()._map_serializer(serializer, direction, bypass_extensions)
+        # A body whose fields are each optional but not all at once (SkillCardEditSerializer:
+        # a sentence, notes, or both) says how many it needs: its validate() refuses fewer.
+        least = getattr(serializer, "fields_at_least", None)
+        if direction == "request" and least and isinstance(schema, dict):
+            schema["minProperties"] = least
+        return schema
+
+    def _insert_field_validators(self, field, schema):
+        super()._insert_field_validators(field, schema)
+        # A text that may be blank is drf-spectacular's oneOf [its pattern, a string of length 0];
+        # a pattern that admits "" too (DisplayTextField's) makes "" match both, which oneOf
+        # refuses: the schema then refused the blank text the service takes. anyOf says it.
+        if BLANK_TEXT in schema.get("oneOf", []):
+            schema["anyOf"] = schema.pop("oneOf")
 
     def _map_serializer_field(self, field, direction, bypass_extensions=False):
         schema = super()._map_serializer_field(field, direction, bypass_extensions)
@@ -144,6 +164,7 @@ class ApiSchema(AutoSchema):
 # names) does not count as spaces: they are left out by name, so that a client's
 # validator and the service agree that "\x1c" is blank.
 NOT_BLANK_PATTERN = r"[^\s\u001c-\u001f\u0085]"
+BLANK_TEXT = {"type": "string", "maxLength": 0}  # drf-spectacular's branch for allow_blank
 
 
 def _refuses_blank(field) -> bool:

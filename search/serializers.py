@@ -347,7 +347,10 @@ class RooflineSerializer(serializers.Serializer):
     achieved_flops_per_s = serializers.FloatField(allow_null=True)
     achieved_bytes_per_s = serializers.FloatField(allow_null=True)
     dram_bytes_measured = serializers.FloatField(allow_null=True)
-    ceilings = serializers.DictField()
+    gpu = serializers.CharField(allow_null=True, help_text="the GPU that measured the node; null: none did")
+    ceilings = serializers.DictField(allow_null=True, help_text=(
+        "the measuring GPU's datasheet peaks (dram_bytes_per_s, fp32_flops_per_s, ridge_intensity, "
+        "source); null when no GPU measured the node or the ceilings table does not know it"))
     measured = serializers.DictField(allow_null=True, help_text=(
         "the hierarchical roofline from the node's own ncu counters: flops, seconds, "
         "achieved_flops_per_s, fp32_flops_per_s and levels (L1, L2, DRAM: bytes, "

@@ -21,14 +21,25 @@ Three things are set apart, each with its reason:
 - JSON the database cannot store (NUL or a lone surrogate in a key, say) is refused
   whole by every operation: tests/web/schemathesis_hooks.py sets that 400 aside, and only
   where the service's own optiml_web.limits.unstorable refuses the body sent.
+
+The signed-in user has something to act on wherever an operation names a thing by id
+(OWN_THINGS): a run still waiting (pause, resume, stop), a lineage, a card of the default
+library, whose reviewers she is among (staff: review, edit, import), a writing job and a
+declared task of hers, a team she is an admin of (adding a member, copying cards). Ids
+drawn at random name nothing, and the ids the stateful phase follows reach few of these
+in a bounded run: such an operation was then only ever refused (404, 409, and the 401s
+of the signed-out check, which schemathesis took for a failed sign-in: "14 operations
+returned only 401/403"), and its body never reached the code behind the lookup.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -52,19 +63,64 @@ REFUSED_BY_DATA = {
 }
 
 
-def _config(session: str) -> str:
+# (method, path): the parameters that name what the signed-in user may act on; filled in
+# from the things the test stores (_own_things).
+OWN_THINGS = {
+    ("GET", "/api/kernels/write/{job_id}/"): {"path.job_id": "job"},
+    ("GET", "/api/lineages/{lineage_id}/"): {"path.lineage_id": "lineage"},
+    ("GET", "/api/tasks/declared/{name}/"): {"path.name": "declared"},
+    **{("POST", f"/api/runs/{{run_id}}/{action}/"): {"path.run_id": "waiting_run"}
+       for action in ("pause", "resume", "stop")},
+    **{(method, f"/api/skills/{{card_id}}/{tail}"): {"path.card_id": "card"}
+       for method, tail in [("GET", ""), ("PATCH", ""), ("GET", "comments/"), ("POST", "comments/"),
+                            ("GET", "effects/"), ("GET", "usage/"), ("GET", "versions/"),
+                            ("POST", "review/")]},
+    ("POST", "/api/teams/{team_id}/members/"): {"path.team_id": "team"},
+}
+
+
+def _config(session: str, things: dict[str, int | str]) -> str:
     lines = ['hooks = "tests.web.schemathesis_hooks"', "",
              "[auth.openapi.cookieAuth]", f'api_key = "{session}"', ""]
-    for (method, path), _ in sorted(REFUSED_BY_DATA.items()):
-        lines += ["[[operations]]", f'include-path = "{path}"', f'include-method = "{method}"',
-                  "checks.positive_data_acceptance.expected-statuses = "
-                  '["2xx", "3xx", "400", "401", "403", "404", "409", "429"]', ""]
+    for method, path in sorted({*REFUSED_BY_DATA, *OWN_THINGS}):
+        lines += ["[[operations]]", f'include-path = "{path}"', f'include-method = "{method}"']
+        if (method, path) in REFUSED_BY_DATA:
+            lines.append("checks.positive_data_acceptance.expected-statuses = "
+                         '["2xx", "3xx", "400", "401", "403", "404", "409", "429"]')
+        for name, thing in OWN_THINGS.get((method, path), {}).items():
+            lines.append(f"parameters.{json.dumps(name)} = {json.dumps(things[thing])}")
+        lines.append("")
     return "\n".join(lines)
+
+
+def _own_things(people, relu_run) -> dict[str, int | str]:
+    """What alice may act on, stored; by the names OWN_THINGS uses."""
+    from accounts import services as accounts
+    from accounts.models import Membership
+    from lineage.models import SkillCard
+    from profiling import services as profiling
+    from search.models import WritingJob
+    from tests.web.conftest import store_recorded_lineage
+    from tests.web.test_skills_api import card_data
+
+    alice, team = people["alice"], people["team"]
+    accounts.membership_set(team=team, user=alice, role=Membership.Role.ADMIN)
+    alice.is_staff = True  # a reviewer of the default library (lineage.services.skill_card_can_review)
+    alice.save(update_fields=["is_staff"])
+    SkillCard.objects.create(card_id="vec4-v1", intent="VEC4", status="verified",
+                             data=card_data("vec4-v1", "VEC4", 1.16, 2, ["relu"]))
+    declared = profiling.declared_task_create(owner=alice, definition={
+        "name": "scaled", "sizes": {"n": 64}, "inputs": [{"name": "x", "shape": ["n"]}],
+        "outputs": [{"name": "y", "shape": ["n"]}], "reference": {"y": "x * 2"}})
+    return {"team": team.pk, "card": "vec4-v1", "declared": declared.name,
+            "lineage": store_recorded_lineage("relu").pk,
+            "waiting_run": relu_run(budget=2, user=alice, team=team, drive=False).pk,
+            "job": WritingJob.objects.create(task="relu", intent="vectorize the loads", created_by=alice).pk}
 
 
 @pytest.mark.timeout(MAX_S + 120)
 def test_the_api_passes_every_schemathesis_check(
-    live_server, people, relu_run, monkeypatch, settings, tmp_path
+    live_server, people, relu_run, task_dir, monkeypatch, settings, tmp_path
 ):
     from django.test import Client
 
@@ -75,17 +131,39 @@ def test_the_api_passes_every_schemathesis_check(
         monkeypatch.delenv(name)  # /api/kernels/write/ must not reach out to an LLM
     settings.OPTIML_WORKDIR = tmp_path
     relu_run(budget=2, user=people["alice"], team=people["team"])
+    things = _own_things(people, relu_run)
     client = Client()
     client.force_login(people["alice"])
-    config = tmp_path / "schemathesis.toml"
-    config.write_text(_config(client.cookies["sessionid"].value))
+    config, har = tmp_path / "schemathesis.toml", tmp_path / "requests.har"
+    config.write_text(_config(client.cookies["sessionid"].value, things))
     command = [str(Path(sys.executable).parent / "schemathesis"), "--config-file", str(config), "run",
                f"{live_server.url}/api/schema/", "--url", live_server.url, "--checks", "all",
                "--max-examples", str(EXAMPLES), "--max-time", str(MAX_S), "--seed", "34", "--workers", "1",
-               "--no-color"]
+               "--no-color", "--report", "har", "--report-har-path", str(har)]
 
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     done = subprocess.run(command, capture_output=True, text=True, timeout=MAX_S + 100, cwd=tmp_path, env=env)
 
     assert done.returncode == 0, f"{done.stdout[-12000:]}\n{done.stderr[-3000:]}"
     assert "Tested: " in done.stdout  # it reached the operations, not only the schema
+    # Each operation given a thing of hers got past sign-in and the lookup at least once.
+    assert set(OWN_THINGS) <= _reached(har, things), sorted(set(OWN_THINGS) - _reached(har, things))
+
+
+def _reached(har: Path, things: dict[str, int | str]) -> set[tuple[str, str]]:
+    """The OWN_THINGS operations that some request, sent with the session, got past sign-in
+    and the lookup of the thing with (any answer but 401, 403, 404 or 405)."""
+    urls = {}
+    for (method, path), names in OWN_THINGS.items():
+        url = path
+        for name, thing in names.items():
+            url = url.replace(f"{{{name.split('.', 1)[1]}}}", str(things[thing]))
+        urls[(method, url)] = (method, path)
+    reached = set()
+    for entry in json.loads(har.read_text())["log"]["entries"]:
+        request = entry["request"]
+        signed_in = any(h["name"].lower() == "cookie" for h in request["headers"])
+        key = (request["method"], urlsplit(request["url"]).path)
+        if key in urls and signed_in and entry["response"]["status"] not in (401, 403, 404, 405):
+            reached.add(urls[key])
+    return reached

@@ -265,3 +265,40 @@ def test_the_documented_library_file_names_its_one_format_and_version(schema):
     assert file["properties"]["format"]["enum"] == ["optiml-skill-library"]
     assert file["properties"]["version"]["enum"] == [1]
     assert set(file["required"]) == {"format", "version", "cards"}
+
+
+# -- found by the all-checks fuzz test once it had things of its own to act on ----------------
+
+
+def test_the_detail_of_a_node_no_gpu_measured_is_what_the_schema_says(api, people, relu_run, schema):
+    """A pending node has no GPU and so no ceilings: its roofline's ceilings are null, which
+    the schema called an object (schemathesis: response violates schema)."""
+    run = relu_run(budget=2, user=people["alice"], drive=False)
+
+    node = api(people["alice"]).get(f"/api/runs/{run.pk}/nodes/0/").json()
+
+    roofline = schema["components"]["schemas"]["Roofline"]["properties"]
+    assert node["roofline"]["ceilings"] is None and node["roofline"]["gpu"] is None
+    assert roofline["ceilings"].get("nullable") is True and roofline["gpu"].get("nullable") is True
+
+
+def test_editing_a_card_with_nothing_to_change_is_refused_by_the_schema_as_by_the_service(api, schema):
+    from django.contrib.auth import get_user_model
+
+    from lineage.models import SkillCard
+
+    editor = get_user_model().objects.create_user("rita", password="rita-secret-1", is_staff=True)
+    SkillCard.objects.create(card_id="agreed-v1", intent="VEC4", status="verified",
+                             data=card_data("agreed-v1", "VEC4", 1.2, 1, ["relu"]))
+    body = _operations(schema)[("PATCH", "/api/skills/{card_id}/")]["requestBody"]
+    edit = {"$ref": body["content"]["application/json"]["schema"]["$ref"], **schema}
+
+    assert body["required"] is True
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({}, edit)
+    jsonschema.validate({"notes": ""}, edit)
+    assert api(editor).patch("/api/skills/agreed-v1/", {}, format="json").status_code == 400
+    # Blank notes are schema-valid too (they clear the notes): the schema's oneOf once refused
+    # "" as matching both its pattern and its blank branch.
+    assert api(editor).patch("/api/skills/agreed-v1/", {"notes": "caveat"}, format="json").status_code == 200
+    assert api(editor).patch("/api/skills/agreed-v1/", {"notes": ""}, format="json").status_code == 200

@@ -177,7 +177,7 @@ def test_an_edit_makes_a_new_version_whose_diff_the_history_shows(library, peopl
     card = SkillCard.objects.get(card_id="vec4-v1")
     assert card.status == "verified" and card.data["evidence"]["lineages"] == 10
     # Refusals write nothing: an unchanged text, an empty one, a member, a visitor.
-    refusals = ((reviewer, {"notes": "needs N % 4 == 0"}, 400), (reviewer, {"sentence": " "}, 400),
+    refusals = ((reviewer, {"notes": "needs N % 4 == 0"}, 409), (reviewer, {"sentence": " "}, 400),
                 (reviewer, {}, 400), (people["dana"], {"notes": "mine"}, 403), (None, {"notes": "x"}, 401))
     for who, body, code in refusals:
         assert api(who).patch("/api/skills/vec4-v1/", body, format="json").status_code == code
