@@ -70,6 +70,12 @@ class GateOptions:
     # default float inputs (inputs.generated_on_gpu); else generated on the host. The same
     # distributions either way, so it is not part of identity() either.
     gpu_inputs: bool = True
+    # Outputs compared with the reference on the GPU by the harness's kernel before the
+    # host's guards, which judge only what it does not pass (gpu_compare.py): where a
+    # comparison runs does not change what passes, so it is not part of identity(). Off
+    # until its GPU tests (tests/gpu/test_gpu_compare.py) have run on a GPU: no machine
+    # was lent for them the session it was written (2026-12-07).
+    compare_on_gpu: bool = False
     # compute-sanitizer tools run at L0 sizes before the verdict can pass (sanitize.py).
     sanitize: tuple[str, ...] = ("memcheck", "racecheck", "initcheck", "synccheck")
     # Every buffer the candidate can reach in its own address range between unmapped guard
@@ -268,6 +274,7 @@ def worker_options(options: GateOptions, *, seed: int | None) -> dict:
             "input_cache": options.input_cache if seed is not None else None,
             "spot_checks": options.spot_checks, "adversary": options.adversary,
             "gpu_references": options.gpu_references, "gpu_inputs": options.gpu_inputs,
+            "compare_on_gpu": options.compare_on_gpu,
             "guard_regions": options.guard_regions}
 
 

@@ -43,6 +43,7 @@ import numpy as np
 from .checks import GuardFailure, RunBuffers, check_canaries
 from .drawn import verify_timed_runs
 from .draws import launch, run_draws
+from .gpu_compare import OnGpu, comparable, within_on_gpu
 
 if TYPE_CHECKING:
     from .worker import Session
@@ -195,18 +196,45 @@ class TimedRuns:
         parallel: references and comparisons are numpy, which releases the GIL, and
         on a 1 GB task they, not the GPU, are what verification costs. For a session whose
         L1 checks were judged in the reference child, each run is judged there first
-        (drawn.verify_timed_run), and only one it does not pass comes to the host."""
+        (drawn.verify_timed_run), and only one it does not pass comes to the host. Where
+        the outputs can be compared on the GPU (gpu_compare.py) only the inputs come to
+        the host, for the references; the outputs only when the GPU does not pass them."""
         chosen = [(slot, index) for slot, index in enumerate(kept) if index is not None]
         s = self.s
         snapshots = dict(enumerate(slots))
         if s.last_l1_in_child:  # judged in the reference child, as its L1 checks were
             chosen, snapshots = verify_timed_runs(s, buffers, slots, sink, chosen)
+        elif s.gpu_refs is None and comparable(s):
+            return self.verify_on_gpu(buffers, snapshots, chosen)
         runs = [(index, self.read_run(buffers, snapshots[slot], index)) for slot, index in chosen]
         if not runs:
             return None
         with ThreadPoolExecutor(max_workers=self.parallel_checks(len(runs))) as pool:
             failures = list(pool.map(lambda run: self.check_run(*run), runs))
         return next((f for f in failures if f is not None), None)
+
+    def verify_on_gpu(self, buffers: dict, snapshots: dict, chosen: list[tuple[int, int]]
+                      ) -> GuardFailure | None:
+        """The verified runs' references computed on the host (in parallel, as many at
+        once as the host holds), their outputs compared where they were copied, on the
+        GPU, and read back only for the host's guards when the GPU does not pass them."""
+        s = self.s
+        batch = max(1, self.parallel_checks(len(chosen)))
+        for start in range(0, len(chosen), batch):
+            part = [(slot, index, self.read_inputs(buffers, index))
+                    for slot, index in chosen[start:start + batch]]
+            with ThreadPoolExecutor(max_workers=len(part)) as pool:
+                references = list(pool.map(lambda run: s.run_reference(run[2], self.sizes), part))
+            for (slot, index, inputs), reference in zip(part, references, strict=True):
+                copies = {t.name: OnGpu(int(snapshots[slot][t.name]), buffers[t.name].nbytes)
+                          for t in s.task.outputs}
+                if within_on_gpu(s, copies, reference) is not None:
+                    continue
+                outputs = self.read_outputs(buffers, snapshots[slot])
+                failure = self.judge_run(index, inputs, outputs, reference)
+                if failure is not None:
+                    return failure
+        return None
 
     def parallel_checks(self, wanted: int) -> int:
         """As many at once as the host's cores and memory allow (each holds its inputs,
@@ -221,22 +249,30 @@ class TimedRuns:
     def read_run(self, buffers: dict, snapshot: dict, index: int) -> tuple[dict, dict]:
         """Timed run `index`: its inputs regenerated from its seed into the input buffers,
         its outputs as copied right after it ran."""
-        from . import device
+        return self.read_inputs(buffers, index), self.read_outputs(buffers, snapshot)
 
+    def read_inputs(self, buffers: dict, index: int) -> dict:
+        """Timed run `index`'s inputs, regenerated from its seed into the input buffers."""
         s = self.s
         self.refresh_inputs(buffers, run_seed(s.base_seed, index))
         s.gpu.synchronize()
-        inputs = {t.name: buffers[t.name].download() for t in s.task.inputs}
+        return {t.name: buffers[t.name].download() for t in s.task.inputs}
+
+    def read_outputs(self, buffers: dict, snapshot: dict) -> dict:
+        """A timed run's outputs as copied right after it ran (or read back already:
+        drawn.verify_timed_runs)."""
+        from . import device
+
         outputs = {}
-        for t in s.task.outputs:
-            if isinstance(snapshot[t.name], np.ndarray):  # read back already (drawn.verify_timed_runs)
+        for t in self.s.task.outputs:
+            if isinstance(snapshot[t.name], np.ndarray):
                 outputs[t.name] = snapshot[t.name]
                 continue
             out = np.empty(buffers[t.name].shape, buffers[t.name].dtype)
             if out.nbytes:
                 device.cuda.memcpy_dtoh(out, snapshot[t.name])
             outputs[t.name] = out
-        return inputs, outputs
+        return outputs
 
     def check_run(self, index: int, arrays: tuple[dict, dict]) -> GuardFailure | None:
         inputs, outputs = arrays
@@ -248,9 +284,13 @@ class TimedRuns:
         if judged is True:
             return None
         reference = judged if judged is not None else s.run_reference(inputs, self.sizes)
+        return self.judge_run(index, inputs, outputs, reference)
+
+    def judge_run(self, index: int, inputs: dict, outputs: dict, reference) -> GuardFailure | None:
+        """The host's guards on one verified run."""
         run = RunBuffers(inputs_before=inputs, inputs_after=inputs, outputs=outputs,
                          reference=reference, guards={})
-        failure = s.check(run, self.sizes)[0]
+        failure = self.s.check(run, self.sizes)[0]
         if failure is None:
             return None
         return GuardFailure(failure.guard, f"timed run {index - self.warmup}: {failure.message}")

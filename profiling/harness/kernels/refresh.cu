@@ -71,8 +71,9 @@ extern "C" __global__ void optiml_refresh_int32(int* p, unsigned long long n,
 // -- the screen's comparisons on the GPU (worker.py, Session.check_resident) ------------
 // A search's screen keeps one seed's inputs and reference outputs on the GPU between
 // candidates and compares there, instead of copying gigabytes to the host per candidate.
-// Anything these find is looked at again on the host, whose guards name it exactly; the
-// full gate never uses them.
+// With GateOptions.compare_on_gpu the full gate compares its outputs here too, with the
+// reference copied in after the candidate's work has finished (gpu_compare.py). Anything these find is looked at again
+// on the host, whose guards name it exactly.
 
 // result: [0] outputs still holding the poison where the reference does not,
 //         [1] elements outside atol + rtol * |ref| or NaN/Inf where the reference differs,
