@@ -51,7 +51,9 @@ SECURE_REFERRER_POLICY = "same-origin"  # a share page's URL (its token) never l
 X_FRAME_OPTIONS = "DENY"
 
 INSTALLED_APPS = [
-    # daphne first: its runserver serves ASGI (websockets) in place of Django's WSGI one.
+    # The project's runserver (daphne's, with the image's server) before daphne's, and
+    # daphne's before Django's: it serves ASGI (websockets) in place of the WSGI one.
+    "optiml_web",
     "daphne",
     "django.contrib.admin",
     "django.contrib.auth",

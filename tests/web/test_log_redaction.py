@@ -162,9 +162,10 @@ async def _refused_status(url: str) -> int:
 def test_a_websocket_to_a_path_no_app_routes_is_refused_by_the_server_without_a_traceback(served):
     """Channels' "No route found" was a 500 and a traceback in the server's log (issue 34, part 6).
     The image's daphne (optiml_web/daphne.py) answers it 400, through ASGI's websocket denial
-    response; runserver's daphne, which lacks it, answers every refused handshake 403."""
+    response, and so does runserver, whose command uses the same server
+    (optiml_web/management/commands/runserver.py); daphne's own answers every refusal 403."""
     host, run_id, token, log, server = served
-    unrouted = 400 if server == "daphne" else 403
+    unrouted = 400
 
     assert asyncio.run(_refused_status(f"ws://{host}/ws/nowhere/")) == unrouted  # the handshake refused
     assert asyncio.run(_refused_status(f"ws://{host}/ws/runs/abc/")) == unrouted
