@@ -195,6 +195,19 @@ def compare_f32(harness: cuda.Module, gpu: Gpu, out: Buffer, reference: cuda.Dev
     return int(counts[0]), int(counts[1]), float(floats[0]), float(floats[1])
 
 
+def within_allowance_f32(harness: cuda.Module, gpu: Gpu, out: Buffer, reference: cuda.DeviceAllocation,
+                         allowed: cuda.DeviceAllocation | None, allowed_all: float
+                         ) -> tuple[int, int, float, float]:
+    """(unwritten elements, elements beyond their allowance, max abs error, max rel error):
+    `allowed` a float64 per element, or None for `allowed_all` everywhere."""
+    counts = _reduce(harness, gpu, "optiml_within_allowance_f32", np.uint32, 4,
+                     np.uintp(out.ptr), np.uintp(int(reference)),
+                     np.uintp(int(allowed) if allowed is not None else 0), np.float64(allowed_all),
+                     np.uint64(out.nbytes // 4))
+    floats = counts[2:].view(np.float32)
+    return int(counts[0]), int(counts[1]), float(floats[0]), float(floats[1])
+
+
 @dataclass
 class ResolvedLaunch:
     kernel: str

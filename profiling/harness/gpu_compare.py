@@ -13,10 +13,13 @@ have passed with it on a GPU), under these rules:
   context is synchronized, so none of the candidate's code runs while it is on the GPU,
   and the comparison is the harness's own kernel (refresh.cu, `optiml_compare_f32`),
   never the candidate's module.
-- **Only what the kernel judges as the host does.** Float32 outputs compared elementwise
-  with the task's tolerance (no custom comparison, no allowance), after the canaries and
-  the inputs were found intact: NaN and Inf only where the reference has them, finite
-  values within atol + rtol |reference|, no element still holding the poison.
+- **Only what the kernel judges as the host does.** Float32 outputs, after the canaries
+  and the inputs were found intact, and no element still holding the poison: compared
+  elementwise with the task's tolerance (NaN and Inf only where the reference has them,
+  finite values within atol + rtol |reference|, `optiml_compare_f32`), or, for a task with
+  an allowance, each element's |out - ref| within its allowance in float64, NaN never
+  (`optiml_within_allowance_f32`, as tasks._common.check_within). A task's own comparison
+  (`compare`: reduce_sum, topk) stays on the host.
 - **Clean passes; anything else goes to the host.** An element out of tolerance or
   unwritten, an output of another type, no room on the GPU for the reference: the host's
   guards (checks.check_run) then judge exactly as before and name the guard and the
@@ -48,18 +51,18 @@ class OnGpu:
 
 
 def comparable(session: Session) -> bool:
-    """Whether this task's outputs are judged by what the GPU's comparison computes."""
+    """Whether this task's outputs are judged by what the GPU's comparison computes: float32
+    outputs under the elementwise tolerance or the task's allowance, not a comparison of
+    the task's own."""
     task = session.task
     return (bool(session.options.get("compare_on_gpu")) and session.harness_module is not None
-            and task.comparison() is None
-            and all(t.dtype == "float32" for t in task.outputs))
+            and task.compare is None and all(t.dtype == "float32" for t in task.outputs))
 
 
 def within_on_gpu(session: Session, outputs: dict, reference) -> tuple[float, float] | None:
     """(largest absolute error, largest relative error) when every output (name -> an
-    object with `ptr` and `nbytes`) is written and within tolerance of `reference`; None
-    when the GPU does not pass them (the host judges)."""
-
+    object with `ptr` and `nbytes`) is written and within tolerance (or allowance) of
+    `reference`; None when the GPU does not pass them (the host judges)."""
     if not comparable(session):
         return None
     started = time.monotonic()
@@ -70,31 +73,56 @@ def within_on_gpu(session: Session, outputs: dict, reference) -> tuple[float, fl
 
 
 def _within(session: Session, outputs: dict, reference) -> tuple[float, float] | None:
-    from . import device
-
+    task = session.task
+    allowed = getattr(reference, "allowed", None)
+    if task.allowance is not None and allowed is None:
+        return None  # worked out from the inputs on the host (spec._within_allowance)
     worst_abs = worst_rel = 0.0
-    for t in session.task.outputs:
+    for t in task.outputs:
         expected = np.ascontiguousarray(reference[t.name])
         out = outputs[t.name]
         if expected.dtype != np.float32 or expected.nbytes != out.nbytes:
             return None
         if not expected.nbytes:
             continue
-        try:
-            copy = device.cuda.mem_alloc(expected.nbytes)
-        except device.cuda.MemoryError:
+        found = _compare(session, t, out, expected, None if task.allowance is None else allowed[t.name])
+        if found is None:
             return None
-        try:
-            device.cuda.memcpy_htod(copy, expected)
+        worst_abs, worst_rel = max(worst_abs, found[0]), max(worst_rel, found[1])
+    return worst_abs, worst_rel
+
+
+def _compare(session: Session, t, out, expected: np.ndarray, allowed) -> tuple[float, float] | None:
+    """One output on the GPU: its reference (and allowance) copied there now, compared by
+    the harness's kernel, freed; None unless every element passed."""
+    from . import device
+
+    bound = None
+    if allowed is not None and np.ndim(allowed) != 0:
+        bound = np.ascontiguousarray(allowed, dtype=np.float64)
+        if bound.size != expected.size:
+            return None  # a broadcast allowance: the host's (check_within broadcasts it)
+    copies = []
+    try:
+        copies.append(device.cuda.mem_alloc(expected.nbytes))
+        device.cuda.memcpy_htod(copies[0], expected)
+        if bound is not None:
+            copies.append(device.cuda.mem_alloc(bound.nbytes))
+            device.cuda.memcpy_htod(copies[1], bound)
+        if allowed is None:
             tolerance = session.task.tolerance_for(t.dtype)
             unwritten, outside, max_abs, max_rel = device.compare_f32(
-                session.harness_module, session.gpu, out, copy, tolerance.atol, tolerance.rtol)
-        finally:
+                session.harness_module, session.gpu, out, copies[0], tolerance.atol, tolerance.rtol)
+        else:
+            unwritten, outside, max_abs, max_rel = device.within_allowance_f32(
+                session.harness_module, session.gpu, out, copies[0],
+                copies[1] if bound is not None else None, 0.0 if bound is not None else float(allowed))
+    except device.cuda.MemoryError:
+        return None
+    finally:
+        for copy in copies:
             copy.free()
-        if unwritten or outside:
-            return None
-        worst_abs, worst_rel = max(worst_abs, max_abs), max(worst_rel, max_rel)
-    return worst_abs, worst_rel
+    return None if unwritten or outside else (max_abs, max_rel)
 
 
 def check_on_gpu(session: Session, buffers: dict, inputs_intact: bool, reference

@@ -2,8 +2,8 @@
 
 A search's later candidates draw their L1 inputs on the GPU and find their references in
 the input cache; their outputs, and the verified timed runs' outputs, are now compared
-with the harness's own kernel, and only what it does not pass comes to the host. An
-honest kernel passes that way; a kernel wrong, unwritten or mutating its input only at
+with the harness's own kernels (against the tolerance, or a task's allowance: sgemm),
+and only what they do not pass comes to the host. An honest kernel passes that way; a kernel wrong, unwritten or mutating its input only at
 L1, or only in some timed runs, is still rejected, by the guard the host names.
 """
 
@@ -91,3 +91,44 @@ def test_a_kernel_wrong_only_in_the_timed_runs_is_caught_by_the_verified_runs(ca
     assert verdict.status == "rejected" and verdict.guard == "timed_output", \
         (verdict.guard, verdict.message[:800])
     assert all(r.passed for r in verdict.correctness), "only the timed runs were wrong"
+
+
+# -- a task with an allowance (sgemm: each element's own bound, optiml_within_allowance_f32) --
+
+SGEMM_SIZES = {"M": 512, "N": 512, "K": 512}
+SGEMM_OFF_AT_L1 = "C[(long long)row * N + col] = acc + ((M > 300 && row == 7 && col == 9) ? 1.0f : 0.0f);"
+
+
+def sgemm(last_line: str | None = None) -> Candidate:
+    task = tasks.get("sgemm")
+    source = task.naive_source
+    if last_line is not None:
+        source = source.replace("C[(long long)row * N + col] = acc;", last_line)
+    return Candidate.from_source_and_plan(source, task.naive_plan)
+
+
+@pytest.fixture(scope="module")
+def sgemm_cache(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("sgemm-cache")
+    first = gate_sgemm(sgemm(), folder)
+    assert first.status == "passed", (first.guard, first.message[:800])
+    return folder
+
+
+def gate_sgemm(candidate: Candidate, cache, **options):
+    settings = {"profile": False, "sanitize": (), "l1_sizes": SGEMM_SIZES, "seed": 20261207,
+                "input_cache": str(cache), "compare_on_gpu": True, **options}
+    return evaluate("sgemm", candidate, GateOptions(**settings))
+
+
+def test_a_later_honest_sgemm_passes_within_its_allowance_on_the_gpu(sgemm_cache):
+    verdict = gate_sgemm(sgemm(), sgemm_cache)
+    assert verdict.status == "passed", (verdict.guard, verdict.message[:800])
+    assert "worker_compare_on_gpu" in verdict.stage_seconds, verdict.stage_seconds
+
+
+def test_an_sgemm_off_by_one_at_one_l1_element_is_named_by_the_host(sgemm_cache):
+    verdict = gate_sgemm(sgemm(SGEMM_OFF_AT_L1), sgemm_cache, timing_runs=3, warmup_runs=1, spot_checks=1)
+    assert verdict.status == "rejected" and verdict.guard == "wrong_values", \
+        (verdict.guard, verdict.message[:800])
+    assert "(7, 9)" in verdict.message, verdict.message[:800]

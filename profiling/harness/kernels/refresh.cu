@@ -115,6 +115,42 @@ extern "C" __global__ void optiml_compare_f32(const float* out, const float* ref
     }
 }
 
+// A task with an allowance (spec.Task.allowance): element i passes when
+// |out - ref| <= allowed[i] in double (NaN never does), `allowed` a double per element or,
+// when null, `allowed_all` for every one; the result as optiml_compare_f32's.
+extern "C" __global__ void optiml_within_allowance_f32(const float* out, const float* ref,
+                                                       const double* allowed, double allowed_all,
+                                                       unsigned long long n, unsigned int* result) {
+    unsigned int unwritten = 0, bad = 0;
+    float max_abs = 0.0f, max_rel = 0.0f;
+    unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+    for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += stride) {
+        float o = out[i], r = ref[i];
+        if (__float_as_uint(o) == 0xFFFFFFFFu && __float_as_uint(r) != 0xFFFFFFFFu) {
+            unwritten += 1;
+            continue;
+        }
+        double error = fabs((double)o - (double)r);
+        double bound = allowed != nullptr ? allowed[i] : allowed_all;
+        bad += !(error <= bound);
+        if (isfinite(error)) {
+            max_abs = fmaxf(max_abs, (float)error);
+            if (r != 0.0f) max_rel = fmaxf(max_rel, (float)(error / fabs((double)r)));
+        }
+    }
+    unwritten = __reduce_add_sync(0xFFFFFFFFu, unwritten);
+    bad = __reduce_add_sync(0xFFFFFFFFu, bad);
+    unsigned int abs_bits = __reduce_max_sync(0xFFFFFFFFu, __float_as_uint(max_abs));
+    unsigned int rel_bits = __reduce_max_sync(0xFFFFFFFFu, __float_as_uint(max_rel));
+    if ((threadIdx.x & 31) == 0) {
+        if (unwritten) atomicAdd(&result[0], unwritten);
+        if (bad) atomicAdd(&result[1], bad);
+        atomicMax(&result[2], abs_bits);
+        atomicMax(&result[3], rel_bits);
+    }
+}
+
 // result[0] += how many 4-byte words (and tail bytes) differ between a and b (an input
 // against its untouched copy).
 extern "C" __global__ void optiml_count_differences(const unsigned char* a, const unsigned char* b,
