@@ -193,7 +193,7 @@ try {
   result.compare_sides = await page.locator(".compare-side").count();
   result.compare_paths = await page.locator(".compare-side table.compare-path").evaluateAll((tables) =>
     tables.map((t) => [...t.querySelectorAll("tbody tr td:first-child")].map((td) => td.textContent)));
-  result.compare_same = await page.locator("h2 + p.muted").allTextContents();
+  result.compare_same = await page.locator("p[data-compare=same]").allTextContents();
   await shot(page, "compare");
   result.page_errors = pageErrors;
   log(`RESULT ${JSON.stringify(result)}`);

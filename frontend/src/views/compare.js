@@ -32,7 +32,7 @@ export async function mountCompare(root) {
     h("section", { class: "panel" }, h("h2", null, "Best time so far, by evaluation"), curves),
     h("section", { class: "panel" }, h("h2", null, `Best kernel of #${data.a.id} → best kernel of #${data.b.id}`),
       data.diff ? h("div", { class: "compare-diff", html: diffHtml(data.diff, { outputFormat: "side-by-side", drawFileList: false }) })
-        : h("p", { class: "muted" }, "The two best kernels are the same.")));
+        : h("p", { class: "muted", "data-compare": "same" }, "The two best kernels are the same.")));
 }
 
 /** @param {any} run @param {string} which */
