@@ -45,3 +45,44 @@ def lifted(candidate: Candidate) -> list[str]:
 def offered_skeletons(task, name: str) -> list[Proposal]:
     context = NodeContext(task=name, candidate=naive(task), measurement=None, diagnosis=None)
     return [p for p in SkillSource().propose(context) if p.source.startswith("skill:skeleton:")]
+
+
+# -- the checks every audit makes of its own table ---------------------------------------
+
+ROWS, MAP, FULL, PRODUCT = "row_map_reduce", "elementwise_map", "full_reduction", "batched_contraction"
+SCAN, WINDOW = "row_scan", "window_reduction"
+FAMILIES = (ROWS, MAP, FULL, PRODUCT, SCAN, WINDOW, "permutation")
+
+
+def check_directory(directory: Path, expected: dict, vendor_ops: Iterable[str]) -> None:
+    """The folder holds the tasks of the table, and its vendor.py a call for each."""
+    files = {path.stem for path in directory.glob("*.py")} - {"vendor"}
+    assert files == set(expected)
+    assert set(vendor_ops) == set(expected)
+
+
+def check_lift(task, expected: list[str]) -> None:
+    """Each launch lifts to the family written, or is refused with words that contain the
+    reason written (an entry that names no family)."""
+    read = lifted(naive(task))
+    assert len(read) == len(expected), read
+    for got, wanted in zip(read, expected, strict=True):
+        assert wanted == got or (wanted not in FAMILIES and wanted in got), read
+
+
+def check_offered(task, name: str, expected: list[str], wanted: set[str]) -> None:
+    """At least the skeletons named are offered; none for a kernel refused outright."""
+    offered = {p.source.split(":")[-1] for p in offered_skeletons(task, name)}
+    assert wanted <= offered, offered
+    if not any(f in FAMILIES for f in expected):
+        assert offered == set()
+
+
+def check_references(task, name: str, folder: Path) -> None:
+    """The naive kernel and every skeleton offered compute the reference on the CPU
+    emulator at every L0 size."""
+    from cuda_on_cpu import mismatch_at_l0
+
+    offered = offered_skeletons(task, name)
+    for label, kernel in [("naive", naive(task)), *((p.source.split(":")[-1], p.candidate) for p in offered)]:
+        assert mismatch_at_l0(task, kernel, folder / label) is None, label

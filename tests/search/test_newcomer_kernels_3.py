@@ -15,13 +15,19 @@ import shutil
 from pathlib import Path
 
 import pytest
-from cuda_on_cpu import mismatch_at_l0
-from newcomer_audit import lifted, naive, offered_skeletons, tasks_in
+from newcomer_audit import (
+    FULL,
+    MAP,
+    ROWS,
+    SCAN,
+    check_directory,
+    check_lift,
+    check_offered,
+    check_references,
+    tasks_in,
+)
 
 DIRECTORY = Path(__file__).resolve().parents[2] / "bench" / "newcomer_tasks_3"
-ROWS, MAP, FULL, PRODUCT = "row_map_reduce", "elementwise_map", "full_reduction", "batched_contraction"
-SCAN, WINDOW = "row_scan", "window_reduction"
-FAMILIES = (ROWS, MAP, FULL, PRODUCT, SCAN, WINDOW, "permutation")
 # name -> each launch's family (one entry: the whole plan's), or the words of its refusal
 EXPECTED = {
     "argmin_mid": [ROWS],  # a `while` loop down the middle dim
@@ -50,33 +56,22 @@ def newcomer():
 
 
 def test_the_directory_holds_the_tasks_listed_here():
-    files = {path.stem for path in DIRECTORY.glob("*.py")} - {"vendor"}
-    assert files == set(EXPECTED)
     from bench.newcomer_tasks_3 import vendor
 
-    assert set(vendor.OPS) == set(EXPECTED)
+    check_directory(DIRECTORY, EXPECTED, vendor.OPS)
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_each_naive_kernel_lifts_to_its_family_or_says_why_not(newcomer, name):
-    read = lifted(naive(newcomer[name]))
-    assert len(read) == len(EXPECTED[name]), read
-    for got, expected in zip(read, EXPECTED[name], strict=True):
-        assert expected == got or (expected not in FAMILIES and expected in got), read
+    check_lift(newcomer[name], EXPECTED[name])
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_the_skeletons_named_here_are_offered_and_none_for_a_refused_kernel(newcomer, name):
-    offered = {p.source.split(":")[-1] for p in offered_skeletons(newcomer[name], name)}
-    assert OFFERED.get(name, set()) <= offered, offered
-    if not any(f in FAMILIES for f in EXPECTED[name]):
-        assert offered == set()
+    check_offered(newcomer[name], name, EXPECTED[name], OFFERED.get(name, set()))
 
 
 @needs_gxx
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_the_naive_kernel_and_every_skeleton_offered_compute_the_reference(newcomer, name, tmp_path):
-    task = newcomer[name]
-    offered = offered_skeletons(task, name)
-    for label, kernel in [("naive", naive(task)), *((p.source.split(":")[-1], p.candidate) for p in offered)]:
-        assert mismatch_at_l0(task, kernel, tmp_path / label) is None, label
+    check_references(newcomer[name], name, tmp_path)
