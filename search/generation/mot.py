@@ -421,7 +421,7 @@ class MixtureOfThoughts(nn.Module):
 
 
 def fit_experts(experts: Sequence[Expert], pairs: Sequence[tuple[str, str]], *, max_seconds: float,
-                lr: float = 1e-3, seed: int = 0) -> dict[str, dict[str, Any]]:
+                lr: float = 1e-3, seed: int = 0, max_steps: int | None = None) -> dict[str, dict[str, Any]]:
     """Fine-tune every parameter of each expert, on its own, on (intent, kernel) pairs:
     next-token loss on the kernel after the intent, AdamW, for `max_seconds` per expert.
 
@@ -430,7 +430,8 @@ def fit_experts(experts: Sequence[Expert], pairs: Sequence[tuple[str, str]], *, 
     the pairs it is then trained on, an expert can only memorise them; what this buys is
     a path from training through generation to the gate that a parseable kernel takes,
     not generation quality. Real experts arrive pre-trained and stay frozen throughout.
-    Returns each expert's steps, first and last loss."""
+    `max_steps` stops an expert sooner, after that many steps (the same work however busy
+    the host is). Returns each expert's steps, first and last loss."""
     if not pairs:
         raise ValueError("no (intent, kernel) pairs to fit the experts on")
     report: dict[str, dict[str, Any]] = {}
@@ -446,7 +447,7 @@ def fit_experts(experts: Sequence[Expert], pairs: Sequence[tuple[str, str]], *, 
         order: list[int] = []
         losses: list[float] = []
         started = time.monotonic()
-        while time.monotonic() - started < max_seconds:
+        while time.monotonic() - started < max_seconds and (max_steps is None or len(losses) < max_steps):
             if not order:
                 order = list(range(len(pairs)))
                 rng.shuffle(order)
