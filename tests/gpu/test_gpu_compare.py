@@ -1,9 +1,10 @@
 """The full gate's outputs compared on the GPU first (gpu_compare.py), on a real GPU.
 
 A search's later candidates draw their L1 inputs on the GPU and find their references in
-the input cache; their outputs, and the verified timed runs' outputs, are now compared
-with the harness's own kernels (against the tolerance, or a task's allowance: sgemm),
-and only what they do not pass comes to the host. An honest kernel passes that way; a kernel wrong, unwritten or mutating its input only at
+the input cache; with GateOptions(compare_on_gpu=True) their outputs, and the verified
+timed runs' outputs, are compared with the harness's own kernels (against the tolerance,
+or a task's allowance: sgemm), and only what they do not pass comes to the host. An
+honest kernel passes that way; a kernel wrong, unwritten or mutating its input only at
 L1, or only in some timed runs, is still rejected, by the guard the host names.
 """
 
